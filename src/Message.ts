@@ -1,0 +1,181 @@
+/**
+ * The conversation data: content blocks and the three message kinds, as Schemas whose JSON shapes are
+ * pi's (`@mariozechner/pi-ai`), so a pi transcript decodes unchanged and ours encodes to what pi reads.
+ *
+ * @since 0.1.0
+ */
+import { Schema } from "effect"
+
+/** A piece of text. `textSignature` is an opaque provider token that must be sent back unchanged. */
+export const TextContent = Schema.Struct({
+  type: Schema.Literal("text"),
+  text: Schema.String,
+  textSignature: Schema.optionalKey(Schema.String)
+})
+/** @since 0.1.0 */
+export type TextContent = typeof TextContent.Type
+
+/** The model's reasoning. A redacted block keeps its opaque payload in `thinkingSignature`. */
+export const ThinkingContent = Schema.Struct({
+  type: Schema.Literal("thinking"),
+  thinking: Schema.String,
+  thinkingSignature: Schema.optionalKey(Schema.String),
+  redacted: Schema.optionalKey(Schema.Boolean)
+})
+/** @since 0.1.0 */
+export type ThinkingContent = typeof ThinkingContent.Type
+
+/** An image, base64-encoded. */
+export const ImageContent = Schema.Struct({
+  type: Schema.Literal("image"),
+  data: Schema.String,
+  mimeType: Schema.String
+})
+/** @since 0.1.0 */
+export type ImageContent = typeof ImageContent.Type
+
+/** The arguments of a tool call as the model sent them: never mutated by the pipeline. */
+export const ToolCallArguments = Schema.Record(Schema.String, Schema.Unknown)
+/** @since 0.1.0 */
+export type ToolCallArguments = typeof ToolCallArguments.Type
+
+/** A tool call requested by the model, one content block of an assistant message. */
+export const ToolCall = Schema.Struct({
+  type: Schema.Literal("toolCall"),
+  id: Schema.String,
+  name: Schema.String,
+  arguments: ToolCallArguments,
+  thoughtSignature: Schema.optionalKey(Schema.String)
+})
+/** @since 0.1.0 */
+export type ToolCall = typeof ToolCall.Type
+
+/** What a tool result (and a user message) may hold: text and images. */
+export const ToolResultContent = Schema.Union([TextContent, ImageContent])
+/** @since 0.1.0 */
+export type ToolResultContent = typeof ToolResultContent.Type
+
+/** The content blocks of an assistant message. */
+export const AssistantContent = Schema.Union([TextContent, ThinkingContent, ToolCall])
+/** @since 0.1.0 */
+export type AssistantContent = typeof AssistantContent.Type
+
+/** Token counts and their cost, as pi reports them. */
+export const Usage = Schema.Struct({
+  input: Schema.Number,
+  output: Schema.Number,
+  cacheRead: Schema.Number,
+  cacheWrite: Schema.Number,
+  totalTokens: Schema.Number,
+  cost: Schema.Struct({
+    input: Schema.Number,
+    output: Schema.Number,
+    cacheRead: Schema.Number,
+    cacheWrite: Schema.Number,
+    total: Schema.Number
+  })
+})
+/** @since 0.1.0 */
+export type Usage = typeof Usage.Type
+
+/** A usage with every count at zero: for messages no model produced (scripted, synthetic). */
+export const emptyUsage: Usage = {
+  input: 0,
+  output: 0,
+  cacheRead: 0,
+  cacheWrite: 0,
+  totalTokens: 0,
+  cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 }
+}
+
+/** Why an assistant message ended. `error` and `aborted` carry an `errorMessage`. */
+export const StopReason = Schema.Literals(["stop", "length", "toolUse", "error", "aborted"])
+/** @since 0.1.0 */
+export type StopReason = typeof StopReason.Type
+
+/** A message from the person (or the application speaking for them). */
+export const UserMessage = Schema.Struct({
+  role: Schema.Literal("user"),
+  content: Schema.Union([Schema.String, Schema.Array(ToolResultContent)]),
+  timestamp: Schema.Number
+})
+/** @since 0.1.0 */
+export type UserMessage = typeof UserMessage.Type
+
+/** A model's response. Tool calls are `toolCall` blocks in `content`, in the order the model wrote them. */
+export const AssistantMessage = Schema.Struct({
+  role: Schema.Literal("assistant"),
+  content: Schema.Array(AssistantContent),
+  api: Schema.String,
+  provider: Schema.String,
+  model: Schema.String,
+  responseModel: Schema.optionalKey(Schema.String),
+  responseId: Schema.optionalKey(Schema.String),
+  diagnostics: Schema.optionalKey(Schema.Array(Schema.Unknown)),
+  usage: Usage,
+  stopReason: StopReason,
+  errorMessage: Schema.optionalKey(Schema.String),
+  timestamp: Schema.Number
+})
+/** @since 0.1.0 */
+export type AssistantMessage = typeof AssistantMessage.Type
+
+/**
+ * The outcome of one tool call, fed back to the model. `terminate` is deliberately absent: it is a runtime
+ * hint for the loop, not part of the transcript.
+ */
+export const ToolResultMessage = Schema.Struct({
+  role: Schema.Literal("toolResult"),
+  toolCallId: Schema.String,
+  toolName: Schema.String,
+  content: Schema.Array(ToolResultContent),
+  details: Schema.optionalKey(Schema.Unknown),
+  isError: Schema.Boolean,
+  timestamp: Schema.Number
+})
+/** @since 0.1.0 */
+export type ToolResultMessage = typeof ToolResultMessage.Type
+
+/** The messages a model understands, discriminated by `role`. */
+export const Message = Schema.Union([UserMessage, AssistantMessage, ToolResultMessage]).pipe(
+  Schema.toTaggedUnion("role")
+)
+/** @since 0.1.0 */
+export type Message = typeof Message.Type
+
+/**
+ * A message an application adds to the transcript for its own purposes (a notification, an artifact). It
+ * never reaches the model unless `convertToLlm` turns it into a {@link Message}.
+ */
+export interface CustomMessage {
+  readonly role: string
+  readonly timestamp?: number
+  readonly [key: string]: unknown
+}
+
+/** Anything the transcript may hold: a model message or an application's own kind. */
+export type AgentMessage = Message | CustomMessage
+
+/** Tells a model message from an application's custom one. */
+export const isMessage = (message: AgentMessage): message is Message =>
+  message.role === "user" || message.role === "assistant" || message.role === "toolResult"
+
+/**
+ * A transcript of model messages as a JSON codec: `encode` gives pi-compatible JSON, `decode` validates and
+ * returns the same value.
+ */
+export const Transcript = Schema.Array(Message)
+/** @since 0.1.0 */
+export type Transcript = typeof Transcript.Type
+
+/** The tool calls of an assistant message, in source order. */
+export const toolCallsOf = (message: AssistantMessage): ReadonlyArray<ToolCall> => {
+  const calls: Array<ToolCall> = []
+  for (const block of message.content) {
+    if (block.type === "toolCall") calls.push(block)
+  }
+  return calls
+}
+
+/** A text content block. */
+export const text = (value: string): TextContent => ({ type: "text", text: value })

@@ -1,0 +1,163 @@
+/**
+ * Tools: a definition the model sees (name, description, parameter Schema) kept apart from the
+ * implementation that runs it, which is an Effect service provided by a `Layer` and may depend on other
+ * services. This is the split `effect/ai` makes between `Tool` and its handlers.
+ *
+ * @since 0.1.0
+ */
+import { Context, Duration, Effect, Layer, Schema, type Scope } from "effect"
+import { compileCoercion } from "./internal/coercion.ts"
+import { ToolResultContent } from "./Message.ts"
+
+/** How a tool may be scheduled relative to the other calls of its batch. */
+export type ExecutionMode = "sequential" | "parallel"
+
+/** A tool's output (final or partial). `terminate` asks the loop to stop after this batch. */
+export interface ToolResult<Details = unknown> {
+  readonly content: ReadonlyArray<ToolResultContent>
+  readonly details: Details
+  readonly terminate?: boolean
+}
+
+/**
+ * The shape a tool result must have at run time. Results from untyped code are checked against it, and a
+ * result that does not fit becomes an error result naming the tool.
+ */
+export const ToolResultSchema = Schema.Struct({
+  content: Schema.Array(ToolResultContent),
+  details: Schema.optionalKey(Schema.Unknown),
+  terminate: Schema.optionalKey(Schema.Boolean)
+})
+
+/** What a running tool gets besides its arguments. */
+export interface ToolContext<Details = unknown> {
+  /** The id of the tool call being executed. */
+  readonly toolCallId: string
+  /**
+   * Aborted when this execution is interrupted (abort, timeout): hand it to promise-based code. Created on
+   * first access.
+   */
+  readonly signal: AbortSignal
+  /**
+   * Reports progress as a `tool_execution_update` event. Updates sent after the call has settled are
+   * dropped silently.
+   */
+  readonly update: (partial: ToolResult<Details>) => Effect.Effect<void>
+}
+
+/**
+ * The implementation of a tool. Any failure or defect becomes an error result whose text is the error's
+ * message; a success is a result with `isError: false`.
+ */
+export type Handler<Args, Details = unknown> = (
+  args: Args,
+  context: ToolContext<Details>
+) => Effect.Effect<ToolResult<Details>, unknown>
+
+/** The parameter Schema of a tool: anything that decodes without services. */
+export type Parameters = Schema.Decoder<unknown>
+
+/** The service identifier of the handler of the tool named `Name`. */
+export interface HandlerOf<Name extends string> {
+  readonly "~effect-agent/Tool/Handler": Name
+}
+
+/** The JSON Schema of a tool's parameters, as sent to a model. */
+export type JsonSchema = { readonly [key: string]: unknown }
+
+const TypeId = "~effect-agent/Tool" as const
+
+/** A tool definition. The handler is looked up through {@link Tool.Handler}. */
+export interface Tool<Name extends string, Params extends Parameters = Parameters, Details = unknown> {
+  readonly [TypeId]: typeof TypeId
+  readonly name: Name
+  /** A short human-readable name for UIs. */
+  readonly label: string
+  readonly description: string
+  readonly parameters: Params
+  /** `"sequential"` forces the whole batch to run one call at a time. */
+  readonly executionMode: ExecutionMode | undefined
+  /** Execution time allowed per call; overrides the batch default. */
+  readonly timeout: Duration.Duration | undefined
+  /**
+   * A compatibility shim applied to the raw arguments before validation, e.g. to accept an older argument
+   * shape. Its failures and defects become the immediate outcome `PrepareFailed`.
+   */
+  readonly prepareArguments: ((raw: unknown) => Effect.Effect<unknown, unknown>) | undefined
+  /** The parameter JSON Schema for models (draft 2020-12, `$defs` inlined at the top). Computed once. */
+  readonly jsonSchema: JsonSchema
+  /** The service key under which this tool's handler is provided. */
+  readonly Handler: Context.Key<HandlerOf<Name>, Handler<Params["Type"], Details>>
+  /**
+   * A layer providing this tool's handler. Pass the handler itself, or an Effect that builds it (and may
+   * use services, which then show in the layer's requirements).
+   */
+  toLayer<E = never, R = never>(
+    handler: Handler<Params["Type"], Details> | Effect.Effect<Handler<Params["Type"], Details>, E, R>
+  ): Layer.Layer<HandlerOf<Name>, E, Exclude<R, Scope.Scope>>
+  /** Coerces raw model arguments (numeric strings, boolean strings, numbers for strings) without mutating them. */
+  readonly coerce: (raw: unknown) => unknown
+}
+
+/** The namespace of tool types. */
+export declare namespace Tool {
+  /** Any tool. */
+  export type Any = Tool<string, Parameters, any>
+  /** The name of a tool. */
+  export type NameOf<T> = T extends Tool<infer Name, any, any> ? Name : never
+  /** The handler services a set of tools needs. */
+  export type HandlersFor<T extends Any> = T extends Tool<infer Name, any, any> ? HandlerOf<Name> : never
+}
+
+/** Options of {@link make}. */
+export interface MakeOptions<Params extends Parameters> {
+  readonly description: string
+  readonly parameters: Params
+  readonly label?: string
+  readonly executionMode?: ExecutionMode
+  readonly timeout?: Duration.Input
+  readonly prepareArguments?: (raw: unknown) => Effect.Effect<unknown, unknown>
+}
+
+/** Tells whether a value is a tool definition. */
+export const isTool = (u: unknown): u is Tool.Any => typeof u === "object" && u !== null && TypeId in u
+
+const toJsonSchema = (parameters: Parameters): JsonSchema => {
+  const doc = Schema.toJsonSchemaDocument(parameters)
+  return Object.keys(doc.definitions).length === 0 ? doc.schema : { ...doc.schema, $defs: doc.definitions }
+}
+
+/**
+ * Defines a tool. The name is the model-facing identifier and the registry key; it must be unique within a
+ * registry.
+ */
+export const make = <const Name extends string, Params extends Parameters, Details = unknown>(
+  name: Name,
+  options: MakeOptions<Params>
+): Tool<Name, Params, Details> => {
+  const Handler = Context.Service<HandlerOf<Name>, Handler<Params["Type"], Details>>(`effect-agent/Tool/${name}`)
+  let jsonSchema: JsonSchema | undefined
+  return {
+    [TypeId]: TypeId,
+    name,
+    label: options.label ?? name,
+    description: options.description,
+    parameters: options.parameters,
+    executionMode: options.executionMode,
+    timeout: options.timeout === undefined ? undefined : Duration.fromInputUnsafe(options.timeout),
+    prepareArguments: options.prepareArguments,
+    get jsonSchema() {
+      return jsonSchema ??= toJsonSchema(options.parameters)
+    },
+    Handler,
+    toLayer: (handler) =>
+      Effect.isEffect(handler) ? Layer.effect(Handler, handler) : Layer.succeed(Handler, handler),
+    coerce: compileCoercion(options.parameters.ast)
+  }
+}
+
+/** A successful text result, the common case. */
+export const textResult = <Details = undefined>(
+  text: string,
+  details?: Details
+): ToolResult<Details | undefined> => ({ content: [{ type: "text", text }], details })

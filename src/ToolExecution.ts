@@ -1,0 +1,701 @@
+/**
+ * Running the tool calls of one assistant message: five phases per call (prepare, execute, finalize, emit
+ * end, create the tool-result message), in sequential or parallel mode, with abort, timeouts and faults
+ * handled so that every call ends with exactly one end event and one result message.
+ *
+ * The contract is `shared/spec/tool-execution.md`.
+ *
+ * @since 0.1.0
+ */
+import { Cause, Clock, Duration, Effect, Exit, Fiber, Option, Queue, Result, Schema, SchemaIssue, Stream } from "effect"
+import type { AgentContext } from "./AgentContext.ts"
+import * as Context from "./AgentContext.ts"
+import type { AgentEvent, ToolExecutionEvent } from "./AgentEvent.ts"
+import * as EventSink from "./EventSink.ts"
+import {
+  AbortedBeforeStart,
+  DuplicateToolCallId,
+  type ImmediateOutcome,
+  InvalidToolArguments,
+  PrepareFailed,
+  ToolCallBlocked,
+  ToolNotFound
+} from "./ImmediateOutcome.ts"
+import { causeMessage } from "./internal/errorText.ts"
+import type { AssistantMessage, ToolCall, ToolResultContent, ToolResultMessage } from "./Message.ts"
+import { toolCallsOf } from "./Message.ts"
+import type { ExecutionMode, Tool, ToolContext, ToolResult } from "./Tool.ts"
+import { ToolResultSchema } from "./Tool.ts"
+import { type RegisteredTool, ToolRegistry, type ToolRegistryShape } from "./ToolRegistry.ts"
+
+// ---------------------------------------------------------------------------------------------------------
+// Public types
+// ---------------------------------------------------------------------------------------------------------
+
+/** What `beforeToolCall` sees: the validated arguments of a call about to execute. */
+export interface BeforeToolCallContext {
+  readonly assistantMessage: AssistantMessage
+  readonly toolCall: ToolCall
+  readonly args: unknown
+  readonly context: AgentContext
+}
+
+/**
+ * What `beforeToolCall` may decide. `block` refuses the call (`reason` becomes the result text, `terminate`
+ * counts for the batch); `args` replaces the validated arguments and is passed to the tool as given.
+ */
+export interface BeforeToolCallResult {
+  readonly block?: boolean
+  readonly reason?: string
+  readonly terminate?: boolean
+  readonly args?: unknown
+}
+
+/** What `afterToolCall` sees: an executed call and its result before any override. */
+export interface AfterToolCallContext {
+  readonly assistantMessage: AssistantMessage
+  readonly toolCall: ToolCall
+  readonly args: unknown
+  readonly result: ToolResult
+  readonly isError: boolean
+  readonly context: AgentContext
+}
+
+/** Field-by-field overrides from `afterToolCall`; an omitted field keeps the executed value (no deep merge). */
+export interface AfterToolCallResult {
+  readonly content?: ReadonlyArray<ToolResultContent>
+  readonly details?: unknown
+  readonly isError?: boolean
+  readonly terminate?: boolean
+}
+
+/**
+ * How a batch runs. Hooks are Effects: they may fail, use services (`R`) and wait (e.g. for a person's
+ * approval); their failures and defects become error results.
+ */
+export interface ToolExecutionConfig<R = never> {
+  /** `"sequential"` runs one call at a time; the default `"parallel"` executes prepared calls together. */
+  readonly toolExecution?: ExecutionMode | undefined
+  /** How many calls execute at once in parallel mode. Default `"unbounded"`. */
+  readonly concurrency?: number | "unbounded" | undefined
+  readonly beforeToolCall?:
+    | ((context: BeforeToolCallContext) => Effect.Effect<BeforeToolCallResult | undefined | void, unknown, R>)
+    | undefined
+  readonly afterToolCall?:
+    | ((context: AfterToolCallContext) => Effect.Effect<AfterToolCallResult | undefined | void, unknown, R>)
+    | undefined
+  /** Execution time allowed per call, for tools that set none. Default: no limit. */
+  readonly timeout?: Duration.Input | undefined
+  /**
+   * After an abort or timeout, how long to wait for a tool to stop before abandoning it. Default 2 seconds.
+   */
+  readonly abandonAfter?: Duration.Input | undefined
+}
+
+/** A batch's inputs beside the assistant message. */
+export interface ToolExecutionOptions<R = never> extends ToolExecutionConfig<R> {
+  /** Aborting it stops the batch as interrupting its fiber would, but the batch still returns its results. */
+  readonly signal?: AbortSignal | undefined
+  /** The run's context, handed to the hooks. */
+  readonly context?: AgentContext | undefined
+}
+
+/** The outcome of a batch. */
+export interface ToolBatchResult {
+  /** One result per tool call, in source order. */
+  readonly messages: ReadonlyArray<ToolResultMessage>
+  /** True when the batch has calls and every result asked to terminate. */
+  readonly terminate: boolean
+  /** True when the batch was aborted (signal or interruption); the loop must not call the model again. */
+  readonly aborted: boolean
+}
+
+/** The mode a batch will run in: sequential if configured so or if any called tool requires it. */
+export const chooseMode = (
+  calls: ReadonlyArray<ToolCall>,
+  registry: ToolRegistryShape,
+  configured: ExecutionMode | undefined
+): ExecutionMode => {
+  if (configured === "sequential") return "sequential"
+  for (const call of calls) {
+    if (registry.get(call.name)?.tool.executionMode === "sequential") return "sequential"
+  }
+  return "parallel"
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Internal state of one batch
+// ---------------------------------------------------------------------------------------------------------
+
+/** Where a call stands; used after an abort to say honestly what happened to it. */
+type Stage = "waiting" | "preparing" | "prepared" | "running" | "finalizing" | "settled"
+
+interface Finalized {
+  readonly result: ToolResult
+  readonly isError: boolean
+}
+
+interface Call {
+  readonly toolCall: ToolCall
+  stage: Stage
+  started: boolean
+  ended: boolean
+  announced: boolean
+  abandoned: boolean
+  outcome: Finalized | undefined
+  message: ToolResultMessage | undefined
+}
+
+interface Prepared {
+  readonly call: Call
+  readonly entry: RegisteredTool
+  readonly args: unknown
+}
+
+interface Batch<R> {
+  readonly assistantMessage: AssistantMessage
+  readonly context: AgentContext
+  readonly registry: ToolRegistryShape
+  readonly emit: (event: AgentEvent) => Effect.Effect<void>
+  readonly signal: AbortSignal | undefined
+  readonly before: ToolExecutionConfig<R>["beforeToolCall"]
+  readonly after: ToolExecutionConfig<R>["afterToolCall"]
+  readonly timeout: Duration.Duration | undefined
+  readonly grace: Duration.Duration
+  readonly seenIds: Set<string>
+  lastTimestamp: number
+}
+
+const DEFAULT_GRACE = Duration.seconds(2)
+
+const errorResult = (text: string, details: unknown = {}): Finalized => ({
+  result: { content: [{ type: "text", text }], details },
+  isError: true
+})
+
+const isAborted = (batch: Batch<any>): boolean => batch.signal?.aborted === true
+
+/** A sink wrapper: a failing subscriber is logged and never reaches the batch. */
+const safeEmit = (sink: EventSink.EventSinkShape): (event: AgentEvent) => Effect.Effect<void> =>
+  sink === EventSink.discard
+    ? () => Effect.void
+    : (event) =>
+      sink.emit(event).pipe(
+        Effect.catchCause((cause) =>
+          Cause.hasInterruptsOnly(cause)
+            ? Effect.void
+            : Effect.logWarning(`effect-agent: an event subscriber failed on ${event.type}`, cause)
+        )
+      )
+
+// ---------------------------------------------------------------------------------------------------------
+// Phase 1: prepare
+// ---------------------------------------------------------------------------------------------------------
+
+const decoders = new WeakMap<Tool.Any, (u: unknown) => Exit.Exit<unknown, Schema.SchemaError>>()
+
+const decoderOf = (tool: Tool.Any) => {
+  let decode = decoders.get(tool)
+  if (decode === undefined) {
+    decode = Schema.decodeUnknownExit(tool.parameters, { errors: "all" }) as (
+      u: unknown
+    ) => Exit.Exit<unknown, Schema.SchemaError>
+    decoders.set(tool, decode)
+  }
+  return decode
+}
+
+const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
+
+const pathText = (path: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }> | undefined): string =>
+  path === undefined || path.length === 0
+    ? "root"
+    : path.map((segment) => String(typeof segment === "object" ? segment.key : segment)).join(".")
+
+const safeJson = (value: unknown): string => {
+  try {
+    return JSON.stringify(value, null, 2) ?? String(value)
+  } catch {
+    return String(value)
+  }
+}
+
+/** Validates (after coercion) into a fresh value, or fails with the exact validation text. */
+const validateArguments = (
+  toolCall: ToolCall,
+  tool: Tool.Any,
+  raw: unknown
+): Effect.Effect<unknown, InvalidToolArguments> => {
+  const exit = decoderOf(tool)(tool.coerce(raw))
+  if (Exit.isSuccess(exit)) return Effect.succeed(exit.value)
+  const error = Cause.findErrorOption(exit.cause)
+  const issues = Option.isSome(error)
+    ? formatIssues(error.value.issue).issues.map((issue) => ({ path: pathText(issue.path), message: issue.message }))
+    : [{ path: "root", message: causeMessage(exit.cause) }]
+  const message = `Validation failed for tool "${tool.name}":\n${
+    issues.map((i) => `  - ${i.path}: ${i.message}`).join("\n")
+  }\n\nReceived arguments:\n${safeJson(raw)}`
+  return Effect.fail(new InvalidToolArguments({ toolCallId: toolCall.id, toolName: toolCall.name, message, issues }))
+}
+
+/** Runs a user stage of prepare; its failures and defects become `PrepareFailed`, interruption passes. */
+const guardStage = <A, R>(
+  toolCall: ToolCall,
+  stage: "prepareArguments" | "beforeToolCall",
+  effect: Effect.Effect<A, unknown, R>
+): Effect.Effect<A, PrepareFailed, R> =>
+  Effect.suspend(() => effect).pipe(
+    Effect.catchCause((cause) =>
+      Cause.hasInterruptsOnly(cause)
+        ? Effect.failCause(cause as Cause.Cause<never>)
+        : Effect.fail(
+          new PrepareFailed({ toolCallId: toolCall.id, toolName: toolCall.name, message: causeMessage(cause), stage })
+        )
+    )
+  )
+
+const abortedBeforeStart = (toolCall: ToolCall) =>
+  new AbortedBeforeStart({
+    toolCallId: toolCall.id,
+    toolName: toolCall.name,
+    message: `Tool ${toolCall.name} was not executed: the run was aborted before it started.`
+  })
+
+/**
+ * Phase 1. Looks the tool up, applies the compatibility shim, validates, and asks `beforeToolCall`. Every
+ * way the call can end here is a typed error: the immediate outcome.
+ */
+const prepare = <R>(batch: Batch<R>, call: Call): Effect.Effect<Prepared, ImmediateOutcome, R> => {
+  const { toolCall } = call
+  call.stage = "preparing"
+  if (batch.seenIds.has(toolCall.id)) {
+    return Effect.fail(
+      new DuplicateToolCallId({
+        toolCallId: toolCall.id,
+        toolName: toolCall.name,
+        message:
+          `Tool call id "${toolCall.id}" is a duplicate: an earlier call in this message has the same id, so this one was not executed.`
+      })
+    )
+  }
+  batch.seenIds.add(toolCall.id)
+  if (isAborted(batch)) return Effect.fail(abortedBeforeStart(toolCall))
+  const entry = batch.registry.get(toolCall.name)
+  if (entry === undefined) {
+    return Effect.fail(
+      new ToolNotFound({ toolCallId: toolCall.id, toolName: toolCall.name, message: `Tool ${toolCall.name} not found` })
+    )
+  }
+  const shim = entry.tool.prepareArguments
+  const validated = shim === undefined
+    ? validateArguments(toolCall, entry.tool, toolCall.arguments)
+    : guardStage(toolCall, "prepareArguments", shim(toolCall.arguments)).pipe(
+      Effect.flatMap((raw) => validateArguments(toolCall, entry.tool, raw))
+    )
+  const before = batch.before
+  if (before === undefined) return Effect.map(validated, (args) => ({ call, entry, args }))
+  return Effect.flatMap(validated, (args) =>
+    guardStage(
+      toolCall,
+      "beforeToolCall",
+      before({ assistantMessage: batch.assistantMessage, toolCall, args, context: batch.context })
+    ).pipe(
+      Effect.flatMap((decision): Effect.Effect<Prepared, ImmediateOutcome> => {
+        if (decision && decision.block === true) {
+          return Effect.fail(
+            new ToolCallBlocked({
+              toolCallId: toolCall.id,
+              toolName: toolCall.name,
+              message: decision.reason || "Tool execution was blocked",
+              terminate: decision.terminate === true
+            })
+          )
+        }
+        if (isAborted(batch)) return Effect.fail(abortedBeforeStart(toolCall))
+        const replaced = decision && decision.args !== undefined ? decision.args : args
+        return Effect.succeed({ call, entry, args: replaced })
+      })
+    ))
+}
+
+/** An immediate outcome as a finalized result. Only a block may terminate. */
+const immediateResult = (outcome: ImmediateOutcome): Finalized => {
+  const finalized = errorResult(outcome.message)
+  return outcome._tag === "ToolCallBlocked" && outcome.terminate
+    ? { ...finalized, result: { ...finalized.result, terminate: true } }
+    : finalized
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Phase 2: execute
+// ---------------------------------------------------------------------------------------------------------
+
+const isValidResult = Schema.is(ToolResultSchema)
+const decodeResult = Schema.decodeUnknownExit(ToolResultSchema)
+
+/** A handler's exit as an executed result: failures and invalid results become error results. */
+const executedResult = (tool: Tool.Any, exit: Exit.Exit<ToolResult, unknown>): Finalized => {
+  if (Exit.isSuccess(exit)) {
+    const value = exit.value
+    if (isValidResult(value)) return { result: value, isError: false }
+    const decoded = decodeResult(value)
+    const reason = Exit.isFailure(decoded) ? causeMessage(decoded.cause) : "unexpected shape"
+    return errorResult(`Tool ${tool.name} returned an invalid result: ${reason}`)
+  }
+  if (Cause.hasInterruptsOnly(exit.cause)) return errorResult(`Tool ${tool.name} was interrupted`)
+  return errorResult(causeMessage(exit.cause))
+}
+
+/** Interrupts a tool's fiber, waiting at most the grace period; a tool that does not stop is abandoned. */
+const stopTool = (call: Call, fiber: Fiber.Fiber<unknown, unknown>, grace: Duration.Duration) =>
+  Effect.interruptible(Fiber.interrupt(fiber)).pipe(
+    Effect.timeoutOption(grace),
+    Effect.map((stopped) => {
+      if (Option.isNone(stopped)) call.abandoned = true
+    })
+  )
+
+/**
+ * Phase 2. Runs the handler in its own fiber so that a tool which ignores cancellation can be abandoned
+ * after the grace period instead of holding the batch. Never starts a tool once the run is aborted.
+ */
+const execute = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<Finalized> =>
+  Effect.suspend(() => {
+    const { call, entry } = prepared
+    if (isAborted(batch)) return Effect.interrupt
+    call.stage = "running"
+    const toolCall = call.toolCall
+    let controller: AbortController | undefined
+    const context: ToolContext = {
+      toolCallId: toolCall.id,
+      get signal() {
+        return (controller ??= new AbortController()).signal
+      },
+      update: (partialResult) =>
+        Effect.suspend(() =>
+          call.stage === "running"
+            ? batch.emit({
+              type: "tool_execution_update",
+              toolCallId: toolCall.id,
+              toolName: toolCall.name,
+              args: toolCall.arguments,
+              partialResult
+            })
+            : Effect.void
+        )
+    }
+    const run = Effect.suspend(() => entry.handler(prepared.args, context)).pipe(
+      Effect.onInterrupt(() => Effect.sync(() => controller?.abort(new Error(`Tool call ${toolCall.id} was interrupted`))))
+    )
+    return Effect.forkDetach(run, { startImmediately: true }).pipe(
+      Effect.flatMap((fiber) => {
+        const done = fiber.pollUnsafe()
+        if (done !== undefined) return Effect.succeed(executedResult(entry.tool, done))
+        const timeout = entry.tool.timeout ?? batch.timeout
+        const awaited = timeout === undefined
+          ? Effect.map(Fiber.await(fiber), (exit) => executedResult(entry.tool, exit))
+          : Fiber.await(fiber).pipe(
+            Effect.timeoutOption(timeout),
+            Effect.flatMap((exit) =>
+              Option.isSome(exit)
+                ? Effect.succeed(executedResult(entry.tool, exit.value))
+                : stopTool(call, fiber, batch.grace).pipe(
+                  Effect.as(
+                    errorResult(
+                      `Tool ${entry.tool.name} timed out after ${Duration.format(timeout)}${
+                        call.abandoned ? " and was abandoned: it did not stop when cancelled" : ""
+                      }`,
+                      { timedOut: true }
+                    )
+                  )
+                )
+            )
+          )
+        return awaited.pipe(Effect.onInterrupt(() => stopTool(call, fiber, batch.grace)))
+      })
+    )
+  })
+
+// ---------------------------------------------------------------------------------------------------------
+// Phase 3: finalize
+// ---------------------------------------------------------------------------------------------------------
+
+/** Phase 3. Applies `afterToolCall`'s overrides field by field; its failure becomes an error result. */
+const finalize = <R>(batch: Batch<R>, prepared: Prepared, executed: Finalized): Effect.Effect<Finalized, never, R> => {
+  const after = batch.after
+  if (after === undefined) return Effect.succeed(executed)
+  prepared.call.stage = "finalizing"
+  return Effect.suspend(() =>
+    after({
+      assistantMessage: batch.assistantMessage,
+      toolCall: prepared.call.toolCall,
+      args: prepared.args,
+      result: executed.result,
+      isError: executed.isError,
+      context: batch.context
+    })
+  ).pipe(
+    Effect.map((override): Finalized => {
+      if (!override) return executed
+      const { result } = executed
+      const terminate = override.terminate !== undefined ? override.terminate : result.terminate
+      return {
+        result: {
+          content: override.content !== undefined ? override.content : result.content,
+          details: override.details !== undefined ? override.details : result.details,
+          ...(terminate !== undefined ? { terminate } : {})
+        },
+        isError: override.isError !== undefined ? override.isError : executed.isError
+      }
+    }),
+    Effect.catchCause((cause) =>
+      Cause.hasInterruptsOnly(cause)
+        ? Effect.failCause(cause as Cause.Cause<never>)
+        : Effect.succeed(errorResult(causeMessage(cause)))
+    )
+  )
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Phases 4 and 5: end event, tool-result message
+// ---------------------------------------------------------------------------------------------------------
+
+const emitStart = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> => {
+  call.started = true
+  const { toolCall } = call
+  return batch.emit({
+    type: "tool_execution_start",
+    toolCallId: toolCall.id,
+    toolName: toolCall.name,
+    args: toolCall.arguments
+  })
+}
+
+/** Phase 4. Records the call's final outcome and emits its one end event. */
+const emitEnd = <R>(batch: Batch<R>, call: Call, finalized: Finalized): Effect.Effect<void> => {
+  call.outcome = finalized
+  call.ended = true
+  call.stage = "settled"
+  return batch.emit({
+    type: "tool_execution_end",
+    toolCallId: call.toolCall.id,
+    toolName: call.toolCall.name,
+    result: finalized.result,
+    isError: finalized.isError
+  })
+}
+
+/** Phase 5. The tool-result message of a settled call, timestamped no earlier than the previous one. */
+const createMessage = <R>(batch: Batch<R>, call: Call, now: number): ToolResultMessage => {
+  const { result, isError } = call.outcome!
+  batch.lastTimestamp = Math.max(batch.lastTimestamp, now)
+  const message: ToolResultMessage = {
+    role: "toolResult",
+    toolCallId: call.toolCall.id,
+    toolName: call.toolCall.name,
+    content: result.content,
+    details: result.details,
+    isError,
+    timestamp: batch.lastTimestamp
+  }
+  call.message = message
+  return message
+}
+
+/** Phase 5, announced: `message_start` then `message_end`. */
+const announce = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    const message = createMessage(batch, call, now)
+    call.announced = true
+    return Effect.andThen(
+      batch.emit({ type: "message_start", message }),
+      batch.emit({ type: "message_end", message })
+    )
+  })
+
+// ---------------------------------------------------------------------------------------------------------
+// The two modes
+// ---------------------------------------------------------------------------------------------------------
+
+const executeAndFinalize = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<Finalized, never, R> =>
+  Effect.flatMap(execute(batch, prepared), (executed) => finalize(batch, prepared, executed))
+
+/** Sequential: each call goes through all five phases before the next one starts. */
+const runSequential = <R>(batch: Batch<R>, calls: ReadonlyArray<Call>): Effect.Effect<void, never, R> =>
+  Effect.forEach(calls, (call) =>
+    emitStart(batch, call).pipe(
+      Effect.andThen(prepare(batch, call)),
+      Effect.matchEffect({
+        onFailure: (outcome) => Effect.succeed(immediateResult(outcome)),
+        onSuccess: (prepared) => executeAndFinalize(batch, prepared)
+      }),
+      Effect.flatMap((finalized) => emitEnd(batch, call, finalized)),
+      Effect.andThen(announce(batch, call))
+    ), { discard: true })
+
+/**
+ * Parallel: preflight one call at a time in source order (an immediate outcome ends right there), then
+ * execute every prepared call together, each ending as soon as it is finalized; finally announce the
+ * result messages in source order.
+ */
+const runParallel = <R>(
+  batch: Batch<R>,
+  calls: ReadonlyArray<Call>,
+  concurrency: number | "unbounded"
+): Effect.Effect<void, never, R> =>
+  Effect.gen(function*() {
+    const prepared: Array<Prepared> = []
+    for (const call of calls) {
+      yield* emitStart(batch, call)
+      const preparation = yield* Effect.result(prepare(batch, call))
+      if (Result.isFailure(preparation)) yield* emitEnd(batch, call, immediateResult(preparation.failure))
+      else prepared.push(preparation.success)
+    }
+    yield* Effect.forEach(
+      prepared,
+      (p) => Effect.flatMap(executeAndFinalize(batch, p), (finalized) => emitEnd(batch, p.call, finalized)),
+      { concurrency, discard: true }
+    )
+    for (const call of calls) yield* announce(batch, call)
+  })
+
+// ---------------------------------------------------------------------------------------------------------
+// After an abort
+// ---------------------------------------------------------------------------------------------------------
+
+/** The honest result of a call the abort caught before it settled. */
+const interruptedResult = (call: Call, reason: string): Finalized => {
+  const name = call.toolCall.name
+  const started = call.stage === "running" || call.stage === "finalizing"
+  if (!started) {
+    return errorResult(`Tool ${name} was not executed: ${reason} before it started.`, {
+      aborted: true,
+      started: false
+    })
+  }
+  const abandoned = call.abandoned ? " It did not stop when cancelled and was abandoned." : ""
+  return errorResult(
+    `Tool ${name} was interrupted after it started: ${reason}. It may have had side effects.${abandoned}`,
+    { aborted: true, started: true, abandoned: call.abandoned }
+  )
+}
+
+/**
+ * Gives every call that the abort caught its start (if it had none), end and result message, keeping the
+ * order rules of the mode. A slow subscriber gets at most the grace period per event.
+ */
+const settleRemaining = <R>(
+  batch: Batch<R>,
+  calls: ReadonlyArray<Call>,
+  mode: ExecutionMode,
+  reason: string
+): Effect.Effect<void> => {
+  const bounded: Batch<R> = {
+    ...batch,
+    emit: (event) => Effect.asVoid(Effect.timeoutOption(Effect.interruptible(batch.emit(event)), batch.grace))
+  }
+  const start = (call: Call) => call.started ? Effect.void : emitStart(bounded, call)
+  const end = (call: Call) => call.ended ? Effect.void : emitEnd(bounded, call, interruptedResult(call, reason))
+  const message = (call: Call) => call.announced ? Effect.void : announce(bounded, call)
+  return mode === "sequential"
+    ? Effect.forEach(calls, (call) => start(call).pipe(Effect.andThen(end(call)), Effect.andThen(message(call))), {
+      discard: true
+    })
+    : Effect.forEach(calls, start, { discard: true }).pipe(
+      Effect.andThen(Effect.forEach(calls, end, { discard: true })),
+      Effect.andThen(Effect.forEach(calls, message, { discard: true }))
+    )
+}
+
+/** Interrupts `work` when the signal fires (or has fired), and waits for it to finish interrupting. */
+const interruptOnAbort = <A, E, R>(work: Effect.Effect<A, E, R>, signal: AbortSignal): Effect.Effect<A, E, R> =>
+  Effect.flatMap(Effect.forkChild(work, { startImmediately: true }), (fiber) => {
+    const onAbort = () => fiber.interruptUnsafe()
+    if (signal.aborted) onAbort()
+    else signal.addEventListener("abort", onAbort, { once: true })
+    return Fiber.join(fiber).pipe(
+      Effect.onInterrupt(() => Fiber.interrupt(fiber)),
+      Effect.ensuring(Effect.sync(() => signal.removeEventListener("abort", onAbort)))
+    )
+  })
+
+// ---------------------------------------------------------------------------------------------------------
+// Entry points
+// ---------------------------------------------------------------------------------------------------------
+
+/**
+ * Runs the tool calls of an assistant message and returns their result messages in source order.
+ *
+ * Guarantees, whatever happens (tool failures, defects, timeouts, invalid results, failing subscribers,
+ * abort by signal or by interrupting this fiber): every call gets exactly one `tool_execution_start`, one
+ * `tool_execution_end` and one result message, in the order rules of its mode, and no event follows the
+ * last result message. No tool starts executing after the abort. Events go to the {@link EventSink.EventSink}
+ * in the context.
+ */
+export const executeToolCalls = <R = never>(
+  assistantMessage: AssistantMessage,
+  options: ToolExecutionOptions<R> = {}
+): Effect.Effect<ToolBatchResult, never, ToolRegistry | R> =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.gen(function*() {
+      const registry = yield* ToolRegistry
+      const sink = yield* EventSink.EventSink
+      const toolCalls = toolCallsOf(assistantMessage)
+      const calls: Array<Call> = toolCalls.map((toolCall) => ({
+        toolCall,
+        stage: "waiting",
+        started: false,
+        ended: false,
+        announced: false,
+        abandoned: false,
+        outcome: undefined,
+        message: undefined
+      }))
+      const batch: Batch<R> = {
+        assistantMessage,
+        context: options.context ?? Context.empty,
+        registry,
+        emit: safeEmit(sink),
+        signal: options.signal,
+        before: options.beforeToolCall,
+        after: options.afterToolCall,
+        timeout: options.timeout === undefined ? undefined : Duration.fromInputUnsafe(options.timeout),
+        grace: options.abandonAfter === undefined ? DEFAULT_GRACE : Duration.fromInputUnsafe(options.abandonAfter),
+        seenIds: new Set(),
+        lastTimestamp: 0
+      }
+      const mode = chooseMode(toolCalls, registry, options.toolExecution)
+      const work = mode === "sequential"
+        ? runSequential(batch, calls)
+        : runParallel(batch, calls, options.concurrency ?? "unbounded")
+      const exit = yield* Effect.exit(restore(options.signal ? interruptOnAbort(work, options.signal) : work))
+      const aborted = isAborted(batch) || (Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause))
+      if (Exit.isFailure(exit)) {
+        const reason = aborted ? "the run was aborted" : `an internal error occurred (${causeMessage(exit.cause)})`
+        if (!aborted) yield* Effect.logError("effect-agent: tool batch failed", exit.cause)
+        yield* settleRemaining(batch, calls, mode, reason)
+      }
+      return {
+        messages: calls.map((call) => call.message!),
+        terminate: calls.length > 0 && calls.every((call) => call.outcome?.result.terminate === true),
+        aborted
+      }
+    })
+  )
+
+/**
+ * The events of a batch as a Stream that ends after the last result message. Stopping the stream early
+ * interrupts the batch (which still settles every call).
+ */
+export const toolExecutionEvents = <R = never>(
+  assistantMessage: AssistantMessage,
+  options: ToolExecutionOptions<R> = {}
+): Stream.Stream<ToolExecutionEvent, never, ToolRegistry | R> =>
+  Stream.callback<ToolExecutionEvent, never, ToolRegistry | R>((queue) =>
+    executeToolCalls(assistantMessage, options).pipe(
+      Effect.provideService(EventSink.EventSink, {
+        emit: (event) => Effect.asVoid(Queue.offer(queue, event as ToolExecutionEvent))
+      }),
+      Effect.andThen(Queue.end(queue))
+    )
+  )

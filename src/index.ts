@@ -1,0 +1,24 @@
+/**
+ * effect-agent: pi's agent core on Effect 4.
+ *
+ * @since 0.1.0
+ */
+
+/** Conversation data: content blocks and messages with pi's JSON shapes. */
+export * as Message from "./Message.ts"
+/** The streaming protocol of a model response. */
+export * as AssistantMessageEvent from "./AssistantMessageEvent.ts"
+/** The events of a run. */
+export * as AgentEvent from "./AgentEvent.ts"
+/** The context (system prompt and transcript) of a run. */
+export * as AgentContext from "./AgentContext.ts"
+/** Where events go. */
+export * as EventSink from "./EventSink.ts"
+/** Tool definitions, results and handler layers. */
+export * as Tool from "./Tool.ts"
+/** The tools of a run. */
+export * as ToolRegistry from "./ToolRegistry.ts"
+/** The typed ways a call ends during prepare. */
+export * as ImmediateOutcome from "./ImmediateOutcome.ts"
+/** Running one assistant message's tool calls. */
+export * as ToolExecution from "./ToolExecution.ts"
