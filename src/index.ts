@@ -22,3 +22,5 @@ export * as ToolRegistry from "./ToolRegistry.ts"
 export * as ImmediateOutcome from "./ImmediateOutcome.ts"
 /** Running one assistant message's tool calls. */
 export * as ToolExecution from "./ToolExecution.ts"
+/** The model interface. */
+export * as Model from "./Model.ts"
