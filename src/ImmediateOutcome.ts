@@ -40,6 +40,9 @@ export class AbortedBeforeStart extends Schema.TaggedError<AbortedBeforeStart>()
 /** An earlier call in the same batch has this id; this one is never executed. */
 export class DuplicateToolCallId extends Schema.TaggedError<DuplicateToolCallId>()("DuplicateToolCallId", call) {}
 
+/** The caller asked for the call not to run (e.g. its response hit the token limit). */
+export class ToolCallSkipped extends Schema.TaggedError<ToolCallSkipped>()("ToolCallSkipped", call) {}
+
 /** Every immediate outcome. */
 export type ImmediateOutcome =
   | ToolNotFound
@@ -48,6 +51,7 @@ export type ImmediateOutcome =
   | PrepareFailed
   | AbortedBeforeStart
   | DuplicateToolCallId
+  | ToolCallSkipped
 
 /** The Schema of every immediate outcome, e.g. to log or persist them. */
 export const ImmediateOutcome = Schema.Union([
@@ -56,5 +60,6 @@ export const ImmediateOutcome = Schema.Union([
   ToolCallBlocked,
   PrepareFailed,
   AbortedBeforeStart,
-  DuplicateToolCallId
+  DuplicateToolCallId,
+  ToolCallSkipped
 ])

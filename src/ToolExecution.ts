@@ -19,8 +19,10 @@ import {
   InvalidToolArguments,
   PrepareFailed,
   ToolCallBlocked,
+  ToolCallSkipped,
   ToolNotFound
 } from "./ImmediateOutcome.ts"
+import { interruptOnAbort } from "./internal/abort.ts"
 import { causeMessage } from "./internal/errorText.ts"
 import type { AssistantMessage, ToolCall, ToolResultContent, ToolResultMessage } from "./Message.ts"
 import { toolCallsOf } from "./Message.ts"
@@ -98,6 +100,11 @@ export interface ToolExecutionOptions<R = never> extends ToolExecutionConfig<R> 
   readonly signal?: AbortSignal | undefined
   /** The run's context, handed to the hooks. */
   readonly context?: AgentContext | undefined
+  /**
+   * When set, no call is executed: each one ends at once with this text (after its duplicate-id check). The
+   * loop uses it for the tool calls of a response that cannot be trusted, e.g. one cut at the token limit.
+   */
+  readonly skipReason?: string | undefined
 }
 
 /** The outcome of a batch. */
@@ -163,6 +170,7 @@ interface Batch<R> {
   readonly timeout: Duration.Duration | undefined
   readonly grace: Duration.Duration
   readonly seenIds: Set<string>
+  readonly skipReason: string | undefined
   lastTimestamp: number
 }
 
@@ -279,6 +287,9 @@ const prepare = <R>(batch: Batch<R>, call: Call): Effect.Effect<Prepared, Immedi
     )
   }
   batch.seenIds.add(toolCall.id)
+  if (batch.skipReason !== undefined) {
+    return Effect.fail(new ToolCallSkipped({ toolCallId: toolCall.id, toolName: toolCall.name, message: batch.skipReason }))
+  }
   if (isAborted(batch)) return Effect.fail(abortedBeforeStart(toolCall))
   const entry = batch.registry.get(toolCall.name)
   if (entry === undefined) {
@@ -607,18 +618,6 @@ const settleRemaining = <R>(
     )
 }
 
-/** Interrupts `work` when the signal fires (or has fired), and waits for it to finish interrupting. */
-const interruptOnAbort = <A, E, R>(work: Effect.Effect<A, E, R>, signal: AbortSignal): Effect.Effect<A, E, R> =>
-  Effect.flatMap(Effect.forkChild(work, { startImmediately: true }), (fiber) => {
-    const onAbort = () => fiber.interruptUnsafe()
-    if (signal.aborted) onAbort()
-    else signal.addEventListener("abort", onAbort, { once: true })
-    return Fiber.join(fiber).pipe(
-      Effect.onInterrupt(() => Fiber.interrupt(fiber)),
-      Effect.ensuring(Effect.sync(() => signal.removeEventListener("abort", onAbort)))
-    )
-  })
-
 // ---------------------------------------------------------------------------------------------------------
 // Entry points
 // ---------------------------------------------------------------------------------------------------------
@@ -662,6 +661,7 @@ export const executeToolCalls = <R = never>(
         timeout: options.timeout === undefined ? undefined : Duration.fromInputUnsafe(options.timeout),
         grace: options.abandonAfter === undefined ? DEFAULT_GRACE : Duration.fromInputUnsafe(options.abandonAfter),
         seenIds: new Set(),
+        skipReason: options.skipReason,
         lastTimestamp: 0
       }
       const mode = chooseMode(toolCalls, registry, options.toolExecution)

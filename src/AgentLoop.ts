@@ -1,0 +1,401 @@
+/**
+ * The agent loop: turns of "stream a model response, run its tool batch", with steering messages read after
+ * each whole batch and follow-up messages read when the agent would otherwise stop. The contract is
+ * `shared/spec/agent-loop.md`.
+ *
+ * Every run ends its event stream with exactly one `agent_end`; model, hook and subscriber failures end the
+ * turn with an `error` assistant message instead of escaping; an abort ends it with an `aborted` one; and
+ * every tool call in the returned messages has exactly one tool result after it.
+ *
+ * @since 0.1.0
+ */
+import { Cause, Clock, Effect, Exit, Fiber, Option, Queue, Schema, Stream } from "effect"
+import type { AgentContext } from "./AgentContext.ts"
+import type { AgentEvent } from "./AgentEvent.ts"
+import type { AssistantMessageEvent } from "./AssistantMessageEvent.ts"
+import * as EventSink from "./EventSink.ts"
+import { interruptOnAbort } from "./internal/abort.ts"
+import { causeMessage } from "./internal/errorText.ts"
+import {
+  type AgentMessage,
+  type AssistantMessage,
+  emptyUsage,
+  isMessage,
+  type Message,
+  toolCallsOf,
+  type ToolResultMessage
+} from "./Message.ts"
+import { Model, type ModelOptions, type ModelShape, type ToolSpec } from "./Model.ts"
+import { executeToolCalls, type ToolBatchResult, type ToolExecutionConfig } from "./ToolExecution.ts"
+import { ToolRegistry, type ToolRegistryShape } from "./ToolRegistry.ts"
+
+/** What `shouldStopAfterTurn` sees once a turn is over. */
+export interface ShouldStopAfterTurnContext {
+  readonly message: AssistantMessage
+  readonly toolResults: ReadonlyArray<ToolResultMessage>
+  readonly context: AgentContext
+  readonly newMessages: ReadonlyArray<AgentMessage>
+}
+
+/**
+ * How a run behaves. Hooks are Effects that may use services `R`; their failures are contained (see each
+ * field).
+ */
+export interface AgentLoopConfig<R = never> extends ToolExecutionConfig<R> {
+  /**
+   * Turns the transcript into the messages the model reads; application messages are dropped or converted
+   * here. Default: keep user, assistant and tool-result messages. A failure ends the turn with an `error`
+   * assistant message.
+   */
+  readonly convertToLlm?:
+    | ((messages: ReadonlyArray<AgentMessage>) => Effect.Effect<ReadonlyArray<Message>, unknown, R>)
+    | undefined
+  /**
+   * Rewrites the transcript before `convertToLlm` (pruning, injection). A failure ends the turn with an
+   * `error` assistant message.
+   */
+  readonly transformContext?:
+    | ((messages: ReadonlyArray<AgentMessage>) => Effect.Effect<ReadonlyArray<AgentMessage>, unknown, R>)
+    | undefined
+  /** Messages to inject after the current batch (read after each whole batch and its `turn_end`). */
+  readonly getSteeringMessages?: Effect.Effect<ReadonlyArray<AgentMessage>, never, R> | undefined
+  /** Messages to process when the agent would otherwise stop. */
+  readonly getFollowUpMessages?: Effect.Effect<ReadonlyArray<AgentMessage>, never, R> | undefined
+  /**
+   * Asked after each turn; `true` ends the run before steering and follow-ups are read. A failure is logged
+   * and ends the run the same way (stopping is the safe choice).
+   */
+  readonly shouldStopAfterTurn?:
+    | ((context: ShouldStopAfterTurnContext) => Effect.Effect<boolean, unknown, R>)
+    | undefined
+  /** Options passed to the model on every call. */
+  readonly modelOptions?: ModelOptions | undefined
+  /** Aborting it ends the run: the current response ends `aborted`, the batch settles, no model call follows. */
+  readonly signal?: AbortSignal | undefined
+}
+
+/** `continue` was asked of a transcript it cannot continue. */
+export class CannotContinue extends Schema.TaggedError<CannotContinue>()("CannotContinue", {
+  message: Schema.String
+}) {}
+
+/** The messages a model reads by default: user, assistant and tool results; application messages dropped. */
+export const defaultConvertToLlm = (messages: ReadonlyArray<AgentMessage>): ReadonlyArray<Message> =>
+  messages.filter(isMessage)
+
+/** The tools of a registry as the model sees them. */
+export const toolSpecs = (registry: ToolRegistryShape): ReadonlyArray<ToolSpec> =>
+  registry.tools.map(({ tool }) => ({ name: tool.name, description: tool.description, parameters: tool.jsonSchema }))
+
+const NOT_RUN_AFTER_LENGTH =
+  "Tool call was not executed: the response hit the output token limit, so its arguments may be truncated."
+
+// ---------------------------------------------------------------------------------------------------------
+// One run
+// ---------------------------------------------------------------------------------------------------------
+
+interface Run<R> {
+  readonly config: AgentLoopConfig<R>
+  readonly model: ModelShape
+  readonly registry: ToolRegistryShape
+  readonly emit: (event: AgentEvent) => Effect.Effect<void>
+  readonly signal: AbortSignal | undefined
+  /** The transcript so far; replaced (never mutated in place) so snapshots handed out stay valid. */
+  messages: ReadonlyArray<AgentMessage>
+  readonly newMessages: Array<AgentMessage>
+}
+
+const isAborted = (run: Run<any>) => run.signal?.aborted === true
+
+const append = <R>(run: Run<R>, message: AgentMessage) => {
+  run.messages = [...run.messages, message]
+  run.newMessages.push(message)
+}
+
+const contextOf = <R>(run: Run<R>, systemPrompt: string): AgentContext => ({ systemPrompt, messages: run.messages })
+
+/** A failing subscriber is logged; it never ends a run. */
+const safeEmit = (sink: EventSink.EventSinkShape) => (event: AgentEvent): Effect.Effect<void> =>
+  sink.emit(event).pipe(
+    Effect.catchCause((cause) =>
+      Cause.hasInterruptsOnly(cause)
+        ? Effect.void
+        : Effect.logWarning(`effect-agent: an event subscriber failed on ${event.type}`, cause)
+    )
+  )
+
+const announce = <R>(run: Run<R>, message: AgentMessage) =>
+  Effect.andThen(run.emit({ type: "message_start", message }), run.emit({ type: "message_end", message }))
+
+/** A message from no model call: the run failed or was aborted before (or while) the model answered. */
+const closingMessage = (
+  run: Run<any>,
+  partial: AssistantMessage | undefined,
+  stopReason: "error" | "aborted",
+  errorMessage: string,
+  timestamp: number
+): AssistantMessage => ({
+  ...(partial ?? {
+    role: "assistant" as const,
+    content: [],
+    api: run.model.info.api,
+    provider: run.model.info.provider,
+    model: run.model.info.model,
+    usage: emptyUsage,
+    timestamp
+  }),
+  stopReason,
+  errorMessage
+})
+
+/** Builds the model request: `transformContext`, then `convertToLlm`, then the tools' schemas. */
+const buildRequest = <R>(run: Run<R>, systemPrompt: string) =>
+  Effect.gen(function*() {
+    const transformed = run.config.transformContext
+      ? yield* run.config.transformContext(run.messages)
+      : run.messages
+    const messages = run.config.convertToLlm
+      ? yield* run.config.convertToLlm(transformed)
+      : defaultConvertToLlm(transformed)
+    return { systemPrompt, messages, tools: toolSpecs(run.registry), options: run.config.modelOptions }
+  })
+
+/**
+ * Streams one assistant response, announcing it (`message_start`, `message_update`s, `message_end`).
+ * Always returns a message: failures become `stopReason: "error"`, an abort `stopReason: "aborted"` with
+ * whatever had arrived.
+ */
+const streamAssistantResponse = <R>(run: Run<R>, systemPrompt: string): Effect.Effect<AssistantMessage, never, R> =>
+  Effect.gen(function*() {
+    let partial: AssistantMessage | undefined
+    let final: AssistantMessage | undefined
+    let started = false
+    const onEvent = (event: AssistantMessageEvent): Effect.Effect<void> => {
+      switch (event.type) {
+        case "start":
+          partial = event.partial
+          started = true
+          return run.emit({ type: "message_start", message: event.partial })
+        case "done":
+          final = event.message
+          return Effect.void
+        case "error":
+          final = event.error
+          return Effect.void
+        default:
+          partial = event.partial
+          if (!started) {
+            started = true
+            return Effect.andThen(
+              run.emit({ type: "message_start", message: event.partial }),
+              run.emit({ type: "message_update", message: event.partial, assistantMessageEvent: event })
+            )
+          }
+          return run.emit({ type: "message_update", message: event.partial, assistantMessageEvent: event })
+      }
+    }
+    const call = Effect.flatMap(buildRequest(run, systemPrompt), (request) =>
+      run.model.stream(request).pipe(
+        Stream.takeUntil((event) => event.type === "done" || event.type === "error"),
+        Stream.runForEach(onEvent)
+      ))
+    const exit = isAborted(run)
+      ? Exit.interrupt()
+      : yield* Effect.exit(run.signal ? interruptOnAbort(call, run.signal) : call)
+    const now = yield* Clock.currentTimeMillis
+    let message: AssistantMessage
+    if (Exit.isSuccess(exit)) {
+      message = final ?? closingMessage(run, partial, "error", "The model stream ended without a final message", now)
+    } else if (isAborted(run) || Cause.hasInterrupts(exit.cause)) {
+      message = closingMessage(run, partial, "aborted", "Request was aborted", now)
+    } else {
+      message = closingMessage(run, partial, "error", causeMessage(exit.cause), now)
+    }
+    if (!started) yield* run.emit({ type: "message_start", message })
+    yield* run.emit({ type: "message_end", message })
+    return message
+  })
+
+/** The tool batch of a response, or the settled-but-not-run results of a response that cannot be trusted. */
+const runToolBatch = <R>(
+  run: Run<R>,
+  message: AssistantMessage,
+  systemPrompt: string
+): Effect.Effect<ToolBatchResult, never, R> => {
+  const skipReason = message.stopReason === "length"
+    ? NOT_RUN_AFTER_LENGTH
+    : message.stopReason === "error"
+    ? "Tool call was not executed: the model response failed."
+    : undefined
+  // An aborted response's calls go through an aborted signal, so they settle as "not started".
+  const signal = message.stopReason === "aborted" && !isAborted(run) ? AbortSignal.abort() : run.signal
+  return executeToolCalls(message, {
+    ...run.config,
+    signal,
+    skipReason,
+    context: contextOf(run, systemPrompt)
+  }).pipe(Effect.provideService(ToolRegistry, run.registry), Effect.provideService(EventSink.EventSink, { emit: run.emit }))
+}
+
+/** `shouldStopAfterTurn`, with its failure treated as "stop". */
+const stopAfterTurn = <R>(run: Run<R>, context: ShouldStopAfterTurnContext): Effect.Effect<boolean, never, R> => {
+  const hook = run.config.shouldStopAfterTurn
+  if (hook === undefined) return Effect.succeed(false)
+  return Effect.suspend(() => hook(context)).pipe(
+    Effect.catchCause((cause) =>
+      Effect.as(Effect.logWarning("effect-agent: shouldStopAfterTurn failed; stopping the run", cause), true)
+    )
+  )
+}
+
+const poll = (queue: Effect.Effect<ReadonlyArray<AgentMessage>, never, any> | undefined) =>
+  queue === undefined ? Effect.succeed<ReadonlyArray<AgentMessage>>([]) : queue
+
+/** The two nested loops. Ends with `agent_end` on every path. */
+const runLoop = <R>(run: Run<R>, systemPrompt: string): Effect.Effect<void, never, R> =>
+  Effect.gen(function*() {
+    let firstTurn = true
+    let pending = yield* poll(run.config.getSteeringMessages)
+    while (true) {
+      let moreToolCalls = true
+      while (moreToolCalls || pending.length > 0) {
+        if (firstTurn) firstTurn = false
+        else yield* run.emit({ type: "turn_start" })
+        for (const message of pending) {
+          yield* announce(run, message)
+          append(run, message)
+        }
+        pending = []
+
+        const message = yield* streamAssistantResponse(run, systemPrompt)
+        append(run, message)
+        const calls = toolCallsOf(message)
+        const batch = calls.length > 0 ? yield* runToolBatch(run, message, systemPrompt) : undefined
+        const toolResults = batch?.messages ?? []
+        for (const result of toolResults) append(run, result)
+        yield* run.emit({ type: "turn_end", message, toolResults })
+
+        if (message.stopReason === "error" || message.stopReason === "aborted" || batch?.aborted || isAborted(run)) {
+          return
+        }
+        // A terminating batch ends the inner loop; a length stop goes on so the model can retry.
+        moreToolCalls = batch !== undefined && !batch.terminate
+        const stop = yield* stopAfterTurn(run, {
+          message,
+          toolResults,
+          context: contextOf(run, systemPrompt),
+          newMessages: run.newMessages.slice()
+        })
+        if (stop) return
+        pending = yield* poll(run.config.getSteeringMessages)
+      }
+      pending = yield* poll(run.config.getFollowUpMessages)
+      if (pending.length === 0) return
+    }
+  })
+
+/**
+ * Runs the loop to its `agent_end`. Interrupting this fiber is turned into an abort of the run's signal, so
+ * an interrupted run settles exactly like an aborted one (balanced events, results for every tool call).
+ */
+const startRun = <R>(
+  context: AgentContext,
+  config: AgentLoopConfig<R>,
+  prompts: ReadonlyArray<AgentMessage>
+): Effect.Effect<ReadonlyArray<AgentMessage>, never, Model | ToolRegistry | R> =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.gen(function*() {
+      const interrupted = new AbortController()
+      const signal = config.signal ? AbortSignal.any([config.signal, interrupted.signal]) : interrupted.signal
+      const run: Run<R> = {
+        config,
+        model: yield* Model,
+        registry: yield* ToolRegistry,
+        emit: safeEmit(yield* EventSink.EventSink),
+        signal,
+        messages: [...context.messages, ...prompts],
+        newMessages: [...prompts]
+      }
+      const body = Effect.gen(function*() {
+        yield* run.emit({ type: "agent_start" })
+        yield* run.emit({ type: "turn_start" })
+        for (const prompt of prompts) yield* announce(run, prompt)
+        yield* runLoop(run, context.systemPrompt)
+        yield* run.emit({ type: "agent_end", messages: run.newMessages.slice() })
+      })
+      const fiber = yield* Effect.forkChild(Effect.interruptible(body), { startImmediately: true })
+      yield* restore(Fiber.await(fiber)).pipe(
+        Effect.onInterrupt(() =>
+          Effect.suspend(() => {
+            interrupted.abort()
+            return Fiber.await(fiber)
+          })
+        )
+      )
+      return run.newMessages.slice()
+    })
+  )
+
+// ---------------------------------------------------------------------------------------------------------
+// Entry points
+// ---------------------------------------------------------------------------------------------------------
+
+/**
+ * Runs the loop from new prompt messages, emitting events to the {@link EventSink.EventSink} in the
+ * context, and returns the messages the run added (the prompts included). Never fails: every failure is
+ * inside the transcript. The caller's context is not mutated.
+ */
+export const runAgentLoop = <R = never>(
+  prompts: ReadonlyArray<AgentMessage>,
+  context: AgentContext,
+  config: AgentLoopConfig<R> = {}
+): Effect.Effect<ReadonlyArray<AgentMessage>, never, Model | ToolRegistry | R> => startRun(context, config, prompts)
+
+/**
+ * Continues the loop from the current transcript without a new message (a retry, or after tool results).
+ * Fails with {@link CannotContinue} when there is nothing to continue or the last message is the assistant's.
+ */
+export const runAgentLoopContinue = <R = never>(
+  context: AgentContext,
+  config: AgentLoopConfig<R> = {}
+): Effect.Effect<ReadonlyArray<AgentMessage>, CannotContinue, Model | ToolRegistry | R> => {
+  const last = context.messages.at(-1)
+  if (last === undefined) return Effect.fail(new CannotContinue({ message: "Cannot continue: no messages in context" }))
+  if (last.role === "assistant") {
+    return Effect.fail(new CannotContinue({ message: "Cannot continue from message role: assistant" }))
+  }
+  return startRun(context, config, [])
+}
+
+const toStream = <E, R>(
+  run: Effect.Effect<ReadonlyArray<AgentMessage>, E, R>
+): Stream.Stream<AgentEvent, E, R> =>
+  Stream.callback<AgentEvent, E, R>((queue) =>
+    run.pipe(
+      Effect.provideService(EventSink.EventSink, { emit: (event) => Effect.asVoid(Queue.offer(queue, event)) }),
+      Effect.andThen(Queue.end(queue))
+    )
+  )
+
+/**
+ * The events of a run from new prompts, as a Stream that ends after `agent_end` (whose `messages` are the
+ * run's new messages). Stopping the stream early interrupts the run.
+ */
+export const agentLoop = <R = never>(
+  prompts: ReadonlyArray<AgentMessage>,
+  context: AgentContext,
+  config: AgentLoopConfig<R> = {}
+): Stream.Stream<AgentEvent, never, Model | ToolRegistry | R> => toStream(runAgentLoop(prompts, context, config))
+
+/** The events of a continued run, as a Stream; see {@link runAgentLoopContinue}. */
+export const agentLoopContinue = <R = never>(
+  context: AgentContext,
+  config: AgentLoopConfig<R> = {}
+): Stream.Stream<AgentEvent, CannotContinue, Model | ToolRegistry | R> =>
+  toStream(runAgentLoopContinue(context, config))
+
+/** The messages a finished run added, read from its `agent_end` event. */
+export const newMessagesOf = (events: ReadonlyArray<AgentEvent>): Option.Option<ReadonlyArray<AgentMessage>> => {
+  const end = events.findLast((event) => event.type === "agent_end")
+  return end === undefined ? Option.none() : Option.some(end.messages as ReadonlyArray<AgentMessage>)
+}

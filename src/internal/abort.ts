@@ -1,0 +1,17 @@
+/** Tying an `AbortSignal` to fiber interruption. */
+import { Effect, Fiber } from "effect"
+
+/**
+ * Runs `work` in a child fiber that is interrupted when the signal fires (or has fired), and waits for it
+ * to finish interrupting. Interrupting the caller interrupts the work too.
+ */
+export const interruptOnAbort = <A, E, R>(work: Effect.Effect<A, E, R>, signal: AbortSignal): Effect.Effect<A, E, R> =>
+  Effect.flatMap(Effect.forkChild(work, { startImmediately: true }), (fiber) => {
+    const onAbort = () => fiber.interruptUnsafe()
+    if (signal.aborted) onAbort()
+    else signal.addEventListener("abort", onAbort, { once: true })
+    return Fiber.join(fiber).pipe(
+      Effect.onInterrupt(() => Fiber.interrupt(fiber)),
+      Effect.ensuring(Effect.sync(() => signal.removeEventListener("abort", onAbort)))
+    )
+  })
