@@ -24,3 +24,11 @@ export * as ImmediateOutcome from "./ImmediateOutcome.ts"
 export * as ToolExecution from "./ToolExecution.ts"
 /** The model interface. */
 export * as Model from "./Model.ts"
+/** The agent loop. */
+export * as AgentLoop from "./AgentLoop.ts"
+/** The stateful agent. */
+export * as Agent from "./Agent.ts"
+/** The Promise facade of the agent. */
+export { PromiseAgent, type PromiseAgentOptions } from "./PromiseAgent.ts"
+/** A model that replays a script (the embedded default). */
+export * as ScriptedModel from "./ScriptedModel.ts"

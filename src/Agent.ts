@@ -1,0 +1,341 @@
+/**
+ * The stateful agent: a transcript, queues of steering and follow-up messages, one run at a time, and
+ * subscribers that see every event in order. Its state is observable as a `SubscriptionRef`.
+ *
+ * @since 0.1.0
+ */
+import { Cause, Clock, Context, Deferred, Effect, Layer, Schema, Semaphore, SubscriptionRef } from "effect"
+import type { AgentEvent } from "./AgentEvent.ts"
+import { type AgentLoopConfig, CannotContinue, runAgentLoop, runAgentLoopContinue } from "./AgentLoop.ts"
+import * as EventSink from "./EventSink.ts"
+import type { AgentMessage, ImageContent, UserMessage } from "./Message.ts"
+import { Model, type ModelInfo } from "./Model.ts"
+import type { Tool } from "./Tool.ts"
+import { ToolRegistry } from "./ToolRegistry.ts"
+
+/** What the agent shows of itself. Replaced (never mutated) on every change. */
+export interface AgentState {
+  readonly systemPrompt: string
+  readonly model: ModelInfo
+  readonly tools: ReadonlyArray<Tool.Any>
+  readonly messages: ReadonlyArray<AgentMessage>
+  /** True from the start of a run until its `agent_end` subscribers have finished. */
+  readonly isStreaming: boolean
+  /** The message being streamed, if any. */
+  readonly streamingMessage: AgentMessage | undefined
+  /** Ids of the tool calls started and not yet ended. */
+  readonly pendingToolCalls: ReadonlySet<string>
+  /** The error of the most recent failed or aborted turn. */
+  readonly errorMessage: string | undefined
+}
+
+/** How queued messages are handed to the loop: the oldest alone (default), or all at once. */
+export type QueueMode = "one-at-a-time" | "all"
+
+/** A call the agent cannot take now (a run is active). The message says what to do instead. */
+export class AgentBusy extends Schema.TaggedError<AgentBusy>()("AgentBusy", { message: Schema.String }) {}
+
+/**
+ * A subscriber: called for every event of every run, in subscription order, and awaited before the next
+ * subscriber and the next event. It gets the run's abort signal. Its failures are logged and never reach
+ * the run.
+ */
+export type Listener = (event: AgentEvent, signal: AbortSignal) => Effect.Effect<void, unknown>
+
+/** The input of `prompt`: text, one message, or several. */
+export type PromptInput = string | AgentMessage | ReadonlyArray<AgentMessage>
+
+/** Options of an agent. */
+export interface AgentOptions<R = never> extends Omit<AgentLoopConfig<R>, "signal" | "getSteeringMessages" | "getFollowUpMessages"> {
+  readonly systemPrompt?: string | undefined
+  readonly messages?: ReadonlyArray<AgentMessage> | undefined
+  readonly steeringMode?: QueueMode | undefined
+  readonly followUpMode?: QueueMode | undefined
+}
+
+/** The agent's operations. */
+export interface AgentShape {
+  /** The observable state; `SubscriptionRef.changes(state)` streams it. */
+  readonly state: SubscriptionRef.SubscriptionRef<AgentState>
+  /**
+   * Runs the agent on a prompt and settles when the run is over and its `agent_end` subscribers have
+   * finished. Refused while a run is active (queue with `steer` or `followUp`). Interrupting it aborts the run.
+   */
+  readonly prompt: (input: PromptInput, images?: ReadonlyArray<ImageContent>) => Effect.Effect<void, AgentBusy>
+  /**
+   * Continues from the transcript: after a user message or tool results, runs the loop; after an assistant
+   * message, delivers one queued steering message, else the queued follow-ups, else fails.
+   */
+  readonly continue: Effect.Effect<void, AgentBusy | CannotContinue>
+  /** Queues a message to inject after the current batch. */
+  readonly steer: (message: AgentMessage | string) => Effect.Effect<void>
+  /** Queues a message to process when the agent would otherwise stop. */
+  readonly followUp: (message: AgentMessage | string) => Effect.Effect<void>
+  readonly setSteeringMode: (mode: QueueMode) => Effect.Effect<void>
+  readonly setFollowUpMode: (mode: QueueMode) => Effect.Effect<void>
+  readonly clearSteeringQueue: Effect.Effect<void>
+  readonly clearFollowUpQueue: Effect.Effect<void>
+  readonly clearAllQueues: Effect.Effect<void>
+  readonly hasQueuedMessages: Effect.Effect<boolean>
+  /** Aborts the active run, if any. The run settles (every started tool call gets its result). */
+  readonly abort: Effect.Effect<void>
+  /** Settles when no run is active. */
+  readonly waitForIdle: Effect.Effect<void>
+  /** Clears the transcript, the queues and the error. Refused while a run is active. */
+  readonly reset: Effect.Effect<void, AgentBusy>
+  readonly setSystemPrompt: (systemPrompt: string) => Effect.Effect<void>
+  /** Replaces the transcript. Refused while a run is active. */
+  readonly setMessages: (messages: ReadonlyArray<AgentMessage>) => Effect.Effect<void, AgentBusy>
+  /** Adds a subscriber; the returned effect removes it. */
+  readonly subscribe: (listener: Listener) => Effect.Effect<Effect.Effect<void>>
+}
+
+const PROMPT_BUSY =
+  "Agent is already processing a prompt. Use steer() or followUp() to queue messages, or wait for completion."
+const CONTINUE_BUSY = "Agent is already processing. Wait for completion before continuing."
+const RESET_BUSY = "Agent is processing. Abort it or wait for completion before resetting."
+const SET_MESSAGES_BUSY = "Agent is processing. Wait for completion before replacing the messages."
+
+class MessageQueue {
+  items: Array<AgentMessage> = []
+  mode: QueueMode
+  constructor(mode: QueueMode) {
+    this.mode = mode
+  }
+  drain(): ReadonlyArray<AgentMessage> {
+    if (this.mode === "all") {
+      const all = this.items
+      this.items = []
+      return all
+    }
+    const first = this.items.shift()
+    return first === undefined ? [] : [first]
+  }
+}
+
+interface ActiveRun {
+  readonly controller: AbortController
+  readonly done: Deferred.Deferred<void>
+}
+
+/** Applies an event to the state, as the transcript and UI fields follow it. */
+const reduce = (state: AgentState, event: AgentEvent): AgentState => {
+  switch (event.type) {
+    case "message_start":
+    case "message_update":
+      return { ...state, streamingMessage: event.message as AgentMessage }
+    case "message_end":
+      return { ...state, streamingMessage: undefined, messages: [...state.messages, event.message as AgentMessage] }
+    case "tool_execution_start": {
+      const pending = new Set(state.pendingToolCalls)
+      pending.add(event.toolCallId)
+      return { ...state, pendingToolCalls: pending }
+    }
+    case "tool_execution_end": {
+      const pending = new Set(state.pendingToolCalls)
+      pending.delete(event.toolCallId)
+      return { ...state, pendingToolCalls: pending }
+    }
+    case "turn_end": {
+      const message = event.message as AgentMessage
+      return message.role === "assistant" && typeof message.errorMessage === "string"
+        ? { ...state, errorMessage: message.errorMessage }
+        : state
+    }
+    case "agent_end":
+      return { ...state, streamingMessage: undefined }
+    default:
+      return state
+  }
+}
+
+/** Builds an agent on the {@link Model} and {@link ToolRegistry} in the context. */
+export const make = <R = never>(
+  options: AgentOptions<R> = {}
+): Effect.Effect<AgentShape, never, Model | ToolRegistry | R> =>
+  Effect.gen(function*() {
+    const model = yield* Model
+    const registry = yield* ToolRegistry
+    const services = yield* Effect.context<Model | ToolRegistry | R>()
+    const state = yield* SubscriptionRef.make<AgentState>({
+      systemPrompt: options.systemPrompt ?? "",
+      model: model.info,
+      tools: registry.tools.map((entry) => entry.tool),
+      messages: options.messages ?? [],
+      isStreaming: false,
+      streamingMessage: undefined,
+      pendingToolCalls: new Set<string>(),
+      errorMessage: undefined
+    })
+    const steering = new MessageQueue(options.steeringMode ?? "one-at-a-time")
+    const followUps = new MessageQueue(options.followUpMode ?? "one-at-a-time")
+    let listeners: ReadonlyArray<Listener> = []
+    let active: ActiveRun | undefined
+    // Events of parallel tool fibers are delivered one at a time, in emission order.
+    const delivery = yield* Semaphore.make(1)
+
+    const deliver = (signal: AbortSignal) => (event: AgentEvent): Effect.Effect<void> =>
+      delivery.withPermit(
+        Effect.gen(function*() {
+          yield* SubscriptionRef.update(state, (current) => reduce(current, event))
+          for (const listener of listeners) {
+            yield* Effect.suspend(() => listener(event, signal)).pipe(
+              Effect.catchCause((cause) =>
+                Cause.hasInterruptsOnly(cause)
+                  ? Effect.void
+                  : Effect.logWarning(`effect-agent: a subscriber failed on ${event.type}`, cause)
+              )
+            )
+          }
+        })
+      )
+
+    const toMessage = (input: AgentMessage | string, images?: ReadonlyArray<ImageContent>) =>
+      typeof input !== "string"
+        ? Effect.succeed(input)
+        : Effect.map(Clock.currentTimeMillis, (timestamp): UserMessage => ({
+          role: "user",
+          content: [{ type: "text", text: input }, ...(images ?? [])],
+          timestamp
+        }))
+
+    /** One run from start to idle; `start` runs the loop with the run's config. */
+    const lifecycle = <E>(
+      busy: string,
+      start: (
+        config: AgentLoopConfig<R>,
+        snapshot: AgentState
+      ) => Effect.Effect<unknown, E, Model | ToolRegistry | R>
+    ): Effect.Effect<void, AgentBusy | E> =>
+      Effect.uninterruptibleMask((restore) =>
+        Effect.gen(function*() {
+          if (active !== undefined) return yield* new AgentBusy({ message: busy })
+          const run: ActiveRun = { controller: new AbortController(), done: Deferred.makeUnsafe<void>() }
+          active = run
+          const snapshot = yield* SubscriptionRef.updateAndGet(state, (current) => ({
+            ...current,
+            isStreaming: true,
+            streamingMessage: undefined,
+            errorMessage: undefined
+          }))
+          const config: AgentLoopConfig<R> = {
+            ...options,
+            signal: run.controller.signal,
+            getSteeringMessages: Effect.sync(() => steering.drain()),
+            getFollowUpMessages: Effect.sync(() => followUps.drain())
+          }
+          const exit = yield* Effect.exit(
+            restore(start(config, snapshot)).pipe(
+              Effect.provideService(EventSink.EventSink, { emit: deliver(run.controller.signal) }),
+              Effect.provide(services)
+            )
+          )
+          yield* SubscriptionRef.update(state, (current) => ({
+            ...current,
+            isStreaming: false,
+            streamingMessage: undefined,
+            pendingToolCalls: new Set<string>()
+          }))
+          active = undefined
+          yield* Deferred.succeed(run.done, undefined)
+          if (exit._tag === "Failure") return yield* Effect.failCause(exit.cause)
+        })
+      )
+
+    const runPrompts = (prompts: ReadonlyArray<AgentMessage>, busy: string, skipInitialSteering = false) =>
+      lifecycle(busy, (config, snapshot) => {
+        let skip = skipInitialSteering
+        return runAgentLoop(prompts, { systemPrompt: snapshot.systemPrompt, messages: snapshot.messages }, {
+          ...config,
+          getSteeringMessages: Effect.sync(() => {
+            if (skip) {
+              skip = false
+              return []
+            }
+            return steering.drain()
+          })
+        })
+      })
+
+    const prompt: AgentShape["prompt"] = (input, images) =>
+      Effect.gen(function*() {
+        if (active !== undefined) return yield* new AgentBusy({ message: PROMPT_BUSY })
+        const prompts = Array.isArray(input)
+          ? input as ReadonlyArray<AgentMessage>
+          : [yield* toMessage(input as AgentMessage | string, images)]
+        return yield* runPrompts(prompts, PROMPT_BUSY)
+      })
+
+    const continueRun: AgentShape["continue"] = Effect.gen(function*() {
+      if (active !== undefined) return yield* new AgentBusy({ message: CONTINUE_BUSY })
+      const { messages } = yield* SubscriptionRef.get(state)
+      const last = messages.at(-1)
+      if (last === undefined) return yield* new CannotContinue({ message: "No messages to continue from" })
+      if (last.role === "assistant") {
+        const queuedSteering = steering.drain()
+        if (queuedSteering.length > 0) return yield* runPrompts(queuedSteering, CONTINUE_BUSY, true)
+        const queuedFollowUps = followUps.drain()
+        if (queuedFollowUps.length > 0) return yield* runPrompts(queuedFollowUps, CONTINUE_BUSY)
+        return yield* new CannotContinue({ message: "Cannot continue from message role: assistant" })
+      }
+      return yield* lifecycle(
+        CONTINUE_BUSY,
+        (config, snapshot) =>
+          runAgentLoopContinue({ systemPrompt: snapshot.systemPrompt, messages: snapshot.messages }, config)
+      )
+    })
+
+    const whenIdle = <A>(busy: string, f: () => Effect.Effect<A>) =>
+      Effect.suspend(() => active !== undefined ? Effect.fail(new AgentBusy({ message: busy })) : f())
+
+    return {
+      state,
+      prompt,
+      continue: continueRun,
+      steer: (message) => Effect.map(toMessage(message), (m) => void steering.items.push(m)),
+      followUp: (message) => Effect.map(toMessage(message), (m) => void followUps.items.push(m)),
+      setSteeringMode: (mode) => Effect.sync(() => void (steering.mode = mode)),
+      setFollowUpMode: (mode) => Effect.sync(() => void (followUps.mode = mode)),
+      clearSteeringQueue: Effect.sync(() => void (steering.items = [])),
+      clearFollowUpQueue: Effect.sync(() => void (followUps.items = [])),
+      clearAllQueues: Effect.sync(() => {
+        steering.items = []
+        followUps.items = []
+      }),
+      hasQueuedMessages: Effect.sync(() => steering.items.length > 0 || followUps.items.length > 0),
+      abort: Effect.sync(() => active?.controller.abort()),
+      waitForIdle: Effect.suspend(() => active === undefined ? Effect.void : Deferred.await(active.done)),
+      reset: whenIdle(RESET_BUSY, () =>
+        Effect.andThen(
+          Effect.sync(() => {
+            steering.items = []
+            followUps.items = []
+          }),
+          SubscriptionRef.update(state, (current) => ({
+            ...current,
+            messages: [],
+            streamingMessage: undefined,
+            pendingToolCalls: new Set<string>(),
+            errorMessage: undefined
+          }))
+        )),
+      setSystemPrompt: (systemPrompt) => SubscriptionRef.update(state, (current) => ({ ...current, systemPrompt })),
+      setMessages: (messages) =>
+        whenIdle(SET_MESSAGES_BUSY, () => SubscriptionRef.update(state, (current) => ({ ...current, messages }))),
+      subscribe: (listener) =>
+        Effect.sync(() => {
+          listeners = [...listeners, listener]
+          return Effect.sync(() => {
+            listeners = listeners.filter((l) => l !== listener)
+          })
+        })
+    }
+  })
+
+/** The agent as a service. */
+export class Agent extends Context.Service<Agent, AgentShape>()("effect-agent/Agent") {
+  /** An agent built from options, on the {@link Model} and {@link ToolRegistry} of the layer's context. */
+  static layer(options: AgentOptions = {}): Layer.Layer<Agent, never, Model | ToolRegistry> {
+    return Layer.effect(Agent, make(options))
+  }
+}
