@@ -179,3 +179,9 @@ export const toolCallsOf = (message: AssistantMessage): ReadonlyArray<ToolCall> 
 
 /** A text content block. */
 export const text = (value: string): TextContent => ({ type: "text", text: value })
+
+/** The text of a model message: its text blocks joined, other blocks shown as `[type]`. */
+export const textOf = (message: Message): string =>
+  typeof message.content === "string"
+    ? message.content
+    : message.content.map((block) => block.type === "text" ? block.text : `[${block.type}]`).join(" ")

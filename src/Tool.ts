@@ -102,7 +102,7 @@ export interface Tool<Name extends string, Params extends Parameters = Parameter
 /** The namespace of tool types. */
 export declare namespace Tool {
   /** Any tool. */
-  export type Any = Tool<string, any, any>
+  export type Any = Tool<any, any, any>
   /** The name of a tool. */
   export type NameOf<T> = T extends Tool<infer Name, any, any> ? Name : never
   /** The handler services a set of tools needs. */

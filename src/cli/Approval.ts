@@ -1,0 +1,57 @@
+/**
+ * Approvals for tools that change things. `write`, `edit` and `bash` run only when the person at the
+ * terminal says yes (or `--yes` was given); with no terminal to ask they are blocked with a reason the model
+ * can read. Some commands are refused whatever was said.
+ */
+import { Effect } from "effect"
+import type { BeforeToolCallContext, BeforeToolCallResult } from "../ToolExecution.ts"
+
+/** The tools that need a yes before they run. */
+export const NEEDS_APPROVAL: ReadonlySet<string> = new Set(["write", "edit", "bash"])
+
+/** Commands refused even with `--yes`: they reach outside any workspace or raise privileges. */
+const REFUSED_COMMANDS: ReadonlyArray<{ readonly pattern: RegExp; readonly why: string }> = [
+  { pattern: /\bsudo\b/, why: "it asks for elevated privileges" },
+  { pattern: /\brm\s+(-[a-zA-Z]*\s+)*\/(\s|$)/, why: "it would delete the root folder" },
+  { pattern: /\bmkfs(\.|\b)/, why: "it would format a disk" }
+]
+
+/** How approvals are decided. */
+export type ApprovalMode =
+  /** Every call is allowed (`--yes`). */
+  | { readonly _tag: "AllowAll" }
+  /** The person is asked; `ask` returns their answer. */
+  | { readonly _tag: "Ask"; readonly ask: (question: string) => Effect.Effect<boolean> }
+  /** No one can be asked: calls that need approval are blocked. */
+  | { readonly _tag: "NoTerminal" }
+
+/** The question shown for a call: the tool and its exact arguments. */
+export const question = (toolName: string, args: unknown): string =>
+  `Allow ${toolName} ${JSON.stringify(args, null, 2)}?`
+
+/** The `beforeToolCall` hook implementing the approval policy. */
+export const approvalHook = (mode: ApprovalMode) =>
+(context: BeforeToolCallContext): Effect.Effect<BeforeToolCallResult | undefined> => {
+  const name = context.toolCall.name
+  if (!NEEDS_APPROVAL.has(name)) return Effect.succeed(undefined)
+  if (name === "bash") {
+    const command = (context.args as { readonly command?: unknown } | undefined)?.command
+    const refused = typeof command === "string" ? REFUSED_COMMANDS.find((r) => r.pattern.test(command)) : undefined
+    if (refused !== undefined) {
+      return Effect.succeed({ block: true, reason: `Refused by policy: ${refused.why}. Do not retry this command.` })
+    }
+  }
+  switch (mode._tag) {
+    case "AllowAll":
+      return Effect.succeed(undefined)
+    case "NoTerminal":
+      return Effect.succeed({
+        block: true,
+        reason:
+          `${name} needs the user's approval, but there is no terminal to ask. It was not run. The user can rerun with --yes to allow it.`
+      })
+    case "Ask":
+      return Effect.map(mode.ask(question(name, context.args)), (yes) =>
+        yes ? undefined : { block: true, reason: `The user declined this ${name} call. It was not run.` })
+  }
+}

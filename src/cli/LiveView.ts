@@ -1,0 +1,277 @@
+/**
+ * What the command line shows while an agent runs: streamed assistant text, a live lane per running tool
+ * call (name, key argument, spinner, elapsed time, last progress line), a line per finished call, and after
+ * each batch a timeline showing which calls overlapped. On a terminal it redraws in place with colours;
+ * elsewhere it prints plain lines only.
+ */
+import { Clock, Duration, Effect, type Scope } from "effect"
+import type { AgentEvent } from "../AgentEvent.ts"
+import type { ToolResultContent } from "../Message.ts"
+
+/** How the view renders. */
+export interface ViewOptions {
+  /** Redraw lanes in place with a spinner (a terminal). */
+  readonly live: boolean
+  /** ANSI colours. */
+  readonly color: boolean
+  /** Terminal width. */
+  readonly columns: number
+  readonly write: (text: string) => void
+}
+
+interface Lane {
+  readonly id: string
+  readonly name: string
+  readonly keyArg: string
+  readonly startedAt: number
+  progress: string
+}
+
+interface Span {
+  readonly id: string
+  readonly label: string
+  readonly start: number
+  end: number | undefined
+  isError: boolean
+}
+
+const SPINNER = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
+const KEY_ARGS = ["path", "pattern", "command", "query", "file", "url"]
+
+/** The argument that best names what a call does, shortened. */
+export const keyArgument = (args: unknown, width = 40): string => {
+  if (typeof args !== "object" || args === null) return ""
+  const record = args as Record<string, unknown>
+  const key = KEY_ARGS.find((k) => typeof record[k] === "string") ??
+    Object.keys(record).find((k) => typeof record[k] === "string")
+  if (key === undefined) return ""
+  const value = String(record[key]).replace(/\s+/g, " ")
+  return value.length > width ? value.slice(0, width - 1) + "…" : value
+}
+
+const firstLine = (text: string, width: number): string => {
+  const line = text.split("\n").find((l) => l.trim() !== "") ?? ""
+  return line.length > width ? line.slice(0, width - 1) + "…" : line
+}
+
+const lastLine = (text: string, width: number): string => {
+  const lines = text.split("\n").filter((l) => l.trim() !== "")
+  const line = lines.at(-1) ?? ""
+  return line.length > width ? line.slice(0, width - 1) + "…" : line
+}
+
+const textOf = (content: unknown): string =>
+  Array.isArray(content)
+    ? (content as ReadonlyArray<ToolResultContent>).map((block) => block.type === "text" ? block.text : "[image]")
+      .join("\n")
+    : ""
+
+const formatMs = (ms: number): string => ms < 1000 ? `${Math.round(ms)}ms` : `${(ms / 1000).toFixed(1)}s`
+
+/**
+ * A timeline of one batch as text lines: one bar per call, placed on a shared time axis, so overlapping
+ * bars are calls that ran at the same time.
+ */
+export const renderTimeline = (
+  spans: ReadonlyArray<{ readonly label: string; readonly start: number; readonly end: number; readonly isError: boolean }>,
+  options: { readonly columns: number; readonly color: boolean }
+): Array<string> => {
+  if (spans.length === 0) return []
+  const t0 = Math.min(...spans.map((s) => s.start))
+  const t1 = Math.max(...spans.map((s) => s.end))
+  const total = Math.max(1, t1 - t0)
+  const labelWidth = Math.min(28, Math.max(...spans.map((s) => s.label.length)))
+  const width = Math.max(10, Math.min(48, options.columns - labelWidth - 16))
+  const paint = (text: string, code: string) => options.color ? `\x1b[${code}m${text}\x1b[0m` : text
+  const lines = [paint(`  timeline ${formatMs(total)}`, "2")]
+  for (const span of spans) {
+    const from = Math.min(width - 1, Math.floor(((span.start - t0) / total) * width))
+    const to = Math.max(from + 1, Math.min(width, Math.ceil(((span.end - t0) / total) * width)))
+    const bar = " ".repeat(from) + "█".repeat(to - from) + " ".repeat(width - to)
+    const label = span.label.length > labelWidth ? span.label.slice(0, labelWidth - 1) + "…" : span.label
+    lines.push(
+      `  ${label.padEnd(labelWidth)} │${paint(bar, span.isError ? "31" : "36")}│ ${formatMs(span.end - span.start)}`
+    )
+  }
+  return lines
+}
+
+/** A view: feed it every event; `close` clears the live region. */
+export interface LiveView {
+  readonly handle: (event: AgentEvent) => Effect.Effect<void>
+  /** Runs an effect with the live region cleared and the spinner stopped (e.g. a y/n question). */
+  readonly pause: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  readonly close: Effect.Effect<void>
+}
+
+/** Builds a view. On a live terminal a ticker redraws the lanes until the scope closes. */
+export const make = (options: ViewOptions): Effect.Effect<LiveView, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { write, color, live } = options
+    const paint = (text: string, code: string) => color ? `\x1b[${code}m${text}\x1b[0m` : text
+    const lanes = new Map<string, Lane>()
+    let spans: Array<Span> = []
+    let drawn = 0
+    let frame = 0
+    let paused = false
+    let midLine = false
+
+    const clear = () => {
+      if (!live || drawn === 0) return
+      write(`\x1b[${drawn}A\r\x1b[J`)
+      drawn = 0
+    }
+    const draw = (now: number) => {
+      if (!live || paused || lanes.size === 0) return
+      const spinner = SPINNER[frame % SPINNER.length]
+      const lines: Array<string> = []
+      for (const lane of lanes.values()) {
+        const elapsed = formatMs(now - lane.startedAt).padStart(6)
+        const progress = lane.progress === "" ? "" : paint(` │ ${lane.progress}`, "2")
+        const line = `${paint(spinner, "33")} ${paint(lane.name, "1")} ${lane.keyArg} ${paint(elapsed, "2")}${progress}`
+        lines.push(line)
+      }
+      write(lines.map((l) => `\r\x1b[2K${l}`).join("\n") + "\n")
+      drawn = lines.length
+    }
+    /** Writes permanent output above the live region. */
+    const print = (text: string, now: number) => {
+      clear()
+      if (midLine) {
+        write("\n")
+        midLine = false
+      }
+      write(text + "\n")
+      draw(now)
+    }
+
+    const handle = (event: AgentEvent): Effect.Effect<void> =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Effect.sync(() => {
+          switch (event.type) {
+            case "message_update": {
+              const update = event.assistantMessageEvent
+              if (update.type === "text_delta") {
+                clear()
+                write(update.delta)
+                midLine = !update.delta.endsWith("\n")
+              } else if (update.type === "thinking_delta") {
+                clear()
+                write(paint(update.delta, "2;3"))
+                midLine = !update.delta.endsWith("\n")
+              } else if (update.type === "text_end" || update.type === "thinking_end") {
+                if (midLine) write("\n")
+                midLine = false
+              }
+              return
+            }
+            case "message_end": {
+              const message = event.message
+              if (message.role === "assistant" && (message.stopReason === "error" || message.stopReason === "aborted")) {
+                print(paint(`✗ ${message.stopReason}: ${String(message.errorMessage ?? "")}`, "31"), now)
+              }
+              return
+            }
+            case "tool_execution_start": {
+              const keyArg = keyArgument(event.args)
+              lanes.set(event.toolCallId, {
+                id: event.toolCallId,
+                name: event.toolName,
+                keyArg,
+                startedAt: now,
+                progress: ""
+              })
+              spans.push({ id: event.toolCallId, label: `${event.toolName} ${keyArg}`.trim(), start: now, end: undefined, isError: false })
+              if (live) {
+                clear()
+                draw(now)
+              } else {
+                print(`▶ ${event.toolName} ${keyArg}`.trimEnd(), now)
+              }
+              return
+            }
+            case "tool_execution_update": {
+              const lane = lanes.get(event.toolCallId)
+              const partial = event.partialResult as { readonly content?: unknown } | undefined
+              const line = lastLine(textOf(partial?.content), Math.max(20, options.columns - 50))
+              if (lane !== undefined && line !== "") lane.progress = line
+              if (live) {
+                clear()
+                draw(now)
+              } else if (line !== "") {
+                print(`  │ ${line}`, now)
+              }
+              return
+            }
+            case "tool_execution_end": {
+              const lane = lanes.get(event.toolCallId)
+              lanes.delete(event.toolCallId)
+              const span = spans.find((s) => s.id === event.toolCallId && s.end === undefined)
+              if (span !== undefined) {
+                span.end = now
+                span.isError = event.isError
+              }
+              const result = event.result as { readonly content?: unknown } | undefined
+              const summary = firstLine(textOf(result?.content), Math.max(20, options.columns - 40))
+              const took = lane === undefined ? "" : ` ${formatMs(now - lane.startedAt)}`
+              const mark = event.isError ? paint("✗", "31") : paint("✓", "32")
+              print(
+                `${mark} ${event.toolName} ${lane?.keyArg ?? ""}${paint(took, "2")}${
+                  summary === "" ? "" : paint(` → ${summary}`, "2")
+                }`,
+                now
+              )
+              return
+            }
+            case "turn_end": {
+              const finished = spans.filter((s) => s.end !== undefined)
+              if (event.toolResults.length > 0 && finished.length > 0) {
+                const lines = renderTimeline(
+                  finished.map((s) => ({ label: s.label, start: s.start, end: s.end!, isError: s.isError })),
+                  { columns: options.columns, color }
+                )
+                print(lines.join("\n"), now)
+              }
+              spans = []
+              return
+            }
+            default:
+              return
+          }
+        }))
+
+    if (live) {
+      yield* Effect.gen(function*() {
+        while (true) {
+          yield* Effect.sleep(Duration.millis(100))
+          const now = yield* Clock.currentTimeMillis
+          if (lanes.size > 0 && !paused) {
+            frame++
+            clear()
+            draw(now)
+          }
+        }
+      }).pipe(Effect.forkScoped)
+    }
+
+    return {
+      handle,
+      pause: (effect) =>
+        Effect.acquireUseRelease(
+          Effect.sync(() => {
+            clear()
+            paused = true
+          }),
+          () => effect,
+          () => Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => {
+            paused = false
+            draw(now)
+          }))
+        ),
+      close: Effect.sync(() => {
+        clear()
+        if (midLine) write("\n")
+        midLine = false
+      })
+    }
+  })
