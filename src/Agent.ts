@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { Cause, Clock, Context, Deferred, Effect, Layer, Schema, Semaphore, SubscriptionRef } from "effect"
+import { Cause, Clock, Context, Deferred, Effect, Fiber, Layer, Schema, Semaphore, SubscriptionRef } from "effect"
 import type { AgentEvent } from "./AgentEvent.ts"
 import { type AgentLoopConfig, CannotContinue, runAgentLoop, runAgentLoopContinue } from "./AgentLoop.ts"
 import * as EventSink from "./EventSink.ts"
@@ -224,10 +224,23 @@ export const make = <R = never>(
             getSteeringMessages: Effect.sync(() => steering.drain()),
             getFollowUpMessages: Effect.sync(() => followUps.drain())
           }
-          const exit = yield* Effect.exit(
-            restore(start(config, snapshot)).pipe(
+          // The run has its own fiber so that interrupting `prompt` can abort the signal subscribers hold
+          // before waiting for the run to settle (a subscriber may be waiting on that very signal).
+          const fiber = yield* Effect.forkChild(
+            start(config, snapshot).pipe(
               Effect.provideService(EventSink.EventSink, { emit: deliver(run.controller.signal) }),
               Effect.provide(services)
+            ),
+            { startImmediately: true }
+          )
+          const exit = yield* Effect.exit(
+            restore(Fiber.join(fiber)).pipe(
+              Effect.onInterrupt(() =>
+                Effect.suspend(() => {
+                  run.controller.abort()
+                  return Fiber.await(fiber)
+                })
+              )
             )
           )
           yield* SubscriptionRef.update(state, (current) => ({
@@ -238,7 +251,7 @@ export const make = <R = never>(
           }))
           active = undefined
           yield* Deferred.succeed(run.done, undefined)
-          if (exit._tag === "Failure") return yield* Effect.failCause(exit.cause)
+          if (exit._tag === "Failure" && !Cause.hasInterruptsOnly(exit.cause)) return yield* Effect.failCause(exit.cause)
         })
       )
 

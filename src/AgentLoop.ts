@@ -114,14 +114,18 @@ const append = <R>(run: Run<R>, message: AgentMessage) => {
 
 const contextOf = <R>(run: Run<R>, systemPrompt: string): AgentContext => ({ systemPrompt, messages: run.messages })
 
-/** A failing subscriber is logged; it never ends a run. */
+/**
+ * A failing subscriber is logged; it never ends a run. Delivery cannot be cut by an abort: an abort waits
+ * for the event in flight, so subscribers never see half an event.
+ */
 const safeEmit = (sink: EventSink.EventSinkShape) => (event: AgentEvent): Effect.Effect<void> =>
   sink.emit(event).pipe(
     Effect.catchCause((cause) =>
       Cause.hasInterruptsOnly(cause)
         ? Effect.void
         : Effect.logWarning(`effect-agent: an event subscriber failed on ${event.type}`, cause)
-    )
+    ),
+    Effect.uninterruptible
   )
 
 const announce = <R>(run: Run<R>, message: AgentMessage) =>
@@ -248,14 +252,23 @@ const stopAfterTurn = <R>(run: Run<R>, context: ShouldStopAfterTurnContext): Eff
   )
 }
 
-const poll = (queue: Effect.Effect<ReadonlyArray<AgentMessage>, never, any> | undefined) =>
-  queue === undefined ? Effect.succeed<ReadonlyArray<AgentMessage>>([]) : queue
+/** Reads a queue; a defect in it is logged and reads as empty, so the run still ends normally. */
+const poll = <R>(queue: Effect.Effect<ReadonlyArray<AgentMessage>, never, R> | undefined, name: string) =>
+  queue === undefined
+    ? Effect.succeed<ReadonlyArray<AgentMessage>>([])
+    : queue.pipe(
+      Effect.catchCause((cause) =>
+        Cause.hasInterruptsOnly(cause)
+          ? Effect.failCause(cause)
+          : Effect.as(Effect.logError(`effect-agent: ${name} failed; treating it as empty`, cause), [])
+      )
+    )
 
 /** The two nested loops. Ends with `agent_end` on every path. */
 const runLoop = <R>(run: Run<R>, systemPrompt: string): Effect.Effect<void, never, R> =>
   Effect.gen(function*() {
     let firstTurn = true
-    let pending = yield* poll(run.config.getSteeringMessages)
+    let pending = yield* poll(run.config.getSteeringMessages, "getSteeringMessages")
     while (true) {
       let moreToolCalls = true
       while (moreToolCalls || pending.length > 0) {
@@ -287,9 +300,9 @@ const runLoop = <R>(run: Run<R>, systemPrompt: string): Effect.Effect<void, neve
           newMessages: run.newMessages.slice()
         })
         if (stop) return
-        pending = yield* poll(run.config.getSteeringMessages)
+        pending = yield* poll(run.config.getSteeringMessages, "getSteeringMessages")
       }
-      pending = yield* poll(run.config.getFollowUpMessages)
+      pending = yield* poll(run.config.getFollowUpMessages, "getFollowUpMessages")
       if (pending.length === 0) return
     }
   })
@@ -320,7 +333,11 @@ const startRun = <R>(
         yield* run.emit({ type: "agent_start" })
         yield* run.emit({ type: "turn_start" })
         for (const prompt of prompts) yield* announce(run, prompt)
-        yield* runLoop(run, context.systemPrompt)
+        // Nothing inside the loop fails by design; a defect anyway (a bug, a throwing hook) still ends the run.
+        const loop = yield* Effect.exit(runLoop(run, context.systemPrompt))
+        if (Exit.isFailure(loop) && !Cause.hasInterruptsOnly(loop.cause)) {
+          yield* Effect.logError("effect-agent: the agent loop died", loop.cause)
+        }
         yield* run.emit({ type: "agent_end", messages: run.newMessages.slice() })
       })
       const fiber = yield* Effect.forkChild(Effect.interruptible(body), { startImmediately: true })

@@ -22,7 +22,6 @@ import {
   ToolCallSkipped,
   ToolNotFound
 } from "./ImmediateOutcome.ts"
-import { interruptOnAbort } from "./internal/abort.ts"
 import { causeMessage } from "./internal/errorText.ts"
 import type { AssistantMessage, ToolCall, ToolResultContent, ToolResultMessage } from "./Message.ts"
 import { toolCallsOf } from "./Message.ts"
@@ -164,6 +163,8 @@ interface Batch<R> {
   readonly context: AgentContext
   readonly registry: ToolRegistryShape
   readonly emit: (event: AgentEvent) => Effect.Effect<void>
+  /** The same sink for the settle phase: bounded by the grace period. */
+  readonly emitBounded: (event: AgentEvent) => Effect.Effect<void>
   readonly signal: AbortSignal | undefined
   readonly before: ToolExecutionConfig<R>["beforeToolCall"]
   readonly after: ToolExecutionConfig<R>["afterToolCall"]
@@ -183,18 +184,35 @@ const errorResult = (text: string, details: unknown = {}): Finalized => ({
 
 const isAborted = (batch: Batch<any>): boolean => batch.signal?.aborted === true
 
-/** A sink wrapper: a failing subscriber is logged and never reaches the batch. */
-const safeEmit = (sink: EventSink.EventSinkShape): (event: AgentEvent) => Effect.Effect<void> =>
-  sink === EventSink.discard
-    ? () => Effect.void
-    : (event) =>
-      sink.emit(event).pipe(
-        Effect.catchCause((cause) =>
-          Cause.hasInterruptsOnly(cause)
-            ? Effect.void
-            : Effect.logWarning(`effect-agent: an event subscriber failed on ${event.type}`, cause)
-        )
+/**
+ * A sink wrapper: a failing subscriber is logged and never reaches the batch. Delivery cannot be cut by an
+ * abort, so a subscriber never sees half an event; `bounded` is for the settle phase after an abort, where
+ * a subscriber gets at most the grace period per event.
+ */
+const safeEmit = (sink: EventSink.EventSinkShape): {
+  readonly emit: (event: AgentEvent) => Effect.Effect<void>
+  readonly bounded: (grace: Duration.Duration) => (event: AgentEvent) => Effect.Effect<void>
+  /** Drops every later event of the work phase (its fiber was abandoned). */
+  readonly close: () => void
+} => {
+  if (sink === EventSink.discard) return { emit: () => Effect.void, bounded: () => () => Effect.void, close: () => {} }
+  let closed = false
+  const deliver = (event: AgentEvent) =>
+    Effect.suspend(() => sink.emit(event)).pipe(
+      Effect.catchCause((cause) =>
+        Cause.hasInterruptsOnly(cause)
+          ? Effect.void
+          : Effect.logWarning(`effect-agent: an event subscriber failed on ${event.type}`, cause)
       )
+    )
+  return {
+    emit: (event) => Effect.suspend(() => closed ? Effect.void : Effect.uninterruptible(deliver(event))),
+    bounded: (grace) => (event) => Effect.asVoid(Effect.timeoutOption(Effect.interruptible(deliver(event)), grace)),
+    close: () => {
+      closed = true
+    }
+  }
+}
 
 // ---------------------------------------------------------------------------------------------------------
 // Phase 1: prepare
@@ -250,9 +268,9 @@ const validateArguments = (
 const guardStage = <A, R>(
   toolCall: ToolCall,
   stage: "prepareArguments" | "beforeToolCall",
-  effect: Effect.Effect<A, unknown, R>
+  effect: () => Effect.Effect<A, unknown, R>
 ): Effect.Effect<A, PrepareFailed, R> =>
-  Effect.suspend(() => effect).pipe(
+  Effect.suspend(effect).pipe(
     Effect.catchCause((cause) =>
       Cause.hasInterruptsOnly(cause)
         ? Effect.failCause(cause as Cause.Cause<never>)
@@ -300,7 +318,7 @@ const prepare = <R>(batch: Batch<R>, call: Call): Effect.Effect<Prepared, Immedi
   const shim = entry.tool.prepareArguments
   const validated = shim === undefined
     ? validateArguments(toolCall, entry.tool, toolCall.arguments)
-    : guardStage(toolCall, "prepareArguments", shim(toolCall.arguments)).pipe(
+    : guardStage(toolCall, "prepareArguments", () => shim(toolCall.arguments)).pipe(
       Effect.flatMap((raw) => validateArguments(toolCall, entry.tool, raw))
     )
   const before = batch.before
@@ -309,7 +327,7 @@ const prepare = <R>(batch: Batch<R>, call: Call): Effect.Effect<Prepared, Immedi
     guardStage(
       toolCall,
       "beforeToolCall",
-      before({ assistantMessage: batch.assistantMessage, toolCall, args, context: batch.context })
+      () => before({ assistantMessage: batch.assistantMessage, toolCall, args, context: batch.context })
     ).pipe(
       Effect.flatMap((decision): Effect.Effect<Prepared, ImmediateOutcome> => {
         if (decision && decision.block === true) {
@@ -357,9 +375,18 @@ const executedResult = (tool: Tool.Any, exit: Exit.Exit<ToolResult, unknown>): F
   return errorResult(causeMessage(exit.cause))
 }
 
-/** Interrupts a tool's fiber, waiting at most the grace period; a tool that does not stop is abandoned. */
-const stopTool = (call: Call, fiber: Fiber.Fiber<unknown, unknown>, grace: Duration.Duration) =>
-  Effect.interruptible(Fiber.interrupt(fiber)).pipe(
+/**
+ * Stops a running tool: aborts its signal first (so cleanup that waits on the signal can finish), then
+ * interrupts its fiber, waiting at most the grace period. A tool that does not stop is abandoned.
+ */
+const stopTool = (
+  call: Call,
+  fiber: Fiber.Fiber<unknown, unknown>,
+  abortSignal: () => void,
+  grace: Duration.Duration
+) =>
+  Effect.sync(abortSignal).pipe(
+    Effect.andThen(Effect.interruptible(Fiber.interrupt(fiber))),
     Effect.timeoutOption(grace),
     Effect.map((stopped) => {
       if (Option.isNone(stopped)) call.abandoned = true
@@ -377,6 +404,7 @@ const execute = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<Finalize
     call.stage = "running"
     const toolCall = call.toolCall
     let controller: AbortController | undefined
+    const abortSignal = () => controller?.abort(new Error(`Tool call ${toolCall.id} was interrupted`))
     const context: ToolContext = {
       toolCallId: toolCall.id,
       get signal() {
@@ -396,7 +424,7 @@ const execute = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<Finalize
         )
     }
     const run = Effect.suspend(() => entry.handler(prepared.args, context)).pipe(
-      Effect.onInterrupt(() => Effect.sync(() => controller?.abort(new Error(`Tool call ${toolCall.id} was interrupted`))))
+      Effect.onInterrupt(() => Effect.sync(abortSignal))
     )
     return Effect.forkDetach(run, { startImmediately: true }).pipe(
       Effect.flatMap((fiber) => {
@@ -410,19 +438,19 @@ const execute = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<Finalize
             Effect.flatMap((exit) =>
               Option.isSome(exit)
                 ? Effect.succeed(executedResult(entry.tool, exit.value))
-                : stopTool(call, fiber, batch.grace).pipe(
-                  Effect.as(
+                : stopTool(call, fiber, abortSignal, batch.grace).pipe(
+                  Effect.map(() =>
                     errorResult(
                       `Tool ${entry.tool.name} timed out after ${Duration.format(timeout)}${
                         call.abandoned ? " and was abandoned: it did not stop when cancelled" : ""
                       }`,
-                      { timedOut: true }
+                      { timedOut: true, abandoned: call.abandoned }
                     )
                   )
                 )
             )
           )
-        return awaited.pipe(Effect.onInterrupt(() => stopTool(call, fiber, batch.grace)))
+        return awaited.pipe(Effect.onInterrupt(() => stopTool(call, fiber, abortSignal, batch.grace)))
       })
     )
   })
@@ -449,14 +477,15 @@ const finalize = <R>(batch: Batch<R>, prepared: Prepared, executed: Finalized): 
     Effect.map((override): Finalized => {
       if (!override) return executed
       const { result } = executed
-      const terminate = override.terminate !== undefined ? override.terminate : result.terminate
+      // A field that is absent, undefined or null keeps the executed value (pi's `??`).
+      const terminate = override.terminate ?? result.terminate
       return {
         result: {
-          content: override.content !== undefined ? override.content : result.content,
-          details: override.details !== undefined ? override.details : result.details,
+          content: override.content ?? result.content,
+          details: override.details ?? result.details,
           ...(terminate !== undefined ? { terminate } : {})
         },
-        isError: override.isError !== undefined ? override.isError : executed.isError
+        isError: override.isError ?? executed.isError
       }
     }),
     Effect.catchCause((cause) =>
@@ -601,10 +630,7 @@ const settleRemaining = <R>(
   mode: ExecutionMode,
   reason: string
 ): Effect.Effect<void> => {
-  const bounded: Batch<R> = {
-    ...batch,
-    emit: (event) => Effect.asVoid(Effect.timeoutOption(Effect.interruptible(batch.emit(event)), batch.grace))
-  }
+  const bounded: Batch<R> = { ...batch, emit: batch.emitBounded }
   const start = (call: Call) => call.started ? Effect.void : emitStart(bounded, call)
   const end = (call: Call) => call.ended ? Effect.void : emitEnd(bounded, call, interruptedResult(call, reason))
   const message = (call: Call) => call.announced ? Effect.void : announce(bounded, call)
@@ -617,6 +643,44 @@ const settleRemaining = <R>(
       Effect.andThen(Effect.forEach(calls, message, { discard: true }))
     )
 }
+
+/** Resolves when the signal fires (at once if it has). */
+const whenAborted = (signal: AbortSignal): Effect.Effect<void> =>
+  Effect.callback<void>((resume) => {
+    if (signal.aborted) return resume(Effect.void)
+    const onAbort = () => resume(Effect.void)
+    signal.addEventListener("abort", onAbort, { once: true })
+    return Effect.sync(() => signal.removeEventListener("abort", onAbort))
+  })
+
+/**
+ * Runs the work phase in its own fiber until it finishes, the signal fires, or this fiber is interrupted.
+ * On abort the work is interrupted and given the grace period to stop; work stuck in a subscriber that
+ * never returns is abandoned, and its later events are dropped. Returns how the work ended.
+ */
+const supervise = <R>(
+  work: Effect.Effect<void, never, R>,
+  signal: AbortSignal | undefined,
+  grace: Duration.Duration,
+  abandon: () => void,
+  restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
+): Effect.Effect<Exit.Exit<void>, never, R> =>
+  Effect.gen(function*() {
+    // Detached: a child fiber would be awaited when this one exits, and abandoned work must not hold it.
+    const fiber = yield* Effect.forkDetach(Effect.interruptible(work), { startImmediately: true })
+    const finished = fiber.pollUnsafe()
+    if (finished !== undefined) return finished
+    const waiting = signal === undefined
+      ? Fiber.await(fiber)
+      : Effect.raceFirst(Fiber.await(fiber), Effect.as(whenAborted(signal), undefined))
+    const first = yield* Effect.exit(restore(waiting))
+    if (Exit.isSuccess(first) && first.value !== undefined) return first.value
+    fiber.interruptUnsafe()
+    const stopped = yield* Effect.timeoutOption(Effect.interruptible(Fiber.await(fiber)), grace)
+    if (Option.isSome(stopped)) return stopped.value
+    abandon()
+    return Exit.interrupt()
+  })
 
 // ---------------------------------------------------------------------------------------------------------
 // Entry points
@@ -650,16 +714,19 @@ export const executeToolCalls = <R = never>(
         outcome: undefined,
         message: undefined
       }))
+      const grace = options.abandonAfter === undefined ? DEFAULT_GRACE : Duration.fromInputUnsafe(options.abandonAfter)
+      const emitter = safeEmit(sink)
       const batch: Batch<R> = {
         assistantMessage,
         context: options.context ?? Context.empty,
         registry,
-        emit: safeEmit(sink),
+        emit: emitter.emit,
+        emitBounded: emitter.bounded(grace),
         signal: options.signal,
         before: options.beforeToolCall,
         after: options.afterToolCall,
         timeout: options.timeout === undefined ? undefined : Duration.fromInputUnsafe(options.timeout),
-        grace: options.abandonAfter === undefined ? DEFAULT_GRACE : Duration.fromInputUnsafe(options.abandonAfter),
+        grace,
         seenIds: new Set(),
         skipReason: options.skipReason,
         lastTimestamp: 0
@@ -668,7 +735,7 @@ export const executeToolCalls = <R = never>(
       const work = mode === "sequential"
         ? runSequential(batch, calls)
         : runParallel(batch, calls, options.concurrency ?? "unbounded")
-      const exit = yield* Effect.exit(restore(options.signal ? interruptOnAbort(work, options.signal) : work))
+      const exit = yield* supervise(work, options.signal, grace, emitter.close, restore)
       const aborted = isAborted(batch) || (Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause))
       if (Exit.isFailure(exit)) {
         const reason = aborted ? "the run was aborted" : `an internal error occurred (${causeMessage(exit.cause)})`

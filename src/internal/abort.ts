@@ -3,15 +3,18 @@ import { Effect, Fiber } from "effect"
 
 /**
  * Runs `work` in a child fiber that is interrupted when the signal fires (or has fired), and waits for it
- * to finish interrupting. Interrupting the caller interrupts the work too.
+ * to finish interrupting. Interrupting the caller interrupts the work too: the fork and the wait are set up
+ * without a gap an interruption could slip through.
  */
 export const interruptOnAbort = <A, E, R>(work: Effect.Effect<A, E, R>, signal: AbortSignal): Effect.Effect<A, E, R> =>
-  Effect.flatMap(Effect.forkChild(work, { startImmediately: true }), (fiber) => {
-    const onAbort = () => fiber.interruptUnsafe()
-    if (signal.aborted) onAbort()
-    else signal.addEventListener("abort", onAbort, { once: true })
-    return Fiber.join(fiber).pipe(
-      Effect.onInterrupt(() => Fiber.interrupt(fiber)),
-      Effect.ensuring(Effect.sync(() => signal.removeEventListener("abort", onAbort)))
-    )
-  })
+  Effect.uninterruptibleMask((restore) =>
+    Effect.flatMap(Effect.forkChild(restore(work), { startImmediately: true }), (fiber) => {
+      const onAbort = () => fiber.interruptUnsafe()
+      if (signal.aborted) onAbort()
+      else signal.addEventListener("abort", onAbort, { once: true })
+      return restore(Fiber.join(fiber)).pipe(
+        Effect.onInterrupt(() => Fiber.interrupt(fiber)),
+        Effect.ensuring(Effect.sync(() => signal.removeEventListener("abort", onAbort)))
+      )
+    })
+  )

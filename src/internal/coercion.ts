@@ -18,6 +18,15 @@ const toBoolean = (value: unknown): unknown => value === "true" ? true : value =
 
 const toString = (value: unknown): unknown => typeof value === "number" && Number.isFinite(value) ? String(value) : value
 
+const copyStructured: Coerce = (value) => {
+  if (typeof value !== "object" || value === null) return value
+  try {
+    return structuredClone(value)
+  } catch {
+    return value
+  }
+}
+
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
@@ -130,6 +139,11 @@ const compile = (ast: SchemaAST.AST, seen: Map<SchemaAST.AST, Coerce>): Coerce =
       if (typeof literal === "string") return (v) => toString(v) === literal ? literal : v
       return identity
     }
+    case "Unknown":
+    case "Any":
+    case "ObjectKeyword":
+      // Schema passes these through by reference: copy them so a tool can never mutate the transcript.
+      return copyStructured
     case "Objects":
       return compileObjects(ast, seen)
     case "Arrays":

@@ -38,7 +38,9 @@ class LinkLoop {
 }
 
 /** Builds the workspace service for `root`, which must be an existing directory. */
-export const make = (root: string): Effect.Effect<WorkspaceShape, PlatformError.PlatformError, FileSystem.FileSystem | Path.Path> =>
+export const make = (
+  root: string
+): Effect.Effect<WorkspaceShape, PlatformError.PlatformError, FileSystem.FileSystem | Path.Path> =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const path = yield* Path.Path

@@ -1,0 +1,76 @@
+/**
+ * The built-in tools (`read`, `ls`, `find`, `grep`, `write`, `edit`, `bash`), working inside a
+ * {@link Workspace} on the platform services (`FileSystem`, `Path`, `ChildProcessSpawner`; on Node they come
+ * from `NodeServices.layer`).
+ *
+ * ```ts
+ * import { NodeServices } from "@effect/platform-node"
+ * import * as BuiltinTools from "./tools/index.ts"
+ *
+ * const registry = ToolRegistry.layer(...BuiltinTools.builtinTools).pipe(
+ *   Layer.provide(BuiltinTools.layerAt(process.cwd())),
+ *   Layer.provide(NodeServices.layer)
+ * )
+ * ```
+ *
+ * A tool's handler can be swapped by providing another layer for it (`BuiltinTools.read.toLayer(...)`); a
+ * subset is registered by passing only those definitions and their layers.
+ *
+ * @since 0.1.0
+ */
+import { type FileSystem, Layer, type Path, type PlatformError } from "effect"
+import type { ChildProcessSpawner } from "effect/process"
+import type * as Tool from "../Tool.ts"
+import { bash, bashLayer } from "./bash.ts"
+import { edit, editLayer } from "./edit.ts"
+import { find, findLayer } from "./find.ts"
+import { grep, grepLayer } from "./grep.ts"
+import { ls, lsLayer } from "./ls.ts"
+import { read, readLayer } from "./read.ts"
+import { write, writeLayer } from "./write.ts"
+import { Workspace } from "./Workspace.ts"
+
+export * from "./errors.ts"
+export { defaultLimits, ToolLimits, type ToolLimitsShape } from "./limits.ts"
+export { make as makeWorkspace, Workspace, type WorkspaceShape } from "./Workspace.ts"
+export { bash, bashLayer, BashParameters, type BashDetails } from "./bash.ts"
+export { edit, editLayer, EditParameters, type EditDetails } from "./edit.ts"
+export { find, findLayer, FindParameters, type FindDetails } from "./find.ts"
+export { grep, grepLayer, GrepParameters, type GrepDetails } from "./grep.ts"
+export { ls, lsLayer, LsParameters, type LsDetails } from "./ls.ts"
+export { read, readLayer, ReadParameters, type ReadDetails } from "./read.ts"
+export { write, writeLayer, WriteParameters, type WriteDetails } from "./write.ts"
+
+/** Every built-in tool definition, for `ToolRegistry.layer(...builtinTools)`. */
+export const builtinTools = [read, ls, find, grep, write, edit, bash] as const
+
+/** The read-only subset (no `write`, `edit`, `bash`). */
+export const readOnlyTools = [read, ls, find, grep] as const
+
+/** The handler services of the built-in tools. */
+export type Handlers = (typeof builtinTools)[number] extends infer T
+  ? T extends Tool.Tool<infer Name, any, any> ? Tool.HandlerOf<Name> : never
+  : never
+
+/** The services the built-in handlers run on. */
+export type Requirements = Workspace | FileSystem.FileSystem | Path.Path | ChildProcessSpawner.ChildProcessSpawner
+
+/** The handlers of all built-in tools. */
+export const layer: Layer.Layer<Handlers, never, Requirements> = Layer.mergeAll(
+  readLayer,
+  lsLayer,
+  findLayer,
+  grepLayer,
+  writeLayer,
+  editLayer,
+  bashLayer
+)
+
+/** The handlers of all built-in tools, working in `root`; the {@link Workspace} is provided too. */
+export const layerAt = (
+  root: string
+): Layer.Layer<
+  Handlers | Workspace,
+  PlatformError.PlatformError,
+  FileSystem.FileSystem | Path.Path | ChildProcessSpawner.ChildProcessSpawner
+> => layer.pipe(Layer.provideMerge(Workspace.layer(root)))

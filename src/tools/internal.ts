@@ -1,0 +1,231 @@
+/**
+ * Helpers shared by the built-in tools: text measurements, binary detection, the glob rule, the directory
+ * walker of `find` and `grep`, and the bounded output buffer of `bash`.
+ *
+ * @internal
+ */
+import { Effect, FileSystem, Glob, Option, type Path } from "effect"
+
+/** The size of a string in UTF-8 bytes, without allocating. */
+export const utf8Length = (s: string): number => {
+  let bytes = 0
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c < 0x80) bytes += 1
+    else if (c < 0x800) bytes += 2
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      bytes += 4
+      i++
+    } else bytes += 3
+  }
+  return bytes
+}
+
+/** The longest prefix of `s` that fits in `maxBytes` UTF-8 bytes (never splitting a surrogate pair). */
+export const truncateToBytes = (s: string, maxBytes: number): string => {
+  let bytes = 0
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    const pair = c >= 0xd800 && c <= 0xdbff && i + 1 < s.length
+    const size = c < 0x80 ? 1 : c < 0x800 ? 2 : pair ? 4 : 3
+    if (bytes + size > maxBytes) return s.slice(0, i)
+    bytes += size
+    if (pair) i++
+  }
+  return s
+}
+
+/** The longest suffix of `s` that fits in `maxBytes` UTF-8 bytes. */
+export const truncateToBytesFromEnd = (s: string, maxBytes: number): string => {
+  let bytes = 0
+  for (let i = s.length - 1; i >= 0; i--) {
+    const c = s.charCodeAt(i)
+    const pair = c >= 0xdc00 && c <= 0xdfff && i > 0
+    const size = c < 0x80 ? 1 : c < 0x800 ? 2 : pair ? 4 : 3
+    if (bytes + size > maxBytes) return s.slice(i + 1)
+    bytes += size
+    if (pair) i--
+  }
+  return s
+}
+
+/** Human-readable byte count. */
+export const formatBytes = (n: number): string =>
+  n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KB` : `${(n / (1024 * 1024)).toFixed(1)} MB`
+
+/** A file is taken as binary when a NUL byte appears among its first `sniff` bytes. */
+export const looksBinary = (bytes: Uint8Array, sniff: number): boolean => {
+  const end = Math.min(bytes.length, sniff)
+  for (let i = 0; i < end; i++) if (bytes[i] === 0) return true
+  return false
+}
+
+/** Directories that `find` and `grep` never enter. */
+export const SKIPPED_DIRECTORIES: ReadonlySet<string> = new Set([".git", "node_modules", ".effect-agent"])
+
+/**
+ * The glob rule of `find` and `grep`: a pattern without `/` is matched against the entry's name (so `*.ts`
+ * finds TypeScript files at any depth); a pattern with `/` is matched against the path relative to the
+ * search directory (`src/**\/*.ts`). Hidden names are matched too. Syntax: `*`, `?`, `[...]`, `{a,b}`, `**`.
+ */
+export const globMatcher = (pattern: string): (relative: string, name: string) => boolean => {
+  const trimmed = pattern.startsWith("./") ? pattern.slice(2) : pattern
+  const glob = Glob.make(trimmed, { dot: true })
+  return trimmed.includes("/")
+    ? (relative) => Glob.match(glob, relative)
+    : (_, name) => Glob.match(glob, name)
+}
+
+/** One entry met by {@link walk}. */
+export interface WalkEntry {
+  /** Absolute path. */
+  readonly absolute: string
+  /** Path relative to the walk's start, `/`-separated. */
+  readonly relative: string
+  readonly name: string
+  readonly type: FileSystem.File.Type
+}
+
+/**
+ * Walks a directory tree depth-first in pre-order, each directory's entries sorted by name (so paths come
+ * out sorted), calling `visit` on every entry until it returns `false`. Never enters
+ * {@link SKIPPED_DIRECTORIES} nor follows symbolic links (so the walk stays where it started). Unreadable
+ * directories are counted and skipped.
+ */
+export const walk = <E>(
+  fs: FileSystem.FileSystem,
+  path: Path.Path,
+  start: string,
+  visit: (entry: WalkEntry) => Effect.Effect<boolean, E>
+): Effect.Effect<{ readonly completed: boolean; readonly unreadable: number }, E> =>
+  Effect.gen(function*() {
+    interface Frame {
+      readonly absolute: string
+      readonly relative: string
+      readonly entries: ReadonlyArray<FileSystem.DirectoryEntry>
+      index: number
+    }
+    let unreadable = 0
+    const open = (absolute: string, relative: string) =>
+      Effect.map(Effect.option(fs.readDirectoryEntries(absolute)), (listed): Frame | undefined => {
+        if (Option.isNone(listed)) {
+          unreadable++
+          return undefined
+        }
+        const entries = [...listed.value].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+        return { absolute, relative, entries, index: 0 }
+      })
+    const first = yield* open(start, "")
+    const stack: Array<Frame> = first === undefined ? [] : [first]
+    while (stack.length > 0) {
+      const frame = stack[stack.length - 1]
+      if (frame.index >= frame.entries.length) {
+        stack.pop()
+        continue
+      }
+      const entry = frame.entries[frame.index++]
+      const absolute = path.join(frame.absolute, entry.name)
+      let type = entry.type
+      if (type === "Unknown") {
+        const info = yield* Effect.option(fs.lstat(absolute))
+        type = Option.isSome(info) ? info.value.type : "Unknown"
+      }
+      if (type === "Directory" && SKIPPED_DIRECTORIES.has(entry.name)) continue
+      const relative = frame.relative === "" ? entry.name : `${frame.relative}/${entry.name}`
+      if (!(yield* visit({ absolute, relative, name: entry.name, type }))) return { completed: false, unreadable }
+      if (type === "Directory") {
+        const child = yield* open(absolute, relative)
+        if (child !== undefined) stack.push(child)
+      }
+    }
+    return { completed: true, unreadable }
+  })
+
+/**
+ * Keeps the tail of a growing output within a line and byte budget, counting everything that went by.
+ * A line longer than the byte budget keeps only its end.
+ */
+export class TailBuffer {
+  private lines: Array<string> = []
+  private head = 0
+  private keptBytes = 0
+  private partial = ""
+  private partialCut = false
+  totalBytes = 0
+  totalLines = 0
+  droppedLines = 0
+  cutLines = 0
+
+  readonly maxLines: number
+  readonly maxBytes: number
+
+  constructor(maxLines: number, maxBytes: number) {
+    this.maxLines = maxLines
+    this.maxBytes = maxBytes
+  }
+
+  push(text: string): void {
+    this.totalBytes += utf8Length(text)
+    let start = 0
+    for (let i = text.indexOf("\n"); i !== -1; i = text.indexOf("\n", start)) {
+      this.partial += text.slice(start, i)
+      this.commit()
+      start = i + 1
+    }
+    this.partial += text.slice(start)
+    if (this.partial.length > this.maxBytes && utf8Length(this.partial) > this.maxBytes) {
+      this.partial = truncateToBytesFromEnd(this.partial, this.maxBytes)
+      this.partialCut = true
+    }
+    this.fit()
+  }
+
+  private commit(): void {
+    let line = this.partial.endsWith("\r") ? this.partial.slice(0, -1) : this.partial
+    this.partial = ""
+    if (utf8Length(line) > this.maxBytes) {
+      line = truncateToBytesFromEnd(line, this.maxBytes)
+      this.partialCut = true
+    }
+    if (this.partialCut) this.cutLines++
+    this.partialCut = false
+    this.lines.push(line)
+    this.keptBytes += utf8Length(line) + 1
+    this.totalLines++
+    this.fit()
+  }
+
+  /** Drops the oldest lines until the kept lines and the unfinished one are within both budgets. */
+  private fit(): void {
+    const partialBytes = this.partial === "" ? 0 : utf8Length(this.partial)
+    while (
+      this.lines.length - this.head > this.maxLines ||
+      (this.keptBytes + partialBytes > this.maxBytes && this.lines.length - this.head > 0)
+    ) {
+      this.keptBytes -= utf8Length(this.lines[this.head]) + 1
+      this.head++
+      this.droppedLines++
+    }
+    if (this.head > 1024 && this.head * 2 > this.lines.length) {
+      this.lines = this.lines.slice(this.head)
+      this.head = 0
+    }
+  }
+
+  /** Whether anything was dropped or cut. */
+  get truncated(): boolean {
+    return this.droppedLines > 0 || this.cutLines > 0 || this.partialCut
+  }
+
+  /** The kept output. */
+  text(): string {
+    const kept = this.lines.slice(this.head)
+    if (this.partial !== "") kept.push(this.partial)
+    return kept.join("\n")
+  }
+
+  /** How many lines the output has, counting an unfinished last line. */
+  get lineCount(): number {
+    return this.totalLines + (this.partial === "" ? 0 : 1)
+  }
+}

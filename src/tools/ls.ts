@@ -1,0 +1,97 @@
+/**
+ * `ls`: the entries of a directory, sorted, directories marked with a trailing `/`.
+ *
+ * @since 0.1.0
+ */
+import { Effect, FileSystem, Option, Path, Schema } from "effect"
+import * as Tool from "../Tool.ts"
+import { fromPlatformError, WrongFileType } from "./errors.ts"
+import { ToolLimits } from "./limits.ts"
+import { Workspace } from "./Workspace.ts"
+
+/** The parameters of `ls`. */
+export const LsParameters = Schema.Struct({
+  path: Schema.optionalKey(
+    Schema.String.annotate({
+      description: "Directory to list, relative to the workspace root. Default: the workspace root"
+    })
+  ),
+  limit: Schema.optionalKey(
+    Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 5000 })).annotate({
+      description: "Maximum number of entries to return. Default 500"
+    })
+  )
+})
+
+/** The structured part of an `ls` result. */
+export interface LsDetails {
+  readonly path: string
+  /** The entries returned, directories ending in `/`. */
+  readonly entries: ReadonlyArray<string>
+  /** How many entries the directory has. */
+  readonly total: number
+  readonly truncated: boolean
+}
+
+/** The `ls` tool definition. */
+export const ls = Tool.make<"ls", typeof LsParameters, LsDetails>("ls", {
+  label: "List directory",
+  description: "List the entries of a directory in the workspace, sorted alphabetically, directories with a " +
+    "trailing '/'. Hidden entries are included. At most 500 entries by default (see limit).",
+  parameters: LsParameters,
+  executionMode: "parallel"
+})
+
+const byName = (a: string, b: string): number => {
+  const x = a.toLowerCase()
+  const y = b.toLowerCase()
+  return x < y ? -1 : x > y ? 1 : a < b ? -1 : a > b ? 1 : 0
+}
+
+/** The handler of {@link ls}. */
+export const lsLayer = ls.toLayer(Effect.gen(function*() {
+  const workspace = yield* Workspace
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const limits = yield* ToolLimits
+
+  return Effect.fnUntraced(function*(args) {
+    const given = args.path ?? "."
+    const absolute = yield* workspace.resolve(given)
+    const shown = workspace.display(absolute)
+    const info = yield* fs.stat(absolute).pipe(Effect.mapError(fromPlatformError(given, "list")))
+    if (info.type !== "Directory") {
+      return yield* new WrongFileType({
+        path: shown,
+        expected: "directory",
+        actual: info.type === "File" ? "file" : info.type,
+        message: `${shown} is not a directory${info.type === "File" ? "; use read to see a file" : ""}.`
+      })
+    }
+    const listed = yield* fs.readDirectoryEntries(absolute).pipe(Effect.mapError(fromPlatformError(given, "list")))
+    const names: Array<string> = []
+    for (const entry of listed) {
+      let type = entry.type
+      if (type === "SymbolicLink" || type === "Unknown") {
+        // Only says whether the link leads to a directory; nothing is read through it.
+        const target = yield* Effect.option(fs.stat(path.join(absolute, entry.name)))
+        type = Option.isSome(target) ? target.value.type : type
+      }
+      names.push(type === "Directory" ? `${entry.name}/` : entry.name)
+    }
+    names.sort(byName)
+    const limit = Math.min(args.limit ?? limits.lsDefaultEntries, limits.lsMaxEntries)
+    const entries = names.slice(0, limit)
+    const truncated = names.length > entries.length
+    let text = entries.length === 0 ? "(empty directory)" : entries.join("\n")
+    if (truncated) {
+      text += `\n\n[Showing ${entries.length} of ${names.length} entries.${
+        limit < limits.lsMaxEntries ? ` Use limit=${Math.min(names.length, limits.lsMaxEntries)} to see more.` : ""
+      }]`
+    }
+    return {
+      content: [{ type: "text" as const, text }],
+      details: { path: shown, entries, total: names.length, truncated }
+    }
+  })
+}))
