@@ -1,0 +1,221 @@
+/**
+ * The `effect-agent` command: an agent working on a workspace folder with the built-in tools. With no
+ * provider it runs the embedded demo on a sample project; with `--provider` it talks to a real model.
+ */
+import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import { Console, Effect, FileSystem, Layer, Option, Path, Schema, Stdio, SubscriptionRef, Terminal } from "effect"
+import { Command, Flag, Prompt } from "effect/cli"
+import * as Agent from "../Agent.ts"
+import type { AgentEvent } from "../AgentEvent.ts"
+import type { Message } from "../Message.ts"
+import type { Model } from "../Model.ts"
+import * as Session from "../Session.ts"
+import { approvalHook, type ApprovalMode } from "./Approval.ts"
+import * as Demo from "./Demo.ts"
+import * as LiveView from "./LiveView.ts"
+import { providerLayer, type ProviderName } from "./provider.ts"
+import { workspaceTools } from "./tools.ts"
+
+const SYSTEM_PROMPT = [
+  "You are a careful coding agent working in a workspace folder.",
+  "Use the tools to look before you change anything; prefer small, exact edits.",
+  "Paths are relative to the workspace root. Say plainly what you did and what failed."
+].join(" ")
+
+/** The run ended with a model error; the process exits non-zero. */
+class RunFailed extends Schema.TaggedError<RunFailed>()("RunFailed", { message: Schema.String }) {}
+
+const flags = {
+  provider: Flag.Literals("provider", ["openai-compatible", "anthropic"]).pipe(
+    Flag.withDescription("The model provider. Without it, the embedded scripted demo runs."),
+    Flag.optional
+  ),
+  baseUrl: Flag.String("base-url").pipe(
+    Flag.withDescription("The provider's base URL (e.g. http://127.0.0.1:11434/v1 for Ollama)."),
+    Flag.optional
+  ),
+  model: Flag.String("model").pipe(Flag.withDescription("The model name to ask for."), Flag.optional),
+  apiKey: Flag.Redacted("api-key").pipe(
+    Flag.withDescription("The API key. Default: OPENAI_API_KEY or ANTHROPIC_API_KEY from the environment."),
+    Flag.optional
+  ),
+  prompt: Flag.String("prompt").pipe(
+    Flag.withAlias("p"),
+    Flag.withDescription("The task. Without it: the demo task, or an interactive prompt when a provider is set."),
+    Flag.optional
+  ),
+  workspace: Flag.String("workspace").pipe(
+    Flag.withAlias("w"),
+    Flag.withDescription(
+      "The folder the tools work in. Default: a new sample project in a temporary folder (demo), or the current folder (with a provider)."
+    ),
+    Flag.optional
+  ),
+  yes: Flag.Boolean("yes").pipe(
+    Flag.withAlias("y"),
+    Flag.withDescription("Allow write, edit and bash without asking."),
+    Flag.withDefault(false)
+  ),
+  json: Flag.Boolean("json").pipe(Flag.withDescription("Print every event as a JSON line instead of the live view."), Flag.withDefault(false)),
+  session: Flag.String("session").pipe(
+    Flag.withDescription("Save the transcript to this JSON-lines file. Default: a new file in <workspace>/.effect-agent/sessions/."),
+    Flag.optional
+  ),
+  resume: Flag.String("resume").pipe(
+    Flag.withDescription("Continue the transcript saved in this session file (and keep appending to it)."),
+    Flag.optional
+  ),
+  sequential: Flag.Boolean("sequential").pipe(
+    Flag.withDescription("Run every tool call of a response one at a time."),
+    Flag.withDefault(false)
+  ),
+  toolTimeout: Flag.Int("tool-timeout").pipe(
+    Flag.withDescription("Seconds a tool call may run before it is stopped (default: 120)."),
+    Flag.withDefault(120)
+  )
+}
+
+type Options = Command.Command.Config.Infer<typeof flags>
+
+/** The workspace folder: given, the current folder (provider), or a fresh sample project (demo). */
+const resolveWorkspace = Effect.fn("resolveWorkspace")(function*(options: Options, demo: boolean) {
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const root = Option.isSome(options.workspace)
+    ? path.resolve(options.workspace.value)
+    : demo
+    ? yield* fs.makeTempDirectory({ prefix: "effect-agent-demo-" })
+    : path.resolve(".")
+  yield* fs.makeDirectory(root, { recursive: true })
+  if (demo) yield* Demo.writeSampleProject(root)
+  return root
+})
+
+/** The model: a real provider when one is named, else the demo. */
+const modelLayer = (options: Options): Layer.Layer<Model, unknown> =>
+  Option.match(options.provider, {
+    onNone: () => Demo.demoModel,
+    onSome: (name: ProviderName) =>
+      providerLayer(name, {
+        baseUrl: Option.getOrUndefined(options.baseUrl),
+        model: Option.getOrUndefined(options.model),
+        apiKey: Option.getOrUndefined(options.apiKey)
+      })
+  })
+
+const view = (options: Options) =>
+  Effect.gen(function*() {
+    const stdio = yield* Stdio.Stdio
+    const terminal = yield* Terminal.Terminal
+    const isTty = yield* stdio.stdoutIsTerminal
+    const force = process.env.EFFECT_AGENT_LIVE === "1"
+    const live = !options.json && (isTty || force)
+    const color = live && process.env.NO_COLOR === undefined
+    const reported = isTty ? yield* terminal.columns : 0
+    const columns = reported >= 40 ? reported : 100
+    if (options.json) {
+      return {
+        handle: (event: AgentEvent) => Effect.sync(() => process.stdout.write(JSON.stringify(event) + "\n")),
+        pause: <A, E, R>(effect: Effect.Effect<A, E, R>) => effect,
+        close: Effect.void
+      } satisfies LiveView.LiveView
+    }
+    return yield* LiveView.make({ live, color, columns, write: (text) => void process.stdout.write(text) })
+  })
+
+const session = Effect.fn("session")(function*(options: Options, root: string, demo: boolean) {
+  const path = yield* Path.Path
+  const stdio = yield* Stdio.Stdio
+  const say = (line: string) => options.json ? Effect.void : Console.log(line)
+
+  const resumed: ReadonlyArray<Message> = Option.isSome(options.resume)
+    ? yield* Session.load(path.resolve(options.resume.value))
+    : []
+  const sessionPath = Option.isSome(options.session)
+    ? path.resolve(options.session.value)
+    : Option.isSome(options.resume)
+    ? path.resolve(options.resume.value)
+    : yield* Session.newSessionPath(path.join(root, ".effect-agent", "sessions"))
+  const transcript = yield* Session.writer(sessionPath)
+
+  const ui = yield* view(options)
+  const interactive = (yield* stdio.stdinIsTerminal) && (yield* stdio.stdoutIsTerminal)
+  const promptEnvironment = yield* Effect.context<Prompt.Environment>()
+  const approvals: ApprovalMode = options.yes
+    ? { _tag: "AllowAll" }
+    : interactive
+    ? {
+      _tag: "Ask",
+      ask: (question) =>
+        ui.pause(Prompt.run(Prompt.Confirm({ message: question, initial: false }))).pipe(
+          Effect.catch(() => Effect.succeed(false)),
+          Effect.provide(promptEnvironment)
+        )
+    }
+    : { _tag: "NoTerminal" }
+
+  yield* say(`workspace: ${root}${demo ? " (sample project, scripted demo model)" : ""}`)
+  yield* say(`session:   ${sessionPath}${resumed.length > 0 ? ` (resumed, ${resumed.length} messages)` : ""}`)
+
+  const agent = yield* Agent.make({
+    systemPrompt: SYSTEM_PROMPT,
+    messages: resumed,
+    toolExecution: options.sequential ? "sequential" : "parallel",
+    timeout: `${options.toolTimeout} seconds`,
+    beforeToolCall: approvalHook(approvals)
+  })
+  yield* agent.subscribe((event) => ui.handle(event))
+  yield* agent.subscribe((event) => event.type === "message_end" ? transcript.append(event.message) : Effect.void)
+
+  const runTask = (task: string) =>
+    Effect.gen(function*() {
+      yield* say(`\n› ${task}\n`)
+      yield* agent.prompt(task)
+      yield* ui.close
+    })
+
+  if (Option.isSome(options.prompt)) yield* runTask(options.prompt.value)
+  else if (demo) yield* runTask(Demo.DEMO_TASK)
+  else if (interactive) {
+    while (true) {
+      const task = yield* ui.pause(Prompt.run(Prompt.String({ message: "Task (empty to quit)" }))).pipe(
+        Effect.catch(() => Effect.succeed(""))
+      )
+      if (task.trim() === "") break
+      yield* runTask(task)
+    }
+  } else {
+    return yield* new RunFailed({ message: "No task: pass --prompt, or run in a terminal to type one." })
+  }
+
+  const state = yield* SubscriptionRef.get(agent.state)
+  const last = state.messages.findLast((m) => m.role === "assistant")
+  yield* say(`\nsession saved: ${sessionPath}`)
+  if (last !== undefined && last.role === "assistant" && last.stopReason === "error") {
+    return yield* new RunFailed({ message: `The model failed: ${String(last.errorMessage)}` })
+  }
+}, (effect) => Effect.scoped(effect))
+
+/**
+ * The command's body. Ctrl-C interrupts it: the agent aborts the run, every started tool call gets its
+ * result, the session file already holds every completed message, and the process exits with 130.
+ */
+const run = Effect.fn("effect-agent")(function*(options: Options) {
+  const demo = Option.isNone(options.provider)
+  const root = yield* resolveWorkspace(options, demo)
+  yield* session(options, root, demo).pipe(
+    Effect.provide(Layer.mergeAll(modelLayer(options), workspaceTools(root))),
+    Effect.onInterrupt(() => Console.error("\ninterrupted: the run was aborted and the session saved"))
+  )
+})
+
+const command = Command.make("effect-agent", flags, run).pipe(
+    Command.withDescription(
+      "An agent that works on a folder with built-in tools (read, ls, find, grep, write, edit, bash). Without --provider it runs a scripted demo on a sample project."
+    )
+  )
+
+/** Runs the command on `process.argv`. */
+export const main = Command.run(command, { version: "0.1.0" }).pipe(Effect.provide(NodeServices.layer))
+
+NodeRuntime.runMain(main)

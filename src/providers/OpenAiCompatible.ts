@@ -1,0 +1,576 @@
+/**
+ * A {@link Model} for any server speaking OpenAI's Chat Completions API with streaming: OpenAI itself,
+ * Ollama, llama.cpp's server, vLLM, LM Studio, OpenRouter and the like.
+ *
+ * Text streams as text blocks, `reasoning_content` / `reasoning` deltas (where the server sends them) as
+ * thinking blocks, and tool calls with their arguments as partial JSON, several per message. Usage comes
+ * from `stream_options.include_usage`.
+ *
+ * @since 0.1.0
+ */
+import { Config, Effect, Layer, Redacted, Schema } from "effect"
+import { HttpClient, HttpClientRequest } from "effect/http"
+import type { Sse } from "effect/encoding"
+import type { Message, ToolResultMessage } from "../Message.ts"
+import { Model, type ModelInfo, type ModelRequest, type ModelShape, type ThinkingLevel } from "../Model.ts"
+import { makeUsage, type Pricing, ResponseBuilder } from "./internal/builder.ts"
+import { isSameModel, sanitizeTranscript, takeToolResults } from "./internal/transcript.ts"
+import {
+  decodeJsonData,
+  type EventDecoder,
+  failure,
+  makeScrub,
+  ProviderFailure,
+  resolveTransport,
+  type Scrub,
+  streamSse,
+  type TransportOptions
+} from "./internal/transport.ts"
+
+// ---------------------------------------------------------------------------------------------------------
+// Wire format: the request
+// ---------------------------------------------------------------------------------------------------------
+
+/** A text part of a user message. */
+export const TextPart = Schema.Struct({ type: Schema.Literal("text"), text: Schema.String })
+/** An image part of a user message, as a data URL. */
+export const ImagePart = Schema.Struct({
+  type: Schema.Literal("image_url"),
+  image_url: Schema.Struct({ url: Schema.String })
+})
+
+/** The system prompt. */
+export const SystemMessage = Schema.Struct({ role: Schema.Literal("system"), content: Schema.String })
+/** A user message: plain text, or text and image parts. */
+export const UserMessage = Schema.Struct({
+  role: Schema.Literal("user"),
+  content: Schema.Union([Schema.String, Schema.Array(Schema.Union([TextPart, ImagePart]))])
+})
+/** A tool call in an assistant message; `arguments` is a JSON text. */
+export const ToolCall = Schema.Struct({
+  id: Schema.String,
+  type: Schema.Literal("function"),
+  function: Schema.Struct({ name: Schema.String, arguments: Schema.String })
+})
+/**
+ * An assistant message. `reasoning_content` / `reasoning` carry back the reasoning a server streamed under
+ * that name (llama.cpp and others want it back).
+ */
+export const AssistantMessage = Schema.Struct({
+  role: Schema.Literal("assistant"),
+  content: Schema.NullOr(Schema.String),
+  tool_calls: Schema.optionalKey(Schema.Array(ToolCall)),
+  reasoning_content: Schema.optionalKey(Schema.String),
+  reasoning: Schema.optionalKey(Schema.String)
+})
+/** A tool result. */
+export const ToolMessage = Schema.Struct({
+  role: Schema.Literal("tool"),
+  tool_call_id: Schema.String,
+  content: Schema.String
+})
+/** Any message of a request. */
+export const ChatMessage = Schema.Union([SystemMessage, UserMessage, AssistantMessage, ToolMessage])
+/** @since 0.1.0 */
+export type ChatMessage = typeof ChatMessage.Type
+
+/** A function tool with its parameters' JSON Schema. */
+export const FunctionTool = Schema.Struct({
+  type: Schema.Literal("function"),
+  function: Schema.Struct({
+    name: Schema.String,
+    description: Schema.optionalKey(Schema.String),
+    parameters: Schema.Record(Schema.String, Schema.Unknown)
+  })
+})
+
+/** The request body of a streaming chat completion. */
+export const ChatCompletionRequest = Schema.Struct({
+  model: Schema.String,
+  messages: Schema.Array(ChatMessage),
+  stream: Schema.Literal(true),
+  stream_options: Schema.optionalKey(Schema.Struct({ include_usage: Schema.Boolean })),
+  tools: Schema.optionalKey(Schema.Array(FunctionTool)),
+  max_tokens: Schema.optionalKey(Schema.Number),
+  max_completion_tokens: Schema.optionalKey(Schema.Number),
+  temperature: Schema.optionalKey(Schema.Number),
+  reasoning_effort: Schema.optionalKey(Schema.String)
+})
+/** @since 0.1.0 */
+export type ChatCompletionRequest = typeof ChatCompletionRequest.Type
+
+// ---------------------------------------------------------------------------------------------------------
+// Wire format: the stream
+// ---------------------------------------------------------------------------------------------------------
+
+const nullable = <S extends Schema.Top>(schema: S) => Schema.optionalKey(Schema.NullOr(schema))
+
+/** A piece of a tool call: `index` says which call of the message it belongs to. */
+export const ToolCallDelta = Schema.Struct({
+  index: nullable(Schema.Number),
+  id: nullable(Schema.String),
+  type: nullable(Schema.String),
+  function: nullable(Schema.Struct({
+    name: nullable(Schema.String),
+    // Some servers send a whole call with the arguments as an object.
+    arguments: nullable(Schema.Union([Schema.String, Schema.Record(Schema.String, Schema.Unknown)]))
+  }))
+})
+
+/** The token counts of a response. */
+export const ChunkUsage = Schema.Struct({
+  prompt_tokens: nullable(Schema.Number),
+  completion_tokens: nullable(Schema.Number),
+  prompt_tokens_details: nullable(Schema.Struct({ cached_tokens: nullable(Schema.Number) }))
+})
+
+/** One choice of a chunk. */
+export const ChunkChoice = Schema.Struct({
+  index: nullable(Schema.Number),
+  delta: nullable(Schema.Struct({
+    role: nullable(Schema.String),
+    content: nullable(Schema.String),
+    reasoning_content: nullable(Schema.String),
+    reasoning: nullable(Schema.String),
+    tool_calls: nullable(Schema.Array(ToolCallDelta))
+  })),
+  finish_reason: nullable(Schema.String),
+  usage: nullable(ChunkUsage)
+})
+
+/** One `data:` payload of the stream (besides the final `[DONE]`). Some servers report errors this way. */
+export const ChatCompletionChunk = Schema.Struct({
+  id: nullable(Schema.String),
+  model: nullable(Schema.String),
+  choices: nullable(Schema.Array(ChunkChoice)),
+  usage: nullable(ChunkUsage),
+  error: nullable(Schema.Union([
+    Schema.Struct({ message: Schema.String, type: nullable(Schema.String), code: nullable(Schema.Unknown) }),
+    Schema.String
+  ]))
+})
+/** @since 0.1.0 */
+export type ChatCompletionChunk = typeof ChatCompletionChunk.Type
+
+// ---------------------------------------------------------------------------------------------------------
+// Options
+// ---------------------------------------------------------------------------------------------------------
+
+/** Where OpenAI's API lives. */
+export const DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+/** The `api` of the messages this provider produces (pi's name for Chat Completions). */
+export const API = "openai-completions"
+
+/** How to reach the server and what to ask of it. */
+export interface Options extends TransportOptions {
+  /** The model id, e.g. `gpt-4.1-mini`, `llama3.1:8b`. */
+  readonly model: string
+  /** The API root, without `/chat/completions`. Default {@link DEFAULT_BASE_URL}. */
+  readonly baseUrl?: string | undefined
+  /** Sent as a bearer token. Local servers usually need none. */
+  readonly apiKey?: Redacted.Redacted<string> | undefined
+  /** The `provider` of the messages produced. Default `openai` for OpenAI's API, else `openai-compatible`. */
+  readonly provider?: string | undefined
+  /**
+   * The field carrying the token limit. Default `max_completion_tokens` for OpenAI's API (its reasoning
+   * models refuse `max_tokens`), `max_tokens` elsewhere.
+   */
+  readonly maxTokensField?: "max_tokens" | "max_completion_tokens" | undefined
+  /** Ask for usage in the stream (`stream_options.include_usage`). Default true. */
+  readonly includeUsage?: boolean | undefined
+  /** Send a model's own reasoning back under the field it came in. Default true. */
+  readonly replayReasoning?: boolean | undefined
+  /** Token limit when the request sets none. */
+  readonly maxTokens?: number | undefined
+  /** Temperature when the request sets none. */
+  readonly temperature?: number | undefined
+  /** Prices per million tokens, to compute `usage.cost`. */
+  readonly pricing?: Pricing | undefined
+}
+
+interface Settings {
+  readonly info: ModelInfo
+  readonly url: string
+  readonly maxTokensField: "max_tokens" | "max_completion_tokens"
+  readonly includeUsage: boolean
+  readonly replayReasoning: boolean
+  readonly maxTokens: number | undefined
+  readonly temperature: number | undefined
+  readonly pricing: Pricing | undefined
+}
+
+const isOpenAi = (baseUrl: string) => /^https:\/\/api\.openai\.com(\/|$)/.test(baseUrl)
+
+const settingsOf = (options: Options): Settings => {
+  const baseUrl = (options.baseUrl ?? DEFAULT_BASE_URL).replace(/\/+$/, "")
+  return {
+    info: {
+      api: API,
+      provider: options.provider ?? (isOpenAi(baseUrl) ? "openai" : "openai-compatible"),
+      model: options.model
+    },
+    url: `${baseUrl}/chat/completions`,
+    maxTokensField: options.maxTokensField ?? (isOpenAi(baseUrl) ? "max_completion_tokens" : "max_tokens"),
+    includeUsage: options.includeUsage ?? true,
+    replayReasoning: options.replayReasoning ?? true,
+    maxTokens: options.maxTokens,
+    temperature: options.temperature,
+    pricing: options.pricing
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Our messages → the wire
+// ---------------------------------------------------------------------------------------------------------
+
+/** The reasoning fields servers stream, in the order they are looked at. */
+const REASONING_FIELDS = ["reasoning_content", "reasoning"] as const
+type ReasoningField = typeof REASONING_FIELDS[number]
+const isReasoningField = (s: string | undefined): s is ReasoningField =>
+  s !== undefined && (REASONING_FIELDS as ReadonlyArray<string>).includes(s)
+
+const dataUrl = (image: { readonly data: string; readonly mimeType: string }) => `data:${image.mimeType};base64,${image.data}`
+
+const REASONING_EFFORT: Record<Exclude<ThinkingLevel, "off">, string> = {
+  minimal: "minimal",
+  low: "low",
+  medium: "medium",
+  high: "high",
+  xhigh: "high"
+}
+
+const toolMessages = (results: ReadonlyArray<ToolResultMessage>): Array<ChatMessage> => {
+  const out: Array<ChatMessage> = []
+  const images: Array<typeof ImagePart.Type> = []
+  for (const result of results) {
+    const text = result.content.flatMap((block) => block.type === "text" ? [block.text] : []).join("\n")
+    const own = result.content.flatMap((block) =>
+      block.type === "image" ? [{ type: "image_url" as const, image_url: { url: dataUrl(block) } }] : []
+    )
+    images.push(...own)
+    out.push({
+      role: "tool",
+      tool_call_id: result.toolCallId,
+      content: text.length > 0 ? text : own.length > 0 ? "(see attached image)" : "(no output)"
+    })
+  }
+  // Tool messages cannot hold images: they follow in a user message after the group.
+  if (images.length > 0) {
+    out.push({ role: "user", content: [{ type: "text", text: "Attached image(s) from tool result:" }, ...images] })
+  }
+  return out
+}
+
+const assistantMessage = (
+  message: Extract<Message, { role: "assistant" }>,
+  settings: Settings
+): ChatMessage | undefined => {
+  const sameModel = isSameModel(message, settings.info)
+  const texts: Array<string> = []
+  const reasoning: Array<string> = []
+  let reasoningField: ReasoningField | undefined
+  const calls: Array<typeof ToolCall.Type> = []
+  for (const block of message.content) {
+    switch (block.type) {
+      case "text":
+        if (block.text.trim().length > 0) texts.push(block.text)
+        break
+      case "thinking":
+        if (block.redacted === true || block.thinking.trim().length === 0) break
+        if (!sameModel) {
+          // Another model's reasoning is context, not something this server can verify: plain text.
+          texts.push(block.thinking)
+        } else if (settings.replayReasoning && isReasoningField(block.thinkingSignature)) {
+          reasoningField ??= block.thinkingSignature
+          reasoning.push(block.thinking)
+        }
+        break
+      case "toolCall":
+        calls.push({
+          id: block.id,
+          type: "function",
+          function: { name: block.name, arguments: JSON.stringify(block.arguments) }
+        })
+        break
+    }
+  }
+  if (texts.length === 0 && calls.length === 0) return undefined
+  return {
+    role: "assistant",
+    content: texts.length > 0 ? texts.join("\n\n") : null,
+    ...(calls.length > 0 ? { tool_calls: calls } : {}),
+    ...(reasoningField !== undefined ? { [reasoningField]: reasoning.join("\n") } : {})
+  }
+}
+
+/** Our messages in Chat Completions form. */
+export const toChatMessages = (
+  systemPrompt: string,
+  messages: ReadonlyArray<Message>,
+  settings: Pick<Settings, "info" | "replayReasoning">
+): Array<ChatMessage> => {
+  const out: Array<ChatMessage> = []
+  if (systemPrompt.length > 0) out.push({ role: "system", content: systemPrompt })
+  const sane = sanitizeTranscript(messages)
+  for (let i = 0; i < sane.length;) {
+    const message = sane[i]!
+    switch (message.role) {
+      case "user": {
+        if (typeof message.content === "string") {
+          out.push({ role: "user", content: message.content })
+        } else if (message.content.length > 0) {
+          out.push({
+            role: "user",
+            content: message.content.map((block) =>
+              block.type === "text"
+                ? { type: "text" as const, text: block.text }
+                : { type: "image_url" as const, image_url: { url: dataUrl(block) } }
+            )
+          })
+        }
+        i++
+        break
+      }
+      case "assistant": {
+        const wire = assistantMessage(message, settings as Settings)
+        if (wire !== undefined) out.push(wire)
+        i++
+        break
+      }
+      case "toolResult": {
+        const { next, results } = takeToolResults(sane, i)
+        out.push(...toolMessages(results))
+        i = next
+        break
+      }
+    }
+  }
+  return out
+}
+
+/** The request body for a model request. */
+export const toRequestBody = (request: ModelRequest, settings: Settings): ChatCompletionRequest => {
+  const maxTokens = request.options?.maxTokens ?? settings.maxTokens
+  const temperature = request.options?.temperature ?? settings.temperature
+  const level = request.options?.thinkingLevel
+  return {
+    model: settings.info.model,
+    messages: toChatMessages(request.systemPrompt, request.messages, settings),
+    stream: true,
+    ...(settings.includeUsage ? { stream_options: { include_usage: true } } : {}),
+    ...(request.tools.length > 0
+      ? {
+        tools: request.tools.map((tool) => ({
+          type: "function" as const,
+          function: { name: tool.name, description: tool.description, parameters: tool.parameters }
+        }))
+      }
+      : {}),
+    ...(maxTokens !== undefined ? { [settings.maxTokensField]: maxTokens } : {}),
+    ...(temperature !== undefined ? { temperature } : {}),
+    ...(level !== undefined && level !== "off" ? { reasoning_effort: REASONING_EFFORT[level] } : {})
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The wire → our events
+// ---------------------------------------------------------------------------------------------------------
+
+const LABEL = "OpenAI-compatible API"
+
+const mapFinishReason = (
+  reason: string,
+  hasToolCalls: boolean
+): { readonly stopReason: "stop" | "length" | "toolUse" | "error"; readonly errorMessage?: string } => {
+  switch (reason) {
+    case "stop":
+    case "end":
+    case "eos":
+      // Some servers say "stop" for a message that calls tools.
+      return { stopReason: hasToolCalls ? "toolUse" : "stop" }
+    case "length":
+      return { stopReason: "length" }
+    case "tool_calls":
+    case "function_call":
+      return { stopReason: "toolUse" }
+    case "content_filter":
+      return { stopReason: "error", errorMessage: "The response was stopped by the provider's content filter" }
+    default:
+      return { stopReason: "error", errorMessage: `The provider ended the response with finish_reason "${reason}"` }
+  }
+}
+
+const makeDecoder = (settings: Settings, scrub: Scrub) => {
+  const decodeChunk = decodeJsonData(ChatCompletionChunk, LABEL, scrub)
+  return (): EventDecoder => {
+    const builder = new ResponseBuilder(settings.info, Date.now())
+    let text: number | undefined
+    let thinking: number | undefined
+    const toolCalls = new Map<number | string, number>()
+    let finishReason: string | undefined
+    let done = false
+
+    const closeProse = () => {
+      if (text !== undefined) builder.close(text)
+      if (thinking !== undefined) builder.close(thinking)
+      text = undefined
+      thinking = undefined
+    }
+
+    const onToolCall = (delta: typeof ToolCallDelta.Type) => {
+      const key = delta.index ?? delta.id ?? `#${toolCalls.size}`
+      let index = toolCalls.get(key)
+      if (index === undefined && delta.id != null) index = toolCalls.get(delta.id)
+      if (index === undefined) {
+        closeProse()
+        index = builder.openToolCall(delta.id ?? "", delta.function?.name ?? "")
+        toolCalls.set(key, index)
+      } else {
+        builder.completeToolCall(index, { id: delta.id ?? undefined, name: delta.function?.name ?? undefined })
+      }
+      if (delta.id != null) toolCalls.set(delta.id, index)
+      const args = delta.function?.arguments
+      if (args != null) builder.appendToolArguments(index, typeof args === "string" ? args : JSON.stringify(args))
+    }
+
+    const onEvent = (event: Sse.Event): ProviderFailure | undefined => {
+      const data = event.data.trim()
+      if (data === "[DONE]") {
+        done = true
+        return undefined
+      }
+      if (data === "") return undefined
+      const chunk = decodeChunk(data)
+      if (chunk instanceof ProviderFailure) return chunk
+      if (chunk.error != null) {
+        const message = typeof chunk.error === "string" ? chunk.error : chunk.error.message
+        return failure("stream", scrub(`${LABEL}: the server reported an error while streaming: ${message}`))
+      }
+      builder.start()
+      if (chunk.id != null && builder.responseId === undefined) builder.responseId = chunk.id
+      if (chunk.model != null && builder.responseModel === undefined) builder.responseModel = chunk.model
+      const choice = chunk.choices?.[0]
+      const usage = chunk.usage ?? choice?.usage
+      if (usage != null) {
+        const prompt = usage.prompt_tokens ?? 0
+        const cached = usage.prompt_tokens_details?.cached_tokens ?? 0
+        builder.usage = makeUsage({
+          input: Math.max(0, prompt - cached),
+          output: usage.completion_tokens ?? 0,
+          cacheRead: cached,
+          cacheWrite: 0
+        }, settings.pricing)
+      }
+      if (choice == null) return undefined
+      const delta = choice.delta
+      if (delta != null) {
+        const field = REASONING_FIELDS.find((name) => {
+          const value = delta[name]
+          return typeof value === "string" && value.length > 0
+        })
+        if (field !== undefined) {
+          if (thinking === undefined || thinking !== builder.lastIndex) {
+            closeProse()
+            thinking = builder.openThinking({ signature: field })
+          }
+          builder.appendThinking(thinking, delta[field]!)
+        }
+        if (delta.content != null && delta.content.length > 0) {
+          if (text === undefined || text !== builder.lastIndex) {
+            closeProse()
+            text = builder.openText()
+          }
+          builder.appendText(text, delta.content)
+        }
+        for (const call of delta.tool_calls ?? []) onToolCall(call)
+      }
+      if (choice.finish_reason != null) finishReason = choice.finish_reason
+      return undefined
+    }
+
+    const onEnd = (): ProviderFailure | undefined => {
+      if (finishReason === undefined) {
+        return failure("stream", `${LABEL}: the stream ended before the response was complete`)
+      }
+      // Servers that give no id to a tool call: make one, the loop needs ids to pair results.
+      let n = 0
+      for (const index of toolCalls.values()) {
+        const block = builder.block(index)
+        if (block?.type === "toolCall" && block.id === "") {
+          builder.completeToolCall(index, { id: `call_${builder.responseId ?? "local"}_${n++}` })
+        }
+      }
+      const mapped = mapFinishReason(finishReason, builder.hasToolCalls)
+      builder.stopReason = mapped.stopReason
+      if (mapped.errorMessage !== undefined) builder.errorMessage = mapped.errorMessage
+      builder.finish()
+      return undefined
+    }
+
+    return { builder, onEvent, onEnd, ended: () => done }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Constructors
+// ---------------------------------------------------------------------------------------------------------
+
+/** A model service talking to an OpenAI-compatible server. */
+export const make = (options: Options): Effect.Effect<ModelShape, never, HttpClient.HttpClient> =>
+  Effect.gen(function*() {
+    const client = (yield* HttpClient.HttpClient).pipe(HttpClient.withScope)
+    const settings = settingsOf(options)
+    const transport = resolveTransport(options)
+    const scrub = makeScrub([options.apiKey])
+    const decoder = makeDecoder(settings, scrub)
+    const baseRequest = HttpClientRequest.post(settings.url).pipe(
+      HttpClientRequest.setHeaders({ ...transport.headers, accept: "text/event-stream" }),
+      (request) => options.apiKey !== undefined ? HttpClientRequest.bearerToken(request, options.apiKey) : request
+    )
+    const encodeBody = HttpClientRequest.schemaBodyJson(ChatCompletionRequest)
+    return Model.of({
+      info: settings.info,
+      stream: (request) =>
+        streamSse({
+          label: LABEL,
+          client,
+          transport,
+          scrub,
+          decoder,
+          request: Effect.suspend(() => encodeBody(baseRequest, toRequestBody(request, settings))).pipe(
+            Effect.mapError((error) => failure("unknown", scrub(`${LABEL}: could not encode the request: ${error.message}`)))
+          )
+        })
+    })
+  })
+
+/** A {@link Model} layer from explicit options. */
+export const layer = (options: Options): Layer.Layer<Model, never, HttpClient.HttpClient> =>
+  Layer.effect(Model, make(options))
+
+/**
+ * The options from the environment: `OPENAI_MODEL` (required), `OPENAI_BASE_URL` (default OpenAI's API)
+ * and `OPENAI_API_KEY` (optional, read as `Redacted`).
+ */
+export const config: Config.Config<Options> = Config.all({
+  model: Config.String("OPENAI_MODEL"),
+  baseUrl: Config.String("OPENAI_BASE_URL").pipe(Config.withDefault(DEFAULT_BASE_URL)),
+  apiKey: Config.Redacted("OPENAI_API_KEY").pipe(Config.option)
+}).pipe(Config.map(({ apiKey, baseUrl, model }) => ({
+  model,
+  baseUrl,
+  ...(apiKey._tag === "Some" ? { apiKey: apiKey.value } : {})
+})))
+
+/**
+ * A {@link Model} layer configured from the environment (see {@link config}), with `overrides` applied on
+ * top, e.g. `{ idleTimeout: "2 minutes", provider: "ollama" }`.
+ */
+export const layerConfigWith = (
+  overrides: Partial<Options>
+): Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> =>
+  Layer.effect(Model, Effect.flatMap(config, (options) => make({ ...options, ...overrides })))
+
+/** A {@link Model} layer configured from the environment (see {@link config}). */
+export const layerConfig: Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> = layerConfigWith({})

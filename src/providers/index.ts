@@ -1,0 +1,46 @@
+/**
+ * The model providers, and picking one by name.
+ *
+ * @since 0.1.0
+ */
+import { Config, Effect, Layer, Schema } from "effect"
+import type { HttpClient } from "effect/http"
+import type { Model } from "../Model.ts"
+import * as Anthropic from "./Anthropic.ts"
+import * as OpenAiCompatible from "./OpenAiCompatible.ts"
+
+export * as Anthropic from "./Anthropic.ts"
+export * as EffectAi from "./EffectAi.ts"
+export * as OpenAiCompatible from "./OpenAiCompatible.ts"
+
+/** The providers that can be picked by name. */
+export const ProviderName = Schema.Literals(["openai-compatible", "anthropic"])
+/** @since 0.1.0 */
+export type ProviderName = typeof ProviderName.Type
+
+/** The provider names, e.g. for a CLI flag's choices. */
+export const providerNames: ReadonlyArray<ProviderName> = ProviderName.literals
+
+/**
+ * The {@link Model} layer of the named provider, configured from the environment: `OPENAI_*` for
+ * `"openai-compatible"`, `ANTHROPIC_*` for `"anthropic"` (see each provider's `config`).
+ */
+export const layerConfig = (name: ProviderName): Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> => {
+  switch (name) {
+    case "openai-compatible":
+      return OpenAiCompatible.layerConfig
+    case "anthropic":
+      return Anthropic.layerConfig
+  }
+}
+
+/** The provider name from `EFFECT_AGENT_PROVIDER`, default `"openai-compatible"`. */
+export const providerNameConfig: Config.Config<ProviderName> = Config.Literals(
+  ProviderName.literals,
+  "EFFECT_AGENT_PROVIDER"
+).pipe(Config.withDefault<ProviderName>("openai-compatible"))
+
+/** The {@link Model} layer of the provider named by `EFFECT_AGENT_PROVIDER`, configured from the environment. */
+export const layerFromEnv: Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> = Layer.unwrap(
+  Effect.map(providerNameConfig, layerConfig)
+)
