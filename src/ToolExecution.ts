@@ -134,7 +134,7 @@ export const chooseMode = (
 // ---------------------------------------------------------------------------------------------------------
 
 /** Where a call stands; used after an abort to say honestly what happened to it. */
-type Stage = "waiting" | "preparing" | "prepared" | "running" | "finalizing" | "settled"
+type Stage = "waiting" | "preparing" | "prepared" | "running" | "stopped" | "finalizing" | "settled"
 
 interface Finalized {
   readonly result: ToolResult
@@ -143,6 +143,8 @@ interface Finalized {
 
 interface Call {
   readonly toolCall: ToolCall
+  /** Aborts the signal handed to the running tool (set while it runs). */
+  abort: (() => void) | undefined
   stage: Stage
   started: boolean
   ended: boolean
@@ -394,8 +396,10 @@ const stopTool = (
   )
 
 /**
- * Phase 2. Runs the handler in its own fiber so that a tool which ignores cancellation can be abandoned
- * after the grace period instead of holding the batch. Never starts a tool once the run is aborted.
+ * Phase 2. Runs the handler. Without a timeout it runs inline, in the call's own fiber: an abort interrupts
+ * it there, and a tool that ignores cancellation is abandoned together with the work phase (see
+ * `supervise`). With a timeout it runs in a fiber of its own, so that on expiry it can be stopped, or
+ * abandoned after the grace period, while the batch goes on. Never starts a tool once the run is aborted.
  */
 const execute = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<Finalized> =>
   Effect.suspend(() => {
@@ -405,6 +409,7 @@ const execute = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<Finalize
     const toolCall = call.toolCall
     let controller: AbortController | undefined
     const abortSignal = () => controller?.abort(new Error(`Tool call ${toolCall.id} was interrupted`))
+    call.abort = abortSignal
     const context: ToolContext = {
       toolCallId: toolCall.id,
       get signal() {
@@ -423,34 +428,35 @@ const execute = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<Finalize
             : Effect.void
         )
     }
-    const run = Effect.suspend(() => entry.handler(prepared.args, context)).pipe(
-      Effect.onInterrupt(() => Effect.sync(abortSignal))
-    )
-    return Effect.forkDetach(run, { startImmediately: true }).pipe(
-      Effect.flatMap((fiber) => {
+    // Runs once the tool's own finalizers are done: a tool that ignores cancellation never gets here.
+    const stopped = Effect.sync(() => {
+      abortSignal()
+      call.stage = "stopped"
+    })
+    const run = Effect.suspend(() => entry.handler(prepared.args, context)).pipe(Effect.onInterrupt(() => stopped))
+    const timeout = entry.tool.timeout ?? batch.timeout
+    if (timeout === undefined) return Effect.map(Effect.exit(run), (exit) => executedResult(entry.tool, exit))
+    return Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(Effect.forkDetach(restore(run), { startImmediately: true }), (fiber) => {
         const done = fiber.pollUnsafe()
         if (done !== undefined) return Effect.succeed(executedResult(entry.tool, done))
-        const timeout = entry.tool.timeout ?? batch.timeout
-        const awaited = timeout === undefined
-          ? Effect.map(Fiber.await(fiber), (exit) => executedResult(entry.tool, exit))
-          : Fiber.await(fiber).pipe(
-            Effect.timeoutOption(timeout),
-            Effect.flatMap((exit) =>
-              Option.isSome(exit)
-                ? Effect.succeed(executedResult(entry.tool, exit.value))
-                : stopTool(call, fiber, abortSignal, batch.grace).pipe(
-                  Effect.map(() =>
-                    errorResult(
-                      `Tool ${entry.tool.name} timed out after ${Duration.format(timeout)}${
-                        call.abandoned ? " and was abandoned: it did not stop when cancelled" : ""
-                      }`,
-                      { timedOut: true, abandoned: call.abandoned }
-                    )
+        return restore(Effect.timeoutOption(Fiber.await(fiber), timeout)).pipe(
+          Effect.onInterrupt(() => stopTool(call, fiber, abortSignal, batch.grace)),
+          Effect.flatMap((exit) =>
+            Option.isSome(exit)
+              ? Effect.succeed(executedResult(entry.tool, exit.value))
+              : stopTool(call, fiber, abortSignal, batch.grace).pipe(
+                Effect.map(() =>
+                  errorResult(
+                    `Tool ${entry.tool.name} timed out after ${Duration.format(timeout)}${
+                      call.abandoned ? " and was abandoned: it did not stop when cancelled" : ""
+                    }`,
+                    { timedOut: true, abandoned: call.abandoned }
                   )
                 )
-            )
+              )
           )
-        return awaited.pipe(Effect.onInterrupt(() => stopTool(call, fiber, abortSignal, batch.grace)))
+        )
       })
     )
   })
@@ -500,30 +506,37 @@ const finalize = <R>(batch: Batch<R>, prepared: Prepared, executed: Finalized): 
 // Phases 4 and 5: end event, tool-result message
 // ---------------------------------------------------------------------------------------------------------
 
-const emitStart = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> => {
-  call.started = true
-  const { toolCall } = call
-  return batch.emit({
-    type: "tool_execution_start",
-    toolCallId: toolCall.id,
-    toolName: toolCall.name,
-    args: toolCall.arguments
-  })
-}
+/**
+ * Emits a call's start event. The flag and the event go together in one uninterruptible step, so an abort
+ * can never leave a call marked as started without its event (or the reverse). Likewise for the end event
+ * and the result message below.
+ */
+const emitStart = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> =>
+  Effect.uninterruptible(Effect.suspend(() => {
+    call.started = true
+    const { toolCall } = call
+    return batch.emit({
+      type: "tool_execution_start",
+      toolCallId: toolCall.id,
+      toolName: toolCall.name,
+      args: toolCall.arguments
+    })
+  }))
 
 /** Phase 4. Records the call's final outcome and emits its one end event. */
-const emitEnd = <R>(batch: Batch<R>, call: Call, finalized: Finalized): Effect.Effect<void> => {
-  call.outcome = finalized
-  call.ended = true
-  call.stage = "settled"
-  return batch.emit({
-    type: "tool_execution_end",
-    toolCallId: call.toolCall.id,
-    toolName: call.toolCall.name,
-    result: finalized.result,
-    isError: finalized.isError
-  })
-}
+const emitEnd = <R>(batch: Batch<R>, call: Call, finalized: Finalized): Effect.Effect<void> =>
+  Effect.uninterruptible(Effect.suspend(() => {
+    call.outcome = finalized
+    call.ended = true
+    call.stage = "settled"
+    return batch.emit({
+      type: "tool_execution_end",
+      toolCallId: call.toolCall.id,
+      toolName: call.toolCall.name,
+      result: finalized.result,
+      isError: finalized.isError
+    })
+  }))
 
 /** Phase 5. The tool-result message of a settled call, timestamped no earlier than the previous one. */
 const createMessage = <R>(batch: Batch<R>, call: Call, now: number): ToolResultMessage => {
@@ -542,16 +555,16 @@ const createMessage = <R>(batch: Batch<R>, call: Call, now: number): ToolResultM
   return message
 }
 
-/** Phase 5, announced: `message_start` then `message_end`. */
+/** Phase 5, announced: `message_start` then `message_end`, as one step an abort cannot split. */
 const announce = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) => {
+  Effect.uninterruptible(Effect.flatMap(Clock.currentTimeMillis, (now) => {
     const message = createMessage(batch, call, now)
     call.announced = true
     return Effect.andThen(
       batch.emit({ type: "message_start", message }),
       batch.emit({ type: "message_end", message })
     )
-  })
+  }))
 
 // ---------------------------------------------------------------------------------------------------------
 // The two modes
@@ -606,7 +619,7 @@ const runParallel = <R>(
 /** The honest result of a call the abort caught before it settled. */
 const interruptedResult = (call: Call, reason: string): Finalized => {
   const name = call.toolCall.name
-  const started = call.stage === "running" || call.stage === "finalizing"
+  const started = call.stage === "running" || call.stage === "stopped" || call.stage === "finalizing"
   if (!started) {
     return errorResult(`Tool ${name} was not executed: ${reason} before it started.`, {
       aborted: true,
@@ -655,11 +668,14 @@ const whenAborted = (signal: AbortSignal): Effect.Effect<void> =>
 
 /**
  * Runs the work phase in its own fiber until it finishes, the signal fires, or this fiber is interrupted.
- * On abort the work is interrupted and given the grace period to stop; work stuck in a subscriber that
- * never returns is abandoned, and its later events are dropped. Returns how the work ended.
+ * On abort the running tools' signals are aborted first (so cleanup that waits on them can finish), then
+ * the work is interrupted and given the grace period to stop. Work that does not stop in time (a tool that
+ * ignores cancellation, a subscriber that never returns) is abandoned: `abandon` drops its later events.
+ * Returns how the work ended.
  */
 const supervise = <R>(
   work: Effect.Effect<void, never, R>,
+  calls: ReadonlyArray<Call>,
   signal: AbortSignal | undefined,
   grace: Duration.Duration,
   abandon: () => void,
@@ -675,9 +691,11 @@ const supervise = <R>(
       : Effect.raceFirst(Fiber.await(fiber), Effect.as(whenAborted(signal), undefined))
     const first = yield* Effect.exit(restore(waiting))
     if (Exit.isSuccess(first) && first.value !== undefined) return first.value
+    for (const call of calls) if (call.stage === "running") call.abort?.()
     fiber.interruptUnsafe()
     const stopped = yield* Effect.timeoutOption(Effect.interruptible(Fiber.await(fiber)), grace)
     if (Option.isSome(stopped)) return stopped.value
+    for (const call of calls) if (call.stage === "running" || call.stage === "finalizing") call.abandoned = true
     abandon()
     return Exit.interrupt()
   })
@@ -706,6 +724,7 @@ export const executeToolCalls = <R = never>(
       const toolCalls = toolCallsOf(assistantMessage)
       const calls: Array<Call> = toolCalls.map((toolCall) => ({
         toolCall,
+        abort: undefined,
         stage: "waiting",
         started: false,
         ended: false,
@@ -735,7 +754,7 @@ export const executeToolCalls = <R = never>(
       const work = mode === "sequential"
         ? runSequential(batch, calls)
         : runParallel(batch, calls, options.concurrency ?? "unbounded")
-      const exit = yield* supervise(work, options.signal, grace, emitter.close, restore)
+      const exit = yield* supervise(work, calls, options.signal, grace, emitter.close, restore)
       const aborted = isAborted(batch) || (Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause))
       if (Exit.isFailure(exit)) {
         const reason = aborted ? "the run was aborted" : `an internal error occurred (${causeMessage(exit.cause)})`

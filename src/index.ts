@@ -32,3 +32,9 @@ export * as Agent from "./Agent.ts"
 export { PromiseAgent, type PromiseAgentOptions } from "./PromiseAgent.ts"
 /** A model that replays a script (the embedded default). */
 export * as ScriptedModel from "./ScriptedModel.ts"
+/** Transcripts as JSON-lines files. */
+export * as Session from "./Session.ts"
+/** The built-in tools (read, ls, find, grep, write, edit, bash) confined to a workspace. */
+export * as BuiltinTools from "./tools/index.ts"
+/** Model providers: OpenAI-compatible, Anthropic, and the bridge to effect/ai. */
+export * as Providers from "./providers/index.ts"

@@ -31,7 +31,7 @@ import { sanitizeTranscript } from "./internal/transcript.ts"
 // ---------------------------------------------------------------------------------------------------------
 
 /** How the bridged model names itself in the messages it produces. */
-export interface ModelOptions {
+export interface Options {
   /** Default `effect-ai`. */
   readonly api?: string | undefined
   /** Default `effect-ai`. */
@@ -328,7 +328,7 @@ export const streamWith = (
   })
 
 /** The {@link Model} served by the `LanguageModel` in the context. */
-export const make = (options: ModelOptions = {}): Effect.Effect<ModelShape, never, LanguageModel.LanguageModel> =>
+export const make = (options: Options = {}): Effect.Effect<ModelShape, never, LanguageModel.LanguageModel> =>
   Effect.gen(function*() {
     const languageModel = yield* LanguageModel.LanguageModel
     const info: ModelInfo = {
@@ -340,7 +340,7 @@ export const make = (options: ModelOptions = {}): Effect.Effect<ModelShape, neve
   })
 
 /** A {@link Model} layer over the `LanguageModel` the layer is given. */
-export const layer = (options: ModelOptions = {}): Layer.Layer<Model, never, LanguageModel.LanguageModel> =>
+export const layer = (options: Options = {}): Layer.Layer<Model, never, LanguageModel.LanguageModel> =>
   Layer.effect(Model, make(options))
 
 // ---------------------------------------------------------------------------------------------------------
