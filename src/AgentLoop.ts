@@ -208,12 +208,12 @@ const streamAssistantResponse = <R>(run: Run<R>, systemPrompt: string): Effect.E
       : yield* Effect.exit(run.signal ? interruptOnAbort(call, run.signal) : call)
     const now = yield* Clock.currentTimeMillis
     let message: AssistantMessage
-    if (Exit.isSuccess(exit)) {
+    if (Exit.isSuccess(exit) && !isAborted(run)) {
       message = final ?? closingMessage(run, partial, "error", "The model stream ended without a final message", now)
-    } else if (isAborted(run) || Cause.hasInterrupts(exit.cause)) {
+    } else if (isAborted(run) || Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)) {
       message = closingMessage(run, partial, "aborted", "Request was aborted", now)
     } else {
-      message = closingMessage(run, partial, "error", causeMessage(exit.cause), now)
+      message = closingMessage(run, partial, "error", Exit.isFailure(exit) ? causeMessage(exit.cause) : "", now)
     }
     if (!started) yield* run.emit({ type: "message_start", message })
     yield* run.emit({ type: "message_end", message })

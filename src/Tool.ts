@@ -122,9 +122,37 @@ export interface MakeOptions<Params extends Parameters> {
 /** Tells whether a value is a tool definition. */
 export const isTool = (u: unknown): u is Tool.Any => typeof u === "object" && u !== null && TypeId in u
 
+/**
+ * Effect's JSON encoding of `Schema.Number` also admits the strings "NaN", "Infinity" and "-Infinity".
+ * Models should only ever be told "number", so that alternative is removed.
+ */
+const NON_FINITE = ["NaN", "Infinity", "-Infinity"]
+const isNonFiniteStrings = (u: unknown): boolean => {
+  if (typeof u !== "object" || u === null) return false
+  const e = (u as { readonly enum?: unknown }).enum
+  return (u as { readonly type?: unknown }).type === "string" && Array.isArray(e) &&
+    e.every((v) => NON_FINITE.includes(v as string))
+}
+const forModels = (node: unknown): unknown => {
+  if (Array.isArray(node)) return node.map(forModels)
+  if (typeof node !== "object" || node === null) return node
+  const out: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(node)) out[key] = forModels(value)
+  const anyOf = out.anyOf
+  if (Array.isArray(anyOf) && anyOf.some(isNonFiniteStrings)) {
+    const rest = anyOf.filter((member) => !isNonFiniteStrings(member))
+    delete out.anyOf
+    return rest.length === 1 ? { ...(rest[0] as object), ...out } : { ...out, anyOf: rest }
+  }
+  return out
+}
+
 const toJsonSchema = (parameters: Parameters): JsonSchema => {
   const doc = Schema.toJsonSchemaDocument(parameters)
-  return Object.keys(doc.definitions).length === 0 ? doc.schema : { ...doc.schema, $defs: doc.definitions }
+  const schema = forModels(doc.schema) as JsonSchema
+  return Object.keys(doc.definitions).length === 0
+    ? schema
+    : { ...schema, $defs: forModels(doc.definitions) as JsonSchema }
 }
 
 /**
