@@ -23,11 +23,10 @@ import {
   decodeJsonData,
   type EventDecoder,
   failure,
-  makeScrub,
+  makeSseModel,
   ProviderFailure,
   resolveTransport,
   type Scrub,
-  streamSse,
   type TransportOptions
 } from "./internal/transport.ts"
 
@@ -578,42 +577,29 @@ const makeDecoder = (settings: Settings, scrub: Scrub) => {
 // ---------------------------------------------------------------------------------------------------------
 
 /** A model service talking to Anthropic's Messages API. */
-export const make = (options: Options): Effect.Effect<ModelShape, never, HttpClient.HttpClient> =>
-  Effect.gen(function*() {
-    const client = (yield* HttpClient.HttpClient).pipe(HttpClient.withScope)
-    const settings = settingsOf(options)
-    const transport = resolveTransport(options)
-    const scrub = makeScrub([options.apiKey])
-    const decoder = makeDecoder(settings, scrub)
-    const baseRequest = HttpClientRequest.post(settings.url).pipe(
-      HttpClientRequest.setHeaders({
-        ...transport.headers,
-        accept: "text/event-stream",
-        "anthropic-version": API_VERSION,
-        ...(options.betas !== undefined && options.betas.length > 0
-          ? { "anthropic-beta": options.betas.join(",") }
-          : {})
-      }),
-      HttpClientRequest.setHeader("x-api-key", Redacted.value(options.apiKey))
-    )
-    const encodeBody = HttpClientRequest.schemaBodyJson(MessagesRequest)
-    return Model.of({
-      info: settings.info,
-      stream: (request) =>
-        streamSse({
-          label: LABEL,
-          client,
-          transport,
-          scrub,
-          decoder,
-          request: Effect.suspend(() => encodeBody(baseRequest, toRequestBody(request, settings))).pipe(
-            Effect.mapError((error) =>
-              failure("unknown", scrub(`${LABEL}: could not encode the request: ${error.message}`))
-            )
-          )
-        })
-    })
+export const make = (options: Options): Effect.Effect<ModelShape, never, HttpClient.HttpClient> => {
+  const settings = settingsOf(options)
+  return makeSseModel({
+    label: LABEL,
+    info: settings.info,
+    url: settings.url,
+    transport: resolveTransport(options),
+    secrets: [options.apiKey],
+    authorize: (request) =>
+      request.pipe(
+        HttpClientRequest.setHeaders({
+          "anthropic-version": API_VERSION,
+          ...(options.betas !== undefined && options.betas.length > 0
+            ? { "anthropic-beta": options.betas.join(",") }
+            : {})
+        }),
+        HttpClientRequest.setHeader("x-api-key", Redacted.value(options.apiKey))
+      ),
+    bodySchema: MessagesRequest,
+    toBody: (request) => toRequestBody(request, settings),
+    makeDecoder: (scrub) => makeDecoder(settings, scrub)
   })
+}
 
 /** A {@link Model} layer from explicit options. */
 export const layer = (options: Options): Layer.Layer<Model, never, HttpClient.HttpClient> =>

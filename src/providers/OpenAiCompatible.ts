@@ -19,11 +19,10 @@ import {
   decodeJsonData,
   type EventDecoder,
   failure,
-  makeScrub,
+  makeSseModel,
   ProviderFailure,
   resolveTransport,
   type Scrub,
-  streamSse,
   type TransportOptions
 } from "./internal/transport.ts"
 
@@ -517,33 +516,21 @@ const makeDecoder = (settings: Settings, scrub: Scrub) => {
 // ---------------------------------------------------------------------------------------------------------
 
 /** A model service talking to an OpenAI-compatible server. */
-export const make = (options: Options): Effect.Effect<ModelShape, never, HttpClient.HttpClient> =>
-  Effect.gen(function*() {
-    const client = (yield* HttpClient.HttpClient).pipe(HttpClient.withScope)
-    const settings = settingsOf(options)
-    const transport = resolveTransport(options)
-    const scrub = makeScrub([options.apiKey])
-    const decoder = makeDecoder(settings, scrub)
-    const baseRequest = HttpClientRequest.post(settings.url).pipe(
-      HttpClientRequest.setHeaders({ ...transport.headers, accept: "text/event-stream" }),
-      (request) => options.apiKey !== undefined ? HttpClientRequest.bearerToken(request, options.apiKey) : request
-    )
-    const encodeBody = HttpClientRequest.schemaBodyJson(ChatCompletionRequest)
-    return Model.of({
-      info: settings.info,
-      stream: (request) =>
-        streamSse({
-          label: LABEL,
-          client,
-          transport,
-          scrub,
-          decoder,
-          request: Effect.suspend(() => encodeBody(baseRequest, toRequestBody(request, settings))).pipe(
-            Effect.mapError((error) => failure("unknown", scrub(`${LABEL}: could not encode the request: ${error.message}`)))
-          )
-        })
-    })
+export const make = (options: Options): Effect.Effect<ModelShape, never, HttpClient.HttpClient> => {
+  const settings = settingsOf(options)
+  return makeSseModel({
+    label: LABEL,
+    info: settings.info,
+    url: settings.url,
+    transport: resolveTransport(options),
+    secrets: [options.apiKey],
+    authorize: (request) =>
+      options.apiKey !== undefined ? HttpClientRequest.bearerToken(request, options.apiKey) : request,
+    bodySchema: ChatCompletionRequest,
+    toBody: (request) => toRequestBody(request, settings),
+    makeDecoder: (scrub) => makeDecoder(settings, scrub)
   })
+}
 
 /** A {@link Model} layer from explicit options. */
 export const layer = (options: Options): Layer.Layer<Model, never, HttpClient.HttpClient> =>

@@ -15,7 +15,7 @@
  * @since 0.1.0
  */
 import { Context, Effect, FileSystem, Layer, Path, type PlatformError } from "effect"
-import { PathOutsideWorkspace } from "./errors.ts"
+import { fromPlatformError, PathOutsideWorkspace, WrongFileType } from "./errors.ts"
 
 /** The workspace service. */
 export interface WorkspaceShape {
@@ -139,3 +139,48 @@ export class Workspace extends Context.Service<Workspace, WorkspaceShape>()("eff
     return Layer.effect(Workspace, make(root))
   }
 }
+
+/** A path argument resolved inside the workspace, with what the file system says it is. */
+export interface Located {
+  readonly absolute: string
+  /** The path as shown to the model (relative to the root). */
+  readonly shown: string
+  readonly info: FileSystem.File.Info
+}
+
+/**
+ * Resolves a path argument inside the workspace and stats it; `operation` names what the tool was doing
+ * in the error ("list", "search").
+ */
+export const locate = Effect.fnUntraced(function*(
+  workspace: WorkspaceShape,
+  fs: FileSystem.FileSystem,
+  given: string,
+  operation: string
+) {
+  const absolute = yield* workspace.resolve(given)
+  const shown = workspace.display(absolute)
+  const info = yield* fs.stat(absolute).pipe(Effect.mapError(fromPlatformError(given, operation)))
+  return { absolute, shown, info } satisfies Located
+})
+
+/** Like {@link locate}, for an argument that must be a directory; `hint` completes the error message. */
+export const locateDirectory = Effect.fnUntraced(function*(
+  workspace: WorkspaceShape,
+  fs: FileSystem.FileSystem,
+  given: string,
+  operation: string,
+  hint: (isFile: boolean) => string
+) {
+  const located = yield* locate(workspace, fs, given, operation)
+  const { info, shown } = located
+  if (info.type !== "Directory") {
+    return yield* new WrongFileType({
+      path: shown,
+      expected: "directory",
+      actual: info.type === "File" ? "file" : info.type,
+      message: `${shown} is not a directory${hint(info.type === "File")}.`
+    })
+  }
+  return located
+})

@@ -5,10 +5,9 @@
  */
 import { Effect, FileSystem, Path, Schema } from "effect"
 import * as Tool from "../Tool.ts"
-import { fromPlatformError, WrongFileType } from "./errors.ts"
 import { globMatcher, walk } from "./internal.ts"
 import { ToolLimits } from "./limits.ts"
-import { Workspace } from "./Workspace.ts"
+import { locateDirectory, Workspace } from "./Workspace.ts"
 
 /** The parameters of `find`. */
 export const FindParameters = Schema.Struct({
@@ -58,17 +57,7 @@ export const findLayer = find.toLayer(Effect.gen(function*() {
 
   return Effect.fnUntraced(function*(args) {
     const given = args.path ?? "."
-    const absolute = yield* workspace.resolve(given)
-    const shown = workspace.display(absolute)
-    const info = yield* fs.stat(absolute).pipe(Effect.mapError(fromPlatformError(given, "search")))
-    if (info.type !== "Directory") {
-      return yield* new WrongFileType({
-        path: shown,
-        expected: "directory",
-        actual: info.type === "File" ? "file" : info.type,
-        message: `${shown} is not a directory; find searches directories.`
-      })
-    }
+    const { absolute, shown } = yield* locateDirectory(workspace, fs, given, "search", () => "; find searches directories")
     const limit = Math.min(args.limit ?? limits.findDefaultResults, limits.findMaxResults)
     const matches = globMatcher(args.pattern)
     const found: Array<string> = []

@@ -9,7 +9,7 @@ import * as Tool from "../Tool.ts"
 import { fromPlatformError, InvalidPattern, WrongFileType } from "./errors.ts"
 import { globMatcher, looksBinary, walk } from "./internal.ts"
 import { ToolLimits } from "./limits.ts"
-import { Workspace } from "./Workspace.ts"
+import { locate, Workspace } from "./Workspace.ts"
 
 /** The parameters of `grep`. */
 export const GrepParameters = Schema.Struct({
@@ -84,9 +84,7 @@ export const grepLayer = grep.toLayer(Effect.gen(function*() {
       })
     }
     const given = args.path ?? "."
-    const absolute = yield* workspace.resolve(given)
-    const shown = workspace.display(absolute)
-    const info = yield* fs.stat(absolute).pipe(Effect.mapError(fromPlatformError(given, "search")))
+    const { absolute, info, shown } = yield* locate(workspace, fs, given, "search")
     const limit = Math.min(args.limit ?? limits.grepDefaultMatches, limits.grepMaxMatches)
     const matchesGlob = args.glob === undefined || args.glob === "" ? undefined : globMatcher(args.glob)
 

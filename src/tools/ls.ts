@@ -5,9 +5,9 @@
  */
 import { Effect, FileSystem, Option, Path, Schema } from "effect"
 import * as Tool from "../Tool.ts"
-import { fromPlatformError, WrongFileType } from "./errors.ts"
+import { fromPlatformError } from "./errors.ts"
 import { ToolLimits } from "./limits.ts"
-import { Workspace } from "./Workspace.ts"
+import { locateDirectory, Workspace } from "./Workspace.ts"
 
 /** The parameters of `ls`. */
 export const LsParameters = Schema.Struct({
@@ -57,17 +57,13 @@ export const lsLayer = ls.toLayer(Effect.gen(function*() {
 
   return Effect.fnUntraced(function*(args) {
     const given = args.path ?? "."
-    const absolute = yield* workspace.resolve(given)
-    const shown = workspace.display(absolute)
-    const info = yield* fs.stat(absolute).pipe(Effect.mapError(fromPlatformError(given, "list")))
-    if (info.type !== "Directory") {
-      return yield* new WrongFileType({
-        path: shown,
-        expected: "directory",
-        actual: info.type === "File" ? "file" : info.type,
-        message: `${shown} is not a directory${info.type === "File" ? "; use read to see a file" : ""}.`
-      })
-    }
+    const { absolute, shown } = yield* locateDirectory(
+      workspace,
+      fs,
+      given,
+      "list",
+      (isFile) => isFile ? "; use read to see a file" : ""
+    )
     const listed = yield* fs.readDirectoryEntries(absolute).pipe(Effect.mapError(fromPlatformError(given, "list")))
     const names: Array<string> = []
     for (const entry of listed) {

@@ -8,9 +8,15 @@
 import { Data, Duration, Effect, Option, Redacted, Schedule, Schema, Stream } from "effect"
 import type { Scope } from "effect"
 import { Sse } from "effect/encoding"
-import type { HttpClient, HttpClientError, HttpClientRequest, HttpClientResponse } from "effect/http"
+import { HttpClient, type HttpClientError, HttpClientRequest, type HttpClientResponse } from "effect/http"
 import type { AssistantMessageEvent } from "../../AssistantMessageEvent.ts"
-import { ModelError, type ModelErrorReason } from "../../Model.ts"
+import {
+  ModelError,
+  type ModelErrorReason,
+  type ModelInfo,
+  type ModelRequest,
+  type ModelShape
+} from "../../Model.ts"
 import type { ResponseBuilder } from "./builder.ts"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -318,3 +324,52 @@ export const decodeJsonData = <S extends Schema.Decoder<unknown>>(schema: S, lab
     )
   }
 }
+
+/** What differs between providers speaking JSON requests and SSE responses. */
+export interface SseModelSpec<Body> {
+  readonly label: string
+  readonly info: ModelInfo
+  readonly url: string
+  readonly transport: Transport
+  /** The secrets to scrub from every message (API keys). */
+  readonly secrets: ReadonlyArray<Redacted.Redacted<string> | undefined>
+  /** Adds the provider's headers (authentication, version) to the base request. */
+  readonly authorize: (request: HttpClientRequest.HttpClientRequest) => HttpClientRequest.HttpClientRequest
+  readonly bodySchema: Schema.Codec<Body, unknown>
+  readonly toBody: (request: ModelRequest) => Body
+  readonly makeDecoder: (scrub: Scrub) => () => EventDecoder
+}
+
+/**
+ * A model service for a provider that takes a JSON request and streams SSE: the request is built and
+ * encoded per call, sent with the transport's retries and idle timeout, and decoded into our events.
+ */
+export const makeSseModel = <Body>(
+  spec: SseModelSpec<Body>
+): Effect.Effect<ModelShape, never, HttpClient.HttpClient> =>
+  Effect.gen(function*() {
+    const client = (yield* HttpClient.HttpClient).pipe(HttpClient.withScope)
+    const scrub = makeScrub(spec.secrets)
+    const decoder = spec.makeDecoder(scrub)
+    const baseRequest = HttpClientRequest.post(spec.url).pipe(
+      HttpClientRequest.setHeaders({ ...spec.transport.headers, accept: "text/event-stream" }),
+      spec.authorize
+    )
+    const encodeBody = HttpClientRequest.schemaBodyJson(spec.bodySchema)
+    return {
+      info: spec.info,
+      stream: (request) =>
+        streamSse({
+          label: spec.label,
+          client,
+          transport: spec.transport,
+          scrub,
+          decoder,
+          request: Effect.suspend(() => encodeBody(baseRequest, spec.toBody(request))).pipe(
+            Effect.mapError((error) =>
+              failure("unknown", scrub(`${spec.label}: could not encode the request: ${error.message}`))
+            )
+          )
+        })
+    }
+  })
