@@ -8,6 +8,7 @@ import { Cause, Clock, Context, Deferred, Effect, Fiber, Layer, Schema, Semaphor
 import type { AgentEvent } from "./AgentEvent.ts"
 import { type AgentLoopConfig, CannotContinue, runAgentLoop, runAgentLoopContinue } from "./AgentLoop.ts"
 import * as EventSink from "./EventSink.ts"
+import { contain } from "./internal/contain.ts"
 import type { AgentMessage, ImageContent, UserMessage } from "./Message.ts"
 import { Model, type ModelInfo } from "./Model.ts"
 import type { Tool } from "./Tool.ts"
@@ -179,13 +180,7 @@ export const make = <R = never>(
         Effect.gen(function*() {
           yield* SubscriptionRef.update(state, (current) => reduce(current, event))
           for (const listener of listeners) {
-            yield* Effect.suspend(() => listener(event, signal)).pipe(
-              Effect.catchCause((cause) =>
-                Cause.hasInterruptsOnly(cause)
-                  ? Effect.void
-                  : Effect.logWarning(`effect-agent: a subscriber failed on ${event.type}`, cause)
-              )
-            )
+            yield* contain(`a subscriber on ${event.type}`, () => listener(event, signal))
           }
         })
       )

@@ -15,6 +15,7 @@ import type { AgentEvent } from "./AgentEvent.ts"
 import type { AssistantMessageEvent } from "./AssistantMessageEvent.ts"
 import * as EventSink from "./EventSink.ts"
 import { interruptOnAbort } from "./internal/abort.ts"
+import { contain } from "./internal/contain.ts"
 import { causeMessage } from "./internal/errorText.ts"
 import {
   type AgentMessage,
@@ -119,14 +120,7 @@ const contextOf = <R>(run: Run<R>, systemPrompt: string): AgentContext => ({ sys
  * for the event in flight, so subscribers never see half an event.
  */
 const safeEmit = (sink: EventSink.EventSinkShape) => (event: AgentEvent): Effect.Effect<void> =>
-  sink.emit(event).pipe(
-    Effect.catchCause((cause) =>
-      Cause.hasInterruptsOnly(cause)
-        ? Effect.void
-        : Effect.logWarning(`effect-agent: an event subscriber failed on ${event.type}`, cause)
-    ),
-    Effect.uninterruptible
-  )
+  Effect.uninterruptible(contain(`an event subscriber on ${event.type}`, () => sink.emit(event)))
 
 const announce = <R>(run: Run<R>, message: AgentMessage) =>
   Effect.andThen(run.emit({ type: "message_start", message }), run.emit({ type: "message_end", message }))

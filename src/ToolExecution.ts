@@ -22,6 +22,7 @@ import {
   ToolCallSkipped,
   ToolNotFound
 } from "./ImmediateOutcome.ts"
+import { contain } from "./internal/contain.ts"
 import { causeMessage } from "./internal/errorText.ts"
 import type { AssistantMessage, ToolCall, ToolResultContent, ToolResultMessage } from "./Message.ts"
 import { toolCallsOf } from "./Message.ts"
@@ -199,14 +200,7 @@ const safeEmit = (sink: EventSink.EventSinkShape): {
 } => {
   if (sink === EventSink.discard) return { emit: () => Effect.void, bounded: () => () => Effect.void, close: () => {} }
   let closed = false
-  const deliver = (event: AgentEvent) =>
-    Effect.suspend(() => sink.emit(event)).pipe(
-      Effect.catchCause((cause) =>
-        Cause.hasInterruptsOnly(cause)
-          ? Effect.void
-          : Effect.logWarning(`effect-agent: an event subscriber failed on ${event.type}`, cause)
-      )
-    )
+  const deliver = (event: AgentEvent) => contain(`an event subscriber on ${event.type}`, () => sink.emit(event))
   return {
     emit: (event) => Effect.suspend(() => closed ? Effect.void : Effect.uninterruptible(deliver(event))),
     bounded: (grace) => (event) => Effect.asVoid(Effect.timeoutOption(Effect.interruptible(deliver(event)), grace)),

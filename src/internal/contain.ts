@@ -1,0 +1,14 @@
+/** Running code the library does not own (subscribers, listeners) so that its failures stay contained. */
+import { Cause, Effect } from "effect"
+
+/**
+ * Runs `effect` (which may even throw when called): a failure or defect is logged as a warning naming
+ * `what`, never propagated. An interruption passes through silently.
+ */
+export const contain = (what: string, effect: () => Effect.Effect<unknown, unknown>): Effect.Effect<void> =>
+  Effect.suspend(effect).pipe(
+    Effect.asVoid,
+    Effect.catchCause((cause) =>
+      Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.logWarning(`effect-agent: ${what} failed`, cause)
+    )
+  )
