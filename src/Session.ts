@@ -65,6 +65,11 @@ export const writer = Effect.fn("Session.writer")(function*(path: string) {
     new SessionFileError({ path, message: `Cannot ${what} session file: ${error.message}` })
   yield* fs.makeDirectory(pathService.dirname(path), { recursive: true }).pipe(Effect.mapError(fail("create the folder of the")))
   yield* fs.writeFileString(path, "", { flag: "a" }).pipe(Effect.mapError(fail("create the")))
+  // A file edited by hand may lack its final newline: add it, or the first new line would be glued on.
+  const existing = yield* fs.readFileString(path).pipe(Effect.mapError(fail("read the")))
+  if (existing.length > 0 && !existing.endsWith("\n")) {
+    yield* fs.writeFileString(path, "\n", { flag: "a" }).pipe(Effect.mapError(fail("append to the")))
+  }
   const writerOf: SessionWriter = {
     path,
     append: (message) =>

@@ -3,7 +3,21 @@
  * provider it runs the embedded demo on a sample project; with `--provider` it talks to a real model.
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Console, Effect, FileSystem, Layer, Option, Path, Schema, Stdio, SubscriptionRef, Terminal } from "effect"
+import {
+  Cause,
+  Console,
+  Effect,
+  FileSystem,
+  Layer,
+  Option,
+  Path,
+  Queue,
+  Runtime,
+  Schema,
+  Stdio,
+  SubscriptionRef,
+  Terminal
+} from "effect"
 import { Command, Flag, Prompt } from "effect/cli"
 import * as Agent from "../Agent.ts"
 import type { AgentEvent } from "../AgentEvent.ts"
@@ -103,6 +117,19 @@ const modelLayer = (options: Options): Layer.Layer<Model, unknown> =>
       })
   })
 
+/**
+ * Throws away keys typed before a question appears, so a stray "y" cannot approve a command the person has
+ * not seen. Keys typed in the short settling window are dropped too.
+ */
+const discardTypeAhead = Effect.scoped(
+  Effect.gen(function*() {
+    const terminal = yield* Terminal.Terminal
+    const input = yield* terminal.readInput
+    yield* Effect.sleep("50 millis")
+    yield* Queue.clear(input)
+  })
+)
+
 const view = (options: Options) =>
   Effect.gen(function*() {
     const stdio = yield* Stdio.Stdio
@@ -137,6 +164,10 @@ const session = Effect.fn("session")(function*(options: Options, root: string, d
     ? path.resolve(options.resume.value)
     : yield* Session.newSessionPath(path.join(root, ".effect-agent", "sessions"))
   const transcript = yield* Session.writer(sessionPath)
+  // Resuming into another file: that file gets the whole transcript, not only what this run adds.
+  if (Option.isSome(options.resume) && path.resolve(options.resume.value) !== sessionPath) {
+    for (const message of resumed) yield* transcript.append(message)
+  }
 
   const ui = yield* view(options)
   const interactive = (yield* stdio.stdinIsTerminal) && (yield* stdio.stdoutIsTerminal)
@@ -147,10 +178,11 @@ const session = Effect.fn("session")(function*(options: Options, root: string, d
     ? {
       _tag: "Ask",
       ask: (question) =>
-        ui.pause(Prompt.run(Prompt.Confirm({ message: question, initial: false }))).pipe(
-          Effect.catch(() => Effect.succeed(false)),
-          Effect.provide(promptEnvironment)
-        )
+        ui.pause(Effect.andThen(discardTypeAhead, Prompt.run(Prompt.Confirm({ message: question, initial: false }))))
+          .pipe(
+            Effect.catch(() => Effect.succeed(false)),
+            Effect.provide(promptEnvironment)
+          )
     }
     : { _tag: "NoTerminal" }
 
@@ -215,7 +247,22 @@ const command = Command.make("effect-agent", flags, run).pipe(
     )
   )
 
-/** Runs the command on `process.argv`. */
-export const main = Command.run(command, { version: "0.1.0" }).pipe(Effect.provide(NodeServices.layer))
+/**
+ * Failures are reported here, on stderr and as one line (stdout stays clean for `--json`); the runtime's
+ * own report (on stdout, with a stack trace) is turned off. Errors the CLI parser already printed are
+ * marked as reported and not repeated.
+ */
+const reportFailure = (cause: Cause.Cause<unknown>) => {
+  if (Cause.hasInterruptsOnly(cause)) return Effect.void
+  const error = Cause.squash(cause)
+  if (!Runtime.getErrorReported(error)) return Effect.void
+  return Console.error(`effect-agent: ${error instanceof Error ? error.message : Cause.pretty(cause)}`)
+}
 
-NodeRuntime.runMain(main)
+/** Runs the command on `process.argv`. */
+export const main = Command.run(command, { version: "0.1.0" }).pipe(
+  Effect.tapCause(reportFailure),
+  Effect.provide(NodeServices.layer)
+)
+
+NodeRuntime.runMain(main, { disableErrorReporting: true })

@@ -1,0 +1,153 @@
+/**
+ * Approvals on a terminal: without `--yes`, on a pseudo-terminal (`script` from util-linux, driven through
+ * its stdin), write/edit/bash ask y/n. A "y" runs the call, an "n" blocks it with the declined reason; and a
+ * key typed while no question is on screen must not answer a later question.
+ */
+import { spawn } from "node:child_process"
+import { existsSync, readFileSync } from "node:fs"
+import { join } from "node:path"
+import { describe, expect, it } from "vitest"
+import { SAMPLE_FILES } from "../../src/cli/Demo.ts"
+import { childEnv, MAIN, NODE, ROOT, RUN_TIMEOUT_MS, shellQuote, tempDir, TEST_TIMEOUT_MS } from "./support.ts"
+
+const SCRIPT = "/usr/bin/script"
+// eslint-disable-next-line no-control-regex
+const stripAnsi = (text: string) => text.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "").replace(/\r/g, "")
+
+interface Session {
+  /** The output so far, without escape codes. */
+  readonly text: () => string
+  /** Types keys on the terminal. */
+  readonly type: (keys: string) => void
+  /** Resolves when the output satisfies `predicate` (checked on each chunk). */
+  readonly until: (predicate: (text: string) => boolean, what: string) => Promise<string>
+  readonly exit: Promise<number | null>
+}
+
+/** Runs the demo on a pseudo-terminal without --yes. */
+const onTerminal = (workspace: string): Session => {
+  const command = [NODE, MAIN, "--workspace", workspace].map(shellQuote).join(" ")
+  const child = spawn(SCRIPT, ["-qfec", command, "/dev/null"], { cwd: ROOT, env: childEnv(), stdio: ["pipe", "pipe", "pipe"] })
+  let raw = ""
+  const waiters: Array<{ predicate: (text: string) => boolean; resolve: (text: string) => void }> = []
+  const check = () => {
+    const text = stripAnsi(raw)
+    for (const waiter of [...waiters]) {
+      if (waiter.predicate(text)) {
+        waiters.splice(waiters.indexOf(waiter), 1)
+        waiter.resolve(text)
+      }
+    }
+  }
+  child.stdout.setEncoding("utf8")
+  child.stdout.on("data", (chunk: string) => {
+    raw += chunk
+    check()
+  })
+  child.stderr.on("data", (chunk: Buffer) => {
+    raw += chunk.toString("utf8")
+  })
+  const timer = setTimeout(() => child.kill("SIGKILL"), RUN_TIMEOUT_MS)
+  const exit = new Promise<number | null>((resolve) =>
+    child.on("close", (code) => {
+      clearTimeout(timer)
+      resolve(code)
+    })
+  )
+  return {
+    text: () => stripAnsi(raw),
+    type: (keys) => void child.stdin.write(keys),
+    until: (predicate, what) =>
+      Promise.race([
+        new Promise<string>((resolve) => {
+          waiters.push({ predicate, resolve })
+          check()
+        }),
+        exit.then(() => {
+          const text = stripAnsi(raw)
+          if (predicate(text)) return text
+          throw new Error(`the command ended before: ${what}\n${text.slice(-3000)}`)
+        })
+      ]),
+    exit
+  }
+}
+
+const EDIT_QUESTION = /\? Allow edit \{[\s\S]*\(y\/N\)/
+const BASH_QUESTION = /\? Allow bash \{[\s\S]*"command": "for i in[\s\S]*\(y\/N\)/
+const count = (text: string, pattern: RegExp) => text.match(new RegExp(pattern.source, "g"))?.length ?? 0
+
+describe.skipIf(!existsSync(SCRIPT))("approvals on a terminal (no --yes)", () => {
+  it("asks before edit and bash: y runs the edit, n blocks the check", async () => {
+    const ws = tempDir("approve")
+    try {
+      const session = onTerminal(ws.dir)
+      await session.until((t) => EDIT_QUESTION.test(t), "the edit question")
+      session.type("y")
+      await session.until((t) => /✓ edit src\/math\.ts/.test(t), "the edit ran")
+      await session.until((t) => BASH_QUESTION.test(t), "the bash question")
+      session.type("n")
+      const code = await session.exit
+      const text = session.text()
+      expect(code).toBe(0)
+      // The sudo call was refused by policy without asking.
+      expect(text).not.toMatch(/Allow bash \{\s*"command": "sudo/)
+      expect(text).toContain("✗ bash sudo rm -rf /tmp/calc-cache")
+      expect(text).toMatch(/✗ bash for i in 1 2 3.*The user declined this bash call\. It was not run\./)
+      expect(text).not.toContain("check 1/3")
+      expect(readFileSync(join(ws.dir, "src/math.ts"), "utf8")).toContain("return a + b")
+      expect(text).toContain("Done. I ran 8 tool calls; 3 of them ended with an error")
+    } finally {
+      ws.cleanup()
+    }
+  }, TEST_TIMEOUT_MS)
+
+  // BUG (src/cli/main.ts, the `Ask` approval mode): a key pressed while no question is on screen stays in
+  // the terminal's input buffer and answers the next question the moment it is shown, so a stray "y"
+  // typed during a run approves a bash command the person never saw.
+  it("a key typed before a question is shown does not answer it", async (context) => {
+    const ws = tempDir("typeahead")
+    try {
+      const session = onTerminal(ws.dir)
+      await session.until((t) => EDIT_QUESTION.test(t), "the edit question")
+      session.type("y")
+      await session.until((t) => /✓ edit src\/math\.ts/.test(t), "the edit ran")
+      // A stray key while the agent works on: once the model's next response starts streaming (the next
+      // question comes only after it has streamed, ~9 chunks of 15ms later), well after the edit question
+      // has released the terminal.
+      const atTyping = await session.until((t) => /Now le/.test(t), "the next response")
+      session.type("y")
+      if (count(atTyping, /Allow bash/) > 0) context.skip("the bash question was already shown when the key was typed")
+      await session.until((t) => BASH_QUESTION.test(t), "the bash question")
+      // Give an answer that came from the buffer every chance to show up, then answer "n" ourselves.
+      await new Promise((resolve) => setTimeout(resolve, 2000))
+      session.type("n")
+      const code = await session.exit
+      const text = session.text()
+      expect(code).toBe(0)
+      expect(text).toMatch(/✗ bash for i in 1 2 3.*The user declined this bash call/)
+      expect(text).not.toContain("check 1/3")
+    } finally {
+      ws.cleanup()
+    }
+  }, TEST_TIMEOUT_MS)
+
+  it("n to the edit leaves the files unchanged", async () => {
+    const ws = tempDir("decline")
+    try {
+      const session = onTerminal(ws.dir)
+      await session.until((t) => EDIT_QUESTION.test(t), "the edit question")
+      session.type("n")
+      await session.until((t) => BASH_QUESTION.test(t), "the bash question")
+      session.type("n")
+      expect(await session.exit).toBe(0)
+      const text = session.text()
+      expect(text).toMatch(/✗ edit src\/math\.ts.*The user declined this edit call\. It was not run\./)
+      for (const [file, content] of SAMPLE_FILES) {
+        expect(readFileSync(join(ws.dir, file), "utf8"), file).toBe(content)
+      }
+    } finally {
+      ws.cleanup()
+    }
+  }, TEST_TIMEOUT_MS)
+})
