@@ -150,6 +150,8 @@ interface Call {
   started: boolean
   ended: boolean
   announced: boolean
+  /** Set just before its `message_end` goes out (an abandoned work phase may never send it). */
+  messageEnded: boolean
   abandoned: boolean
   outcome: Finalized | undefined
   message: ToolResultMessage | undefined
@@ -175,6 +177,8 @@ interface Batch<R> {
   readonly grace: Duration.Duration
   readonly seenIds: Set<string>
   readonly skipReason: string | undefined
+  /** Set when the batch is being stopped (signal or interruption): no tool may start after it. */
+  stopping: boolean
   lastTimestamp: number
 }
 
@@ -185,7 +189,7 @@ const errorResult = (text: string, details: unknown = {}): Finalized => ({
   isError: true
 })
 
-const isAborted = (batch: Batch<any>): boolean => batch.signal?.aborted === true
+const isAborted = (batch: Batch<any>): boolean => batch.stopping || batch.signal?.aborted === true
 
 /**
  * A sink wrapper: a failing subscriber is logged and never reaches the batch. Delivery cannot be cut by an
@@ -318,7 +322,12 @@ const prepare = <R>(batch: Batch<R>, call: Call): Effect.Effect<Prepared, Immedi
       Effect.flatMap((raw) => validateArguments(toolCall, entry.tool, raw))
     )
   const before = batch.before
-  if (before === undefined) return Effect.map(validated, (args) => ({ call, entry, args }))
+  if (before === undefined) {
+    return Effect.map(validated, (args) => {
+      call.stage = "prepared"
+      return { call, entry, args }
+    })
+  }
   return Effect.flatMap(validated, (args) =>
     guardStage(
       toolCall,
@@ -338,6 +347,7 @@ const prepare = <R>(batch: Batch<R>, call: Call): Effect.Effect<Prepared, Immedi
         }
         if (isAborted(batch)) return Effect.fail(abortedBeforeStart(toolCall))
         const replaced = decision && decision.args !== undefined ? decision.args : args
+        call.stage = "prepared"
         return Effect.succeed({ call, entry, args: replaced })
       })
     ))
@@ -390,10 +400,9 @@ const stopTool = (
   )
 
 /**
- * Phase 2. Runs the handler. Without a timeout it runs inline, in the call's own fiber: an abort interrupts
- * it there, and a tool that ignores cancellation is abandoned together with the work phase (see
- * `supervise`). With a timeout it runs in a fiber of its own, so that on expiry it can be stopped, or
- * abandoned after the grace period, while the batch goes on. Never starts a tool once the run is aborted.
+ * Phase 2. Runs the handler in a detached fiber of its own, so that on abort or timeout it can be stopped
+ * (its signal aborted, then its fiber interrupted) and, if it ignores cancellation, abandoned after the
+ * grace period while nothing else of the batch waits on it. Never starts a tool once the run is stopping.
  */
 const execute = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<Finalized> =>
   Effect.suspend(() => {
@@ -429,26 +438,29 @@ const execute = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<Finalize
     })
     const run = Effect.suspend(() => entry.handler(prepared.args, context)).pipe(Effect.onInterrupt(() => stopped))
     const timeout = entry.tool.timeout ?? batch.timeout
-    if (timeout === undefined) return Effect.map(Effect.exit(run), (exit) => executedResult(entry.tool, exit))
     return Effect.uninterruptibleMask((restore) =>
       Effect.flatMap(Effect.forkDetach(restore(run), { startImmediately: true }), (fiber) => {
         const done = fiber.pollUnsafe()
         if (done !== undefined) return Effect.succeed(executedResult(entry.tool, done))
+        const stop = stopTool(call, fiber, abortSignal, batch.grace)
+        if (timeout === undefined) {
+          return restore(Fiber.await(fiber)).pipe(
+            Effect.onInterrupt(() => stop),
+            Effect.map((exit) => executedResult(entry.tool, exit))
+          )
+        }
         return restore(Effect.timeoutOption(Fiber.await(fiber), timeout)).pipe(
-          Effect.onInterrupt(() => stopTool(call, fiber, abortSignal, batch.grace)),
+          Effect.onInterrupt(() => stop),
           Effect.flatMap((exit) =>
             Option.isSome(exit)
               ? Effect.succeed(executedResult(entry.tool, exit.value))
-              : stopTool(call, fiber, abortSignal, batch.grace).pipe(
-                Effect.map(() =>
-                  errorResult(
-                    `Tool ${entry.tool.name} timed out after ${Duration.format(timeout)}${
-                      call.abandoned ? " and was abandoned: it did not stop when cancelled" : ""
-                    }`,
-                    { timedOut: true, abandoned: call.abandoned }
-                  )
-                )
-              )
+              : Effect.map(stop, () =>
+                errorResult(
+                  `Tool ${entry.tool.name} timed out after ${Duration.format(timeout)}${
+                    call.abandoned ? " and was abandoned: it did not stop when cancelled" : ""
+                  }`,
+                  { timedOut: true, abandoned: call.abandoned }
+                ))
           )
         )
       })
@@ -556,7 +568,10 @@ const announce = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> =>
     call.announced = true
     return Effect.andThen(
       batch.emit({ type: "message_start", message }),
-      batch.emit({ type: "message_end", message })
+      Effect.suspend(() => {
+        call.messageEnded = true
+        return batch.emit({ type: "message_end", message })
+      })
     )
   }))
 
@@ -640,7 +655,15 @@ const settleRemaining = <R>(
   const bounded: Batch<R> = { ...batch, emit: batch.emitBounded }
   const start = (call: Call) => call.started ? Effect.void : emitStart(bounded, call)
   const end = (call: Call) => call.ended ? Effect.void : emitEnd(bounded, call, interruptedResult(call, reason))
-  const message = (call: Call) => call.announced ? Effect.void : announce(bounded, call)
+  const message = (call: Call) =>
+    !call.announced
+      ? announce(bounded, call)
+      : call.messageEnded
+      ? Effect.void
+      : Effect.suspend(() => {
+        call.messageEnded = true
+        return bounded.emit({ type: "message_end", message: call.message! })
+      })
   return mode === "sequential"
     ? Effect.forEach(calls, (call) => start(call).pipe(Effect.andThen(end(call)), Effect.andThen(message(call))), {
       discard: true
@@ -672,19 +695,20 @@ const supervise = <R>(
   calls: ReadonlyArray<Call>,
   signal: AbortSignal | undefined,
   grace: Duration.Duration,
+  stop: () => void,
   abandon: () => void,
   restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
 ): Effect.Effect<Exit.Exit<void>, never, R> =>
   Effect.gen(function*() {
     // Detached: a child fiber would be awaited when this one exits, and abandoned work must not hold it.
-    const fiber = yield* Effect.forkDetach(Effect.interruptible(work), { startImmediately: true })
-    const finished = fiber.pollUnsafe()
-    if (finished !== undefined) return finished
+    // Not started immediately, so that an interruption arriving while it would run synchronously is seen.
+    const fiber = yield* Effect.forkDetach(Effect.interruptible(work))
     const waiting = signal === undefined
       ? Fiber.await(fiber)
       : Effect.raceFirst(Fiber.await(fiber), Effect.as(whenAborted(signal), undefined))
     const first = yield* Effect.exit(restore(waiting))
     if (Exit.isSuccess(first) && first.value !== undefined) return first.value
+    stop()
     for (const call of calls) if (call.stage === "running") call.abort?.()
     fiber.interruptUnsafe()
     const stopped = yield* Effect.timeoutOption(Effect.interruptible(Fiber.await(fiber)), grace)
@@ -723,6 +747,7 @@ export const executeToolCalls = <R = never>(
         started: false,
         ended: false,
         announced: false,
+        messageEnded: false,
         abandoned: false,
         outcome: undefined,
         message: undefined
@@ -742,13 +767,16 @@ export const executeToolCalls = <R = never>(
         grace,
         seenIds: new Set(),
         skipReason: options.skipReason,
+        stopping: false,
         lastTimestamp: 0
       }
       const mode = chooseMode(toolCalls, registry, options.toolExecution)
       const work = mode === "sequential"
         ? runSequential(batch, calls)
         : runParallel(batch, calls, options.concurrency ?? "unbounded")
-      const exit = yield* supervise(work, calls, options.signal, grace, emitter.close, restore)
+      const exit = yield* supervise(work, calls, options.signal, grace, () => {
+        batch.stopping = true
+      }, emitter.close, restore)
       const aborted = isAborted(batch) || (Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause))
       if (Exit.isFailure(exit)) {
         const reason = aborted ? "the run was aborted" : `an internal error occurred (${causeMessage(exit.cause)})`

@@ -1,0 +1,1135 @@
+/**
+ * Property tests of `executeToolCalls` (spec `shared/spec/tool-execution.md`, section 10) over random batches:
+ * random tool behaviours, random hooks, random mode, concurrency limit, timeouts, subscriber behaviour and
+ * abort point (see `support/arbitraryBatch.ts`). Time is virtual: the batch is forked and the TestClock is
+ * advanced step by step until it completes (a bounded loop, so a hang is reported, not waited for).
+ *
+ * Every event is recorded with a global sequence number, as are tool-side facts (when each tool body began
+ * and ended, when the hooks ran, which fibers ran batch code and whether they were still running when the
+ * batch returned), and every invariant is checked on every case.
+ *
+ * A failing case prints the shrunk counterexample, the violated invariants with the recorded trace, and a
+ * `Replay:` token. Environment knobs:
+ * - `PROP_REPLAY=<token>` replays one failure (select its property with `-t`);
+ * - `PROP_SEED=<seed>` fixes the seed (by default each run draws a new one);
+ * - `PROP_RUNS_FACTOR=<n>` multiplies the number of runs (e.g. 10 for a long local search);
+ * - `PROP_STATS=1` prints what the generated cases exercised.
+ */
+import { afterAll, assert, describe, it } from "@effect/vitest"
+import { Clock, Effect, Exit, Fiber, References, Schema } from "effect"
+import { TestClock } from "effect/testing"
+import type { AgentEvent } from "../src/AgentEvent.ts"
+import type { EventSinkShape } from "../src/EventSink.ts"
+import * as EventSink from "../src/EventSink.ts"
+import { type AssistantMessage, emptyUsage, type ToolCall, type ToolResultMessage } from "../src/Message.ts"
+import * as Tool from "../src/Tool.ts"
+import type { ToolContext, ToolResult } from "../src/Tool.ts"
+import {
+  type AfterToolCallResult,
+  type BeforeToolCallResult,
+  executeToolCalls,
+  type ToolBatchResult,
+  type ToolExecutionOptions
+} from "../src/ToolExecution.ts"
+import { type RegisteredTool, ToolRegistry, type ToolRegistryShape } from "../src/ToolRegistry.ts"
+import {
+  abortByInterrupt,
+  abortBySignal,
+  type BatchCase,
+  type CallSpec,
+  HORIZON_MS,
+  isDuplicate,
+  isImmediate,
+  isSequential,
+  makeBatchCaseArb,
+  noAbort,
+  timeoutOf
+} from "./support/arbitraryBatch.ts"
+
+// ---------------------------------------------------------------------------------------------------------
+// Recording
+// ---------------------------------------------------------------------------------------------------------
+
+interface Recorded {
+  readonly seq: number
+  readonly event: AgentEvent
+  /** Virtual time of the event. */
+  readonly at: number
+}
+
+interface BodyBegin {
+  readonly seq: number
+  readonly i: number
+  readonly args: unknown
+  /** The AbortSignal the tool was handed. */
+  readonly signal: AbortSignal
+}
+
+interface TrackedFiber {
+  readonly fiber: Fiber.Fiber<unknown, unknown>
+  /**
+   * What it was seen doing: running a tool body (`tool`, whatever else it did), running a hook (`hook`), or
+   * only emitting events (`emitter`).
+   */
+  role: "tool" | "emitter" | "hook"
+  /** For a tool fiber, the call whose body it runs. */
+  i: number | undefined
+  /** What it was seen doing (sequence numbers). */
+  readonly seen: Array<number>
+}
+
+class Recorder {
+  seq = 0
+  readonly events: Array<Recorded> = []
+  readonly bodyBegins: Array<BodyBegin> = []
+  readonly bodyExits: Array<{ readonly seq: number; readonly i: number; readonly exit: string }> = []
+  readonly beforeCalls: Array<{ readonly seq: number; readonly i: number }> = []
+  readonly afterCalls: Array<{ readonly seq: number; readonly i: number }> = []
+  /** Problems seen while running (e.g. a tool handed arguments it should never get). */
+  readonly problems: Array<string> = []
+  abortSeq: number | undefined = undefined
+  /** Virtual time of the abort. */
+  abortAt: number | undefined = undefined
+  doneSeq: number | undefined = undefined
+  /** Virtual time at which the batch returned. */
+  doneAt: number | undefined = undefined
+  result: ToolBatchResult | undefined = undefined
+  /** Every fiber seen running batch code: tool bodies, event emissions, hooks. */
+  readonly fibers = new Map<Fiber.Fiber<unknown, unknown>, TrackedFiber>()
+  /** The fiber that called `executeToolCalls`. */
+  batchFiber: Fiber.Fiber<unknown, unknown> | undefined = undefined
+  /** Tracked fibers still running when the batch returned, and 5 s (virtual) later. */
+  aliveAtReturn: Array<TrackedFiber> = []
+  aliveLater: Array<TrackedFiber> = []
+  /** Per body begun: had its AbortSignal fired when the batch returned? */
+  signalsAtReturn: Array<boolean> = []
+  next(): number {
+    return ++this.seq
+  }
+  track(fiber: Fiber.Fiber<unknown, unknown>, role: TrackedFiber["role"], i?: number): void {
+    const tracked = this.fibers.get(fiber) ?? { fiber, role, i, seen: [] }
+    if (role === "tool" || (role === "hook" && tracked.role === "emitter")) {
+      tracked.role = role
+      tracked.i = i
+    }
+    this.fibers.set(fiber, tracked)
+    tracked.seen.push(this.seq)
+  }
+  alive(): Array<TrackedFiber> {
+    return [...this.fibers.values()].filter((t) => t.fiber !== this.batchFiber && t.fiber.pollUnsafe() === undefined)
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Building a case: tools, hooks, sink, message
+// ---------------------------------------------------------------------------------------------------------
+
+const Params = Schema.Struct({ i: Schema.Number })
+
+const idOf = (c: BatchCase, i: number): string => {
+  let j = i
+  while (isDuplicate(c, j)) j--
+  return `call-${j}`
+}
+
+const nameOf = (call: CallSpec): string => (call.name === "unknown" ? "nope" : call.name)
+
+const rawArgsOf = (call: CallSpec, i: number): Record<string, unknown> =>
+  call.args === "valid" ? { i } : call.args === "coercible" ? { i: String(i) } : { i: "bad" }
+
+const makeMessage = (c: BatchCase): AssistantMessage => ({
+  role: "assistant",
+  api: "test",
+  provider: "test",
+  model: "test",
+  usage: emptyUsage,
+  stopReason: "toolUse",
+  timestamp: 0,
+  content: [
+    { type: "text", text: "calling tools" },
+    ...c.calls.map((call, i) => ({
+      type: "toolCall" as const,
+      id: idOf(c, i),
+      name: nameOf(call),
+      arguments: rawArgsOf(call, i)
+    }))
+  ]
+})
+
+const textOf = (content: unknown): string =>
+  Array.isArray(content) ? content.map((block: any) => (block?.type === "text" ? block.text : "")).join("") : ""
+
+class ToolFailure extends Schema.TaggedError<ToolFailure>()("ToolFailure", { message: Schema.String }) {}
+
+const okResult = (i: number): ToolResult => ({ content: [{ type: "text", text: `ok ${i}` }], details: { i } })
+
+/** The tool body of call `i`, as its spec says. */
+const body = (c: BatchCase, rec: Recorder, i: number, ctx: ToolContext): Effect.Effect<ToolResult, unknown> => {
+  const spec = c.calls[i]
+  const part = Math.floor(spec.delay / (spec.updates + 1))
+  const rest = spec.delay - part * spec.updates
+  const progress = Effect.gen(function*() {
+    for (let u = 0; u < spec.updates; u++) {
+      if (part > 0) yield* Effect.sleep(part)
+      yield* ctx.update({ content: [{ type: "text", text: `progress ${u} of ${i}` }], details: { u } })
+    }
+  })
+  const late = spec.lateUpdate
+    ? Effect.asVoid(
+      Effect.forkDetach(
+        Effect.sleep(1).pipe(
+          Effect.andThen(ctx.update({ content: [{ type: "text", text: `late ${i}` }], details: { late: true } }))
+        )
+      )
+    )
+    : Effect.void
+  const settle = <A, E>(outcome: Effect.Effect<A, E>) =>
+    progress.pipe(Effect.andThen(rest > 0 ? Effect.sleep(rest) : Effect.void), Effect.andThen(late), Effect.andThen(outcome))
+  switch (spec.body) {
+    case "succeed":
+      return settle(Effect.succeed(okResult(i)))
+    case "terminate":
+      return settle(Effect.succeed({ ...okResult(i), terminate: true }))
+    case "fail":
+      return settle(Effect.fail(new ToolFailure({ message: `tool ${i} failed` })))
+    case "die":
+      return settle(Effect.die(new Error(`tool ${i} died`)))
+    case "invalid":
+      return settle(Effect.succeed({ nope: i } as unknown as ToolResult))
+    case "never":
+      return progress.pipe(Effect.andThen(Effect.never))
+    case "stubborn":
+      return Effect.uninterruptible(progress.pipe(Effect.andThen(Effect.never)))
+    case "stubbornSlow":
+      return Effect.uninterruptible(settle(Effect.succeed(okResult(i))))
+  }
+}
+
+const makeRegistry = (c: BatchCase, rec: Recorder): ToolRegistryShape => {
+  const handler = (args: any, ctx: ToolContext): Effect.Effect<ToolResult, unknown> =>
+    Effect.withFiber((fiber) => {
+      const i = args?.i
+      if (typeof i !== "number" || !Number.isInteger(i) || i < 0 || i >= c.calls.length) {
+        rec.problems.push(`a tool received arguments it should never get: ${JSON.stringify(args)}`)
+        return Effect.succeed(okResult(-1))
+      }
+      rec.bodyBegins.push({ seq: rec.next(), i, args, signal: ctx.signal })
+      rec.track(fiber, "tool", i)
+      return body(c, rec, i, ctx).pipe(
+        Effect.onExit((exit) =>
+          Effect.sync(() => {
+            rec.bodyExits.push({
+              seq: rec.next(),
+              i,
+              exit: Exit.isSuccess(exit) ? "success" : Exit.hasInterrupts(exit) ? "interrupted" : "failure"
+            })
+          })
+        )
+      )
+    })
+  const par = Tool.make("par", {
+    description: "a tool that may run in parallel",
+    parameters: Params,
+    ...(c.toolTimeout !== null ? { timeout: c.toolTimeout } : {})
+  })
+  const seq = Tool.make("seq", { description: "a sequential tool", parameters: Params, executionMode: "sequential" })
+  const tools: Array<RegisteredTool> = [{ tool: par, handler }, { tool: seq, handler }]
+  const byName = new Map(tools.map((entry) => [entry.tool.name, entry]))
+  return { tools, get: (name) => byName.get(name) }
+}
+
+/** How long the `stall` subscriber blocks on its event. */
+const STALL_MS = 3_000
+
+const makeSink = (c: BatchCase, rec: Recorder, onEvent: () => void): EventSinkShape => {
+  let notUpdates = 0
+  return {
+    emit: (event) => {
+      const record = Effect.withFiber((fiber) =>
+        Effect.clockWith((clock) =>
+          Effect.sync(() => {
+            rec.events.push({ seq: rec.next(), event, at: clock.currentTimeMillisUnsafe() })
+            rec.track(fiber, "emitter")
+            onEvent()
+          })
+        )
+      )
+      switch (c.sink) {
+        case "sync":
+          return record
+        case "yield":
+          return Effect.andThen(Effect.yieldNow, record)
+        case "slow":
+          return Effect.andThen(Effect.sleep(1), record)
+        case "failing":
+          return Effect.andThen(
+            record,
+            Effect.suspend(() => (rec.events.length % 2 === 0 ? Effect.die(new Error("subscriber failed")) : Effect.void))
+          )
+        case "stall":
+          return Effect.andThen(
+            record,
+            Effect.suspend(() => {
+              if (event.type === "tool_execution_update") return Effect.void
+              return ++notUpdates === c.stallOn ? Effect.sleep(STALL_MS) : Effect.void
+            })
+          )
+      }
+    }
+  }
+}
+
+const makeHooks = (c: BatchCase, rec: Recorder, message: AssistantMessage, replaced: ReadonlyArray<unknown>) => {
+  const indexOf = new Map<ToolCall, number>()
+  let k = 0
+  for (const block of message.content) if (block.type === "toolCall") indexOf.set(block, k++)
+  const which = (toolCall: ToolCall): number => {
+    const i = indexOf.get(toolCall)
+    if (i === undefined) throw new Error("a hook received a tool call that is not in the assistant message")
+    return i
+  }
+  const beforeToolCall = c.calls.some((call) => call.before !== "pass")
+    ? (ctx: { readonly toolCall: ToolCall }): Effect.Effect<BeforeToolCallResult | undefined, unknown> =>
+      Effect.withFiber((fiber): Effect.Effect<BeforeToolCallResult | undefined, unknown> => {
+        const i = which(ctx.toolCall)
+        rec.beforeCalls.push({ seq: rec.next(), i })
+        rec.track(fiber, "hook")
+        switch (c.calls[i].before) {
+          case "pass":
+            return Effect.succeed(undefined)
+          case "slowPass":
+            return Effect.as(Effect.sleep(300), undefined)
+          case "block":
+            return Effect.succeed({ block: true })
+          case "blockReason":
+            return Effect.succeed({ block: true, reason: `blocked ${i}` })
+          case "blockTerminate":
+            return Effect.succeed({ block: true, reason: `blocked ${i} for good`, terminate: true })
+          case "fail":
+            return Effect.fail(new Error(`before ${i} failed`))
+          case "die":
+            return Effect.die(new Error(`before ${i} died`))
+          case "replaceArgs":
+            return Effect.succeed({ args: replaced[i] })
+        }
+      })
+    : undefined
+  const afterToolCall = c.calls.some((call) => call.after !== "pass")
+    ? (ctx: { readonly toolCall: ToolCall }): Effect.Effect<AfterToolCallResult | undefined, unknown> =>
+      Effect.withFiber((fiber): Effect.Effect<AfterToolCallResult | undefined, unknown> => {
+        const i = which(ctx.toolCall)
+        rec.afterCalls.push({ seq: rec.next(), i })
+        rec.track(fiber, "hook")
+        const spec = c.calls[i]
+        switch (spec.after) {
+          case "pass":
+            return Effect.succeed(undefined)
+          case "slowPass":
+            return Effect.as(Effect.sleep(300), undefined)
+          case "override": {
+            const o = spec.override
+            return Effect.succeed({
+              ...(o.content ? { content: [{ type: "text" as const, text: `after ${i}` }] } : {}),
+              ...(o.details ? { details: { after: i } } : {}),
+              ...(o.isError !== null ? { isError: o.isError } : {}),
+              ...(o.terminate !== null ? { terminate: o.terminate } : {})
+            })
+          }
+          case "fail":
+            return Effect.fail(new Error(`after ${i} failed`))
+          case "die":
+            return Effect.die(new Error(`after ${i} died`))
+        }
+      })
+    : undefined
+  return { beforeToolCall, afterToolCall }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Running a case on the TestClock
+// ---------------------------------------------------------------------------------------------------------
+
+interface Run {
+  readonly c: BatchCase
+  readonly rec: Recorder
+  readonly message: AssistantMessage
+  readonly snapshot: unknown
+  readonly replaced: ReadonlyArray<unknown>
+  readonly exit: Exit.Exit<ToolBatchResult> | undefined
+}
+
+/**
+ * Lets every runnable fiber run before virtual time moves on (a subscriber that yields puts the batch a few
+ * scheduler turns behind; the clock must not jump past it).
+ */
+const settle = Effect.gen(function*() {
+  for (let k = 0; k < 32; k++) yield* Effect.yieldNow
+})
+
+const runCase = (c: BatchCase): Effect.Effect<Run> =>
+  Effect.gen(function*() {
+    const rec = new Recorder()
+    const clock = yield* Clock.Clock
+    const message = makeMessage(c)
+    const snapshot = structuredClone(message)
+    const replaced = c.calls.map((_, i) => ({ i, replaced: true }))
+    const controller = new AbortController()
+    const byInterrupt = c.abort._tag === "InterruptAfterEvents" || c.abort._tag === "InterruptAtStep"
+    const fire = () => {
+      if (rec.abortSeq !== undefined) return
+      rec.abortSeq = rec.next()
+      rec.abortAt = clock.currentTimeMillisUnsafe()
+      if (byInterrupt) rec.batchFiber!.interruptUnsafe()
+      else controller.abort(new Error("test abort"))
+    }
+    const eventsToAbort = c.abort._tag === "SignalAfterEvents" || c.abort._tag === "InterruptAfterEvents"
+      ? c.abort.events
+      : undefined
+    const sink = makeSink(c, rec, () => {
+      if (rec.events.length === eventsToAbort) fire()
+    })
+    const { afterToolCall, beforeToolCall } = makeHooks(c, rec, message, replaced)
+    const options: ToolExecutionOptions = {
+      ...(c.configSequential ? { toolExecution: "sequential" as const } : {}),
+      concurrency: c.concurrency,
+      ...(c.configTimeout !== null ? { timeout: c.configTimeout } : {}),
+      ...(c.grace !== null ? { abandonAfter: c.grace } : {}),
+      ...(beforeToolCall ? { beforeToolCall } : {}),
+      ...(afterToolCall ? { afterToolCall } : {}),
+      ...(byInterrupt ? {} : { signal: controller.signal })
+    }
+    if (c.abort._tag === "BeforeBatch") fire()
+    const batch = Effect.withFiber((fiber) => {
+      rec.batchFiber = fiber
+      return executeToolCalls(message, options)
+    }).pipe(
+      Effect.tap((result) => Effect.sync(() => (rec.result = result))),
+      Effect.onExit(() =>
+        Effect.sync(() => {
+          rec.doneSeq = rec.next()
+          rec.doneAt = clock.currentTimeMillisUnsafe()
+          rec.signalsAtReturn = rec.bodyBegins.map((b) => b.signal.aborted)
+        }).pipe(
+          // A few scheduler turns, no virtual time: a fiber still on the call stack when the batch returned
+          // (an interrupt issued from inside a subscriber makes the batch return re-entrantly) may finish.
+          Effect.andThen(settle),
+          Effect.andThen(Effect.sync(() => (rec.aliveAtReturn = rec.alive())))
+        )
+      ),
+      Effect.provideService(ToolRegistry, makeRegistry(c, rec)),
+      Effect.provideService(EventSink.EventSink, sink)
+    )
+    const fiber = yield* Effect.forkChild(batch, { startImmediately: true })
+    const abortStep = c.abort._tag === "SignalAtStep" || c.abort._tag === "InterruptAtStep" ? c.abort.step : undefined
+    const maxSteps = Math.ceil(HORIZON_MS / c.stepMs)
+    for (let step = 0; fiber.pollUnsafe() === undefined && step < maxSteps; step++) {
+      yield* settle
+      if (step === abortStep || step === c.fallbackAbortStep) {
+        fire()
+        yield* settle
+      }
+      if (fiber.pollUnsafe() !== undefined) break
+      yield* TestClock.adjust(c.stepMs)
+    }
+    const exit = fiber.pollUnsafe()
+    // Keep time going for a while: anything a tool does late must not show up as an event.
+    yield* TestClock.adjust(5_000)
+    yield* settle
+    rec.aliveLater = rec.alive()
+    if (exit === undefined) yield* Effect.forkDetach(Fiber.interrupt(fiber))
+    return { c, rec, message, snapshot, replaced, exit }
+  })
+
+// ---------------------------------------------------------------------------------------------------------
+// The invariants
+// ---------------------------------------------------------------------------------------------------------
+
+const TOOL_EVENTS = new Set(["tool_execution_start", "tool_execution_update", "tool_execution_end", "message_start", "message_end"])
+
+interface Expected {
+  readonly isError: boolean
+  readonly terminate: boolean
+  readonly text?: (text: string) => boolean
+}
+
+/** What a call must end with when nothing aborts the batch. */
+const expectedOutcome = (c: BatchCase, i: number): Expected => {
+  const call = c.calls[i]
+  const name = nameOf(call)
+  if (isDuplicate(c, i)) {
+    return { isError: true, terminate: false, text: (t) => t.includes(`"${idOf(c, i)}" is a duplicate`) }
+  }
+  if (call.name === "unknown") return { isError: true, terminate: false, text: (t) => t === `Tool nope not found` }
+  if (call.args === "invalid") {
+    return { isError: true, terminate: false, text: (t) => t.startsWith(`Validation failed for tool "${name}":\n  - i: `) }
+  }
+  switch (call.before) {
+    case "block":
+      return { isError: true, terminate: false, text: (t) => t === "Tool execution was blocked" }
+    case "blockReason":
+      return { isError: true, terminate: false, text: (t) => t === `blocked ${i}` }
+    case "blockTerminate":
+      return { isError: true, terminate: true, text: (t) => t === `blocked ${i} for good` }
+    case "fail":
+      return { isError: true, terminate: false, text: (t) => t === `before ${i} failed` }
+    case "die":
+      return { isError: true, terminate: false, text: (t) => t === `before ${i} died` }
+  }
+  const timeout = timeoutOf(c, call)
+  const hangs = call.body === "never" || call.body === "stubborn"
+  const elapsed = call.delay + (c.sink === "slow" ? call.updates : 0)
+  const timedOut = timeout !== null && (hangs || elapsed > timeout)
+  let base: { isError: boolean; terminate: boolean | undefined; text?: (t: string) => boolean }
+  if (timedOut) base = { isError: true, terminate: undefined, text: (t) => t.includes("timed out after") }
+  else {
+    switch (call.body) {
+      case "succeed":
+      case "stubbornSlow":
+        base = { isError: false, terminate: undefined, text: (t) => t === `ok ${i}` }
+        break
+      case "terminate":
+        base = { isError: false, terminate: true, text: (t) => t === `ok ${i}` }
+        break
+      case "fail":
+        base = { isError: true, terminate: undefined, text: (t) => t === `tool ${i} failed` }
+        break
+      case "die":
+        base = { isError: true, terminate: undefined, text: (t) => t === `tool ${i} died` }
+        break
+      case "invalid":
+        base = { isError: true, terminate: undefined, text: (t) => t.includes(name) && t.includes("invalid result") }
+        break
+      case "never":
+      case "stubborn":
+        throw new Error("a hanging tool without a timeout cannot settle without an abort")
+    }
+  }
+  switch (call.after) {
+    case "pass":
+    case "slowPass":
+      return { ...base, terminate: base.terminate === true }
+    case "override": {
+      const o = call.override
+      const overriddenText = o.content ? (t: string) => t === `after ${i}` : base.text
+      return {
+        isError: o.isError ?? base.isError,
+        terminate: (o.terminate ?? base.terminate) === true,
+        ...(overriddenText ? { text: overriddenText } : {})
+      }
+    }
+    case "fail":
+      return { isError: true, terminate: false, text: (t) => t === `after ${i} failed` }
+    case "die":
+      return { isError: true, terminate: false, text: (t) => t === `after ${i} died` }
+  }
+}
+
+const describeEvent = (r: Recorded): string => {
+  const e = r.event as any
+  const id = e.toolCallId ?? e.message?.toolCallId ?? ""
+  const extra = e.type === "tool_execution_end"
+    ? ` ${e.isError ? "error" : "ok"}${e.result?.terminate === true ? " terminate" : ""} ${JSON.stringify(textOf(e.result?.content))}`
+    : ""
+  return `#${r.seq} t=${r.at} ${e.type} ${id}${extra}`
+}
+
+const trace = (run: Run): string => {
+  const { rec } = run
+  const lines: Array<[number, string]> = rec.events.map((r) => [r.seq, describeEvent(r)])
+  for (const b of rec.bodyBegins) lines.push([b.seq, `#${b.seq} body ${b.i} begins`])
+  for (const b of rec.bodyExits) lines.push([b.seq, `#${b.seq} body ${b.i} exits (${b.exit})`])
+  for (const b of rec.beforeCalls) lines.push([b.seq, `#${b.seq} beforeToolCall ${b.i}`])
+  for (const b of rec.afterCalls) lines.push([b.seq, `#${b.seq} afterToolCall ${b.i}`])
+  if (rec.abortSeq !== undefined) lines.push([rec.abortSeq, `#${rec.abortSeq} ABORT (${run.c.abort._tag})`])
+  if (rec.doneSeq !== undefined) lines.push([rec.doneSeq, `#${rec.doneSeq} batch returned`])
+  return lines.sort((a, b) => a[0] - b[0]).map(([, line]) => line).join("\n")
+}
+
+/** Every invariant of spec section 10 (and a few more of sections 2–9); returns the violations. */
+const violations = (run: Run): Array<string> => {
+  const { c, rec, message, exit } = run
+  const v: Array<string> = [...rec.problems]
+  const n = c.calls.length
+  const ids = c.calls.map((_, i) => idOf(c, i))
+  const rawArgs = c.calls.map((_, i) => (message.content[i + 1] as ToolCall).arguments)
+  const sequential = isSequential(c)
+  const aborted = rec.abortSeq !== undefined
+
+  // The batch completes, without a defect.
+  if (exit === undefined) {
+    v.push(`the batch did not complete within ${HORIZON_MS} ms of virtual time`)
+    return v
+  }
+  if (Exit.isFailure(exit) && !Exit.hasInterrupts(exit)) v.push(`the batch failed: ${String(exit.cause)}`)
+  const result = rec.result
+  if (result === undefined && !(Exit.isFailure(exit) && c.abort._tag.startsWith("Interrupt"))) {
+    v.push("the batch returned no result")
+  }
+
+  const events = rec.events
+  for (const r of events) if (!TOOL_EVENTS.has(r.event.type)) v.push(`unexpected event type ${r.event.type}`)
+  const ofType = (type: string) => events.filter((r) => r.event.type === type)
+  const starts = ofType("tool_execution_start")
+  const updates = ofType("tool_execution_update")
+  const ends = ofType("tool_execution_end")
+  const msgStarts = ofType("message_start")
+  const msgEnds = ofType("message_end")
+
+  // No event after the last message event, nor after the batch returned.
+  const messageSeqs = [...msgStarts, ...msgEnds].map((r) => r.seq)
+  const lastMessage = messageSeqs.length === 0 ? 0 : Math.max(...messageSeqs)
+  for (const r of events) {
+    if (r.seq > lastMessage) v.push(`event after the last message event: ${describeEvent(r)}`)
+    if (rec.doneSeq !== undefined && r.seq > rec.doneSeq) v.push(`event after the batch returned: ${describeEvent(r)}`)
+  }
+
+  // (1) Exactly one start, end and result message per call; totals match.
+  for (const [label, list] of [["start", starts], ["end", ends], ["message_start", msgStarts], ["message_end", msgEnds]] as const) {
+    if (list.length !== n) v.push(`(1) ${list.length} ${label} events for ${n} calls`)
+  }
+  const byId = (list: ReadonlyArray<Recorded>, id: string) =>
+    list.filter((r) => ((r.event as any).toolCallId ?? (r.event as any).message?.toolCallId) === id)
+  const startOf: Array<Recorded | undefined> = []
+  const msgStartOf: Array<Recorded | undefined> = []
+  const msgEndOf: Array<Recorded | undefined> = []
+  const endOf: Array<Recorded | undefined> = []
+  const usedEnds = new Set<Recorded>()
+  for (let i = 0; i < n; i++) {
+    const id = ids[i]
+    const rank = ids.slice(0, i).filter((x) => x === id).length
+    const group = ids.filter((x) => x === id).length
+    for (const [list, into, label] of [[starts, startOf, "start"], [msgStarts, msgStartOf, "message_start"], [msgEnds, msgEndOf, "message_end"]] as const) {
+      const mine = byId(list, id)
+      if (mine.length !== group) v.push(`(1) call ${i} (${id}): ${mine.length} ${label} events for ${group} call(s) with that id`)
+      into[i] = mine[rank]
+    }
+    const endsOfId = byId(ends, id)
+    if (endsOfId.length !== group) v.push(`(1) call ${i} (${id}): ${endsOfId.length} end events for ${group} call(s) with that id`)
+    const content = (msgStartOf[i]?.event as any)?.message?.content
+    const end = endsOfId.find((r) => !usedEnds.has(r) && (r.event as any).result?.content === content) ??
+      endsOfId.find((r) => !usedEnds.has(r))
+    if (end) usedEnds.add(end)
+    endOf[i] = end
+    const s = starts.find((r) => r === startOf[i])
+    if (s && (s.event as any).args !== rawArgs[i]) v.push(`call ${i}: the start event does not carry the raw arguments`)
+    if (s && (s.event as any).toolName !== nameOf(c.calls[i])) v.push(`call ${i}: the start event has the wrong tool name`)
+  }
+
+  // (2) start < every update < end < result message (message_start < message_end).
+  for (let i = 0; i < n; i++) {
+    const s = startOf[i]?.seq ?? Infinity
+    const e = endOf[i]?.seq ?? -Infinity
+    const ms = msgStartOf[i]?.seq ?? -Infinity
+    const me = msgEndOf[i]?.seq ?? -Infinity
+    for (const u of updates.filter((r) => (r.event as any).args === rawArgs[i])) {
+      if (!(s < u.seq && u.seq < e)) v.push(`(2) call ${i}: update #${u.seq} outside its start #${s} .. end #${e}`)
+      if ((u.event as any).toolCallId !== ids[i]) v.push(`(2) call ${i}: update with the wrong toolCallId`)
+    }
+    if (!(s < e)) v.push(`(2) call ${i}: start #${s} is not before end #${e}`)
+    if (!(e < ms)) v.push(`(2) call ${i}: end #${e} is not before its result message #${ms}`)
+    if (!(ms < me)) v.push(`(2) call ${i}: message_start #${ms} is not before message_end #${me}`)
+    const m1 = (msgStartOf[i]?.event as any)?.message
+    const m2 = (msgEndOf[i]?.event as any)?.message
+    if (m1 !== undefined && m2 !== undefined && m1 !== m2) {
+      try {
+        assert.deepStrictEqual(m1, m2)
+      } catch {
+        v.push(`call ${i}: message_start and message_end carry different messages`)
+      }
+    }
+    const end = endOf[i]?.event as any
+    if (m2 !== undefined && end !== undefined) {
+      if (m2.isError !== end.isError) v.push(`call ${i}: message isError differs from the end event's`)
+      if (textOf(m2.content) !== textOf(end.result?.content)) v.push(`call ${i}: message content differs from the end event's`)
+      if (m2.role !== "toolResult" || m2.toolName !== nameOf(c.calls[i])) v.push(`call ${i}: malformed tool-result message`)
+      if ("terminate" in m2) v.push(`call ${i}: the tool-result message stores terminate`)
+    }
+  }
+  const knownArgs = new Set<unknown>(rawArgs)
+  for (const u of updates) if (!knownArgs.has((u.event as any).args)) v.push(`(2) update #${u.seq} carries no call's raw arguments`)
+
+  // (3) Result messages in source order, non-decreasing timestamps; the returned list equals them.
+  const announced = msgEnds.map((r) => (r.event as any).message as ToolResultMessage)
+  const order = announced.map((m) => m.toolCallId)
+  if (order.join(",") !== ids.join(",")) v.push(`(3) messages in order [${order}] instead of [${ids}]`)
+  for (let k = 1; k < announced.length; k++) {
+    if (announced[k].timestamp < announced[k - 1].timestamp) v.push(`(3) message ${k} has a decreasing timestamp`)
+  }
+  if (result !== undefined) {
+    if (result.messages.length !== announced.length) v.push(`(3) returned ${result.messages.length} messages, announced ${announced.length}`)
+    else {
+      for (let k = 0; k < announced.length; k++) {
+        if (result.messages[k] !== announced[k]) {
+          try {
+            assert.deepStrictEqual(result.messages[k], announced[k])
+          } catch {
+            v.push(`(3) returned message ${k} differs from the announced one`)
+          }
+        }
+      }
+    }
+  }
+
+  // (4) Sequential: call k+1 starts after call k's result message.
+  const firstBody = rec.bodyBegins.length === 0 ? Infinity : Math.min(...rec.bodyBegins.map((b) => b.seq))
+  if (sequential) {
+    for (let i = 0; i + 1 < n; i++) {
+      const next = startOf[i + 1]?.seq ?? Infinity
+      const prev = msgEndOf[i]?.seq ?? Infinity
+      if (!(prev < next)) v.push(`(4) sequential: call ${i + 1} starts (#${next}) before call ${i}'s message (#${prev})`)
+    }
+    // One body at a time: a body begins only after the previous call ended.
+    for (const b of rec.bodyBegins) {
+      for (let j = 0; j < b.i; j++) {
+        const e = endOf[j]?.seq ?? Infinity
+        if (!(e < b.seq)) v.push(`(4) sequential: body ${b.i} begins before call ${j} ended`)
+      }
+    }
+  } else {
+    // (5) Parallel: every start precedes the first execution; no result message before the last end.
+    for (const s of starts) if (!(s.seq < firstBody)) v.push(`(5) parallel: start #${s.seq} after the first execution #${firstBody}`)
+    const lastEnd = ends.length === 0 ? -Infinity : Math.max(...ends.map((r) => r.seq))
+    for (const m of msgStarts) if (!(m.seq > lastEnd)) v.push(`(5) parallel: message #${m.seq} before the last end #${lastEnd}`)
+    // Concurrency limit: at a body's beginning, fewer than `limit` other executed calls are still unsettled.
+    if (c.concurrency !== "unbounded") {
+      for (const b of rec.bodyBegins) {
+        const running = rec.bodyBegins.filter((o) => o !== b && o.seq < b.seq && (endOf[o.i]?.seq ?? Infinity) > b.seq)
+        if (running.length >= c.concurrency) v.push(`(5) body ${b.i} begins while ${running.length} calls execute (limit ${c.concurrency})`)
+      }
+    }
+  }
+
+  // (6) Immediate outcomes never run the tool and never call afterToolCall; bodies run at most once, after
+  // their start; afterToolCall only for an executed call, between its execution and its end.
+  for (let i = 0; i < n; i++) {
+    const bodies = rec.bodyBegins.filter((b) => b.i === i)
+    const afters = rec.afterCalls.filter((a) => a.i === i)
+    const endText = textOf((endOf[i]?.event as any)?.result?.content)
+    if (bodies.length > 1) v.push(`(6) call ${i}: the tool ran ${bodies.length} times`)
+    if (afters.length > 1) v.push(`(6) call ${i}: afterToolCall ran ${afters.length} times`)
+    if (isImmediate(c, i) && bodies.length > 0) v.push(`(6) call ${i}: an immediate outcome ran the tool`)
+    if (isImmediate(c, i) && afters.length > 0) v.push(`(6) call ${i}: an immediate outcome called afterToolCall`)
+    if (endText.includes("was not executed") && bodies.length > 0) v.push(`(6) call ${i}: says it was not executed, but its tool ran`)
+    if (endText.includes("was not executed") && afters.length > 0) v.push(`(6) call ${i}: says it was not executed, but afterToolCall ran`)
+    if (endText.includes("interrupted after it started") && bodies.length === 0) v.push(`(8) call ${i}: says it started, but its tool never ran`)
+    if (afters.length > 0 && bodies.length === 0) v.push(`(6) call ${i}: afterToolCall without an execution`)
+    for (const b of bodies) {
+      if (!((startOf[i]?.seq ?? Infinity) < b.seq)) v.push(`(6) call ${i}: the tool ran before its start event`)
+      if (!(b.seq < (endOf[i]?.seq ?? -Infinity))) v.push(`(6) call ${i}: the tool ran after its end event`)
+      const expectedArgs = c.calls[i].before === "replaceArgs" ? run.replaced[i] : undefined
+      if (expectedArgs !== undefined && b.args !== expectedArgs) v.push(`call ${i}: the tool did not get the replacement arguments`)
+      if (expectedArgs === undefined && b.args === rawArgs[i]) v.push(`call ${i}: the tool got the raw arguments object, not a validated copy`)
+    }
+    for (const a of afters) {
+      if (!(a.seq > (bodies[0]?.seq ?? Infinity))) v.push(`(6) call ${i}: afterToolCall before the tool ran`)
+      if (!(a.seq < (endOf[i]?.seq ?? -Infinity))) v.push(`(6) call ${i}: afterToolCall after the end event`)
+    }
+    for (const b of rec.beforeCalls.filter((x) => x.i === i)) {
+      if (!((startOf[i]?.seq ?? Infinity) < b.seq)) v.push(`call ${i}: beforeToolCall before the start event`)
+    }
+  }
+
+  // (7) terminate iff the batch has calls and every result terminates; only blocks among immediate outcomes,
+  // never a synthetic result of an abort.
+  const endTerminates = endOf.map((r) => (r?.event as any)?.result?.terminate === true)
+  if (result !== undefined && result.terminate !== (n > 0 && endTerminates.every((t) => t))) {
+    v.push(`(7) terminate is ${result.terminate}, the end events say [${endTerminates}]`)
+  }
+  for (let i = 0; i < n; i++) {
+    const endText = textOf((endOf[i]?.event as any)?.result?.content)
+    const synthetic = endText.includes("was not executed") || endText.includes("interrupted after it started")
+    if (synthetic && endTerminates[i]) v.push(`(7) call ${i}: a synthetic abort result terminates`)
+    if (isImmediate(c, i) && c.calls[i].before !== "blockTerminate" && endTerminates[i]) v.push(`(7) call ${i}: an immediate outcome terminates`)
+    if (endText.includes("internal error")) v.push(`call ${i}: internal error: ${endText}`)
+  }
+
+  // (8) After an abort: no tool body begins after the abort; the batch says it was aborted.
+  if (aborted) {
+    for (const b of rec.bodyBegins) {
+      if (b.seq > rec.abortSeq!) v.push(`(8) body ${b.i} began (#${b.seq}) after the abort (#${rec.abortSeq})`)
+    }
+    if (result !== undefined && rec.doneSeq !== undefined && rec.abortSeq! < rec.doneSeq && !result.aborted) {
+      v.push("(8) the batch was aborted but reports aborted: false")
+    }
+  } else if (result !== undefined && result.aborted) v.push("(8) the batch reports aborted: true without an abort")
+
+  // (8) An aborted batch returns within the grace period (plus the subscriber's own time).
+  if (aborted && rec.doneAt !== undefined && rec.abortSeq! < rec.doneSeq!) {
+    const grace = c.grace ?? 2_000
+    // A subscriber that blocks can hold the work phase (then abandoned after the grace period) and, bounded by
+    // the grace period again, one event of the settle phase.
+    const subscriber = c.sink === "slow" ? 4 * n + 2 : c.sink === "stall" ? grace : 0
+    if (rec.doneAt > rec.abortAt! + grace + subscriber) {
+      v.push(`(8) aborted at t=${rec.abortAt} but returned at t=${rec.doneAt} (grace ${grace} ms)`)
+    }
+  }
+
+  // Nothing leaks (section 9). When the batch returns, every tool body that honours interruption has ended
+  // (its finalizers ran), and every fiber that ran batch code is done, unless a tool that ignores
+  // cancellation or a blocked subscriber made the batch abandon work. A little later, only work held by a
+  // tool that never stops may still run.
+  const cooperative = (i: number) => c.calls[i].body !== "stubborn" && c.calls[i].body !== "stubbornSlow"
+  for (const b of rec.bodyBegins) {
+    const exit = rec.bodyExits.find((x) => x.i === b.i)
+    if (cooperative(b.i) && rec.doneSeq !== undefined && !(exit !== undefined && exit.seq < rec.doneSeq)) {
+      v.push(`call ${b.i}: its tool (${c.calls[b.i].body}) was still running when the batch returned`)
+    }
+  }
+  // A tool the batch stopped (interrupted, or left running when it returned) has seen its signal fire by then.
+  rec.bodyBegins.forEach((b, k) => {
+    const exit = rec.bodyExits.find((x) => x.i === b.i)
+    const stopped = exit === undefined || exit.seq > rec.doneSeq! || exit.exit === "interrupted"
+    if (stopped && rec.signalsAtReturn[k] !== true) v.push(`call ${b.i}: its tool was stopped but its AbortSignal did not fire`)
+  })
+  const abandonable = c.sink === "stall" || rec.bodyBegins.some((b) => !cooperative(b.i))
+  if (!abandonable) {
+    for (const t of rec.aliveAtReturn) {
+      v.push(`a fiber of the batch (#${t.fiber.id}, ${t.role} at #${t.seen.join(", #")}) was still running when it returned`)
+    }
+  }
+  const stuck = rec.bodyBegins.some((b) => c.calls[b.i].body === "stubborn")
+  if (!stuck) {
+    for (const t of rec.aliveLater) {
+      v.push(`a fiber (#${t.fiber.id}, ${t.role} at #${t.seen.join(", #")}) was still running 5 s after the batch returned`)
+    }
+  }
+
+  // The assistant message is never mutated.
+  try {
+    assert.deepStrictEqual(message, run.snapshot)
+  } catch {
+    v.push("the assistant message was mutated")
+  }
+
+  // Without an abort: each call ends exactly as the spec says.
+  if (!aborted && result !== undefined) {
+    const expected = c.calls.map((_, i) => expectedOutcome(c, i))
+    for (let i = 0; i < n; i++) {
+      const e = expected[i]
+      const end = endOf[i]?.event as any
+      if (end === undefined) continue
+      const bodies = rec.bodyBegins.filter((b) => b.i === i).length
+      if (!isImmediate(c, i) && bodies !== 1) v.push(`call ${i}: the tool ran ${bodies} times instead of once`)
+      const afters = rec.afterCalls.filter((a) => a.i === i).length
+      const afterInstalled = c.calls.some((call) => call.after !== "pass")
+      if (!isImmediate(c, i) && afterInstalled && afters !== 1) v.push(`call ${i}: afterToolCall ran ${afters} times`)
+      if (end.isError !== e.isError) v.push(`call ${i}: isError ${end.isError}, expected ${e.isError}`)
+      if ((end.result?.terminate === true) !== e.terminate) v.push(`call ${i}: terminate ${end.result?.terminate}, expected ${e.terminate}`)
+      const t = textOf(end.result?.content)
+      if (e.text && !e.text(t)) v.push(`call ${i}: unexpected result text ${JSON.stringify(t)}`)
+    }
+    const terminate = n > 0 && expected.every((e) => e.terminate)
+    if (result.terminate !== terminate) v.push(`(7) batch terminate ${result.terminate}, expected ${terminate}`)
+  }
+  return v
+}
+
+/** With `PROP_STATS=1`, what the generated cases exercised is printed after the tests (to tune generators). */
+const stats: Record<string, number> | undefined = process.env.PROP_STATS ? {} : undefined
+
+const collectStats = (into: Record<string, number>, run: Run) => {
+  const { c, rec } = run
+  const inc = (key: string) => (into[key] = (into[key] ?? 0) + 1)
+  inc("cases")
+  inc(`calls=${c.calls.length}`)
+  inc(`bodies=${rec.bodyBegins.length}`)
+  inc(`abort=${c.abort._tag}`)
+  inc(isSequential(c) ? "sequential" : "parallel")
+  if (rec.abortSeq !== undefined) inc("abort fired")
+  const abortSeq = rec.abortSeq
+  if (
+    abortSeq !== undefined &&
+    rec.bodyBegins.some((b) => b.seq < abortSeq && !rec.bodyExits.some((x) => x.i === b.i && x.seq < abortSeq))
+  ) inc("abort while a tool runs")
+  for (const r of rec.events) {
+    const text = textOf((r.event as any).result?.content)
+    if (text.includes("timed out")) inc("timed out")
+    if (text.includes("abandoned")) inc("abandoned")
+    if (text.includes("interrupted after it started")) inc("interrupted after start")
+    if (text.includes("was not executed")) inc("not executed")
+    if (text.includes("blocked")) inc("blocked")
+    if (r.event.type === "tool_execution_update") inc("updates")
+  }
+  if (rec.result?.terminate) inc("terminate")
+  if (rec.result === undefined) inc("no result (fiber interrupted)")
+}
+
+const checkCase = (c: BatchCase) =>
+  Effect.gen(function*() {
+    const run = yield* runCase(c)
+    if (stats !== undefined) collectStats(stats, run)
+    const found = violations(run)
+    if (found.length > 0) {
+      assert.fail(`${found.length} violation(s):\n  - ${found.join("\n  - ")}\ntrace:\n${trace(run)}`)
+    }
+    return true
+  }).pipe(Effect.provideService(References.MinimumLogLevel, "None"))
+
+// ---------------------------------------------------------------------------------------------------------
+// Tests
+// ---------------------------------------------------------------------------------------------------------
+
+const replay = process.env.PROP_REPLAY
+/** Runs per property, scaled by `PROP_RUNS_FACTOR`. */
+const runs = (n: number) => Math.max(1, Math.round(n * Number(process.env.PROP_RUNS_FACTOR ?? 1)))
+const propertyOptions = (n: number) => ({
+  timeout: 60_000,
+  arbitrary: {
+    runs: runs(n),
+    size: 20,
+    ...(replay !== undefined ? { replay } : {}),
+    ...(process.env.PROP_SEED !== undefined ? { seed: process.env.PROP_SEED } : {})
+  }
+})
+
+/** A call that succeeds at once; override what matters. */
+const call = (spec: Partial<CallSpec> = {}): CallSpec => ({
+  name: "par",
+  args: "valid",
+  duplicate: false,
+  body: "succeed",
+  delay: 0,
+  updates: 0,
+  lateUpdate: false,
+  before: "pass",
+  after: "pass",
+  override: { content: false, details: false, isError: null, terminate: null },
+  ...spec
+})
+
+/** A parallel batch without timeouts or abort; override what matters. */
+const batchCase = (spec: Partial<BatchCase>): BatchCase => ({
+  calls: [],
+  configSequential: false,
+  concurrency: "unbounded",
+  configTimeout: null,
+  toolTimeout: null,
+  grace: null,
+  sink: "sync",
+  stallOn: 1,
+  stepMs: 250,
+  abort: { _tag: "None" },
+  fallbackAbortStep: null,
+  ...spec
+})
+
+describe("executeToolCalls: properties (spec section 10)", () => {
+  it.effect.prop(
+    "every invariant holds on random batches that are not aborted",
+    { c: makeBatchCaseArb(noAbort) },
+    ({ c }) => checkCase(c),
+    propertyOptions(250)
+  )
+
+  it.effect.prop(
+    "every invariant holds on random batches aborted through the AbortSignal",
+    { c: makeBatchCaseArb(abortBySignal) },
+    ({ c }) => checkCase(c),
+    propertyOptions(250)
+  )
+
+  it.effect.prop(
+    "every invariant holds on random batches whose fiber is interrupted",
+    { c: makeBatchCaseArb(abortByInterrupt) },
+    ({ c }) => checkCase(c),
+    propertyOptions(200)
+  )
+})
+
+// ---------------------------------------------------------------------------------------------------------
+// Abandoning a tool that ignores cancellation
+// ---------------------------------------------------------------------------------------------------------
+
+describe("executeToolCalls: abort with a tool that never settles and ignores cancellation", () => {
+  const Params0 = Schema.Struct({})
+  const make = (name: string) => Tool.make(name, { description: name, parameters: Params0 })
+  const Stubborn = make("stubborn")
+  const Cooperative = make("cooperative")
+  const Slow = make("slow")
+
+  it.effect.each(["signal", "interrupt"] as const)("aborted by %s: finishes within the grace period, only the stubborn tool is left running", (how) =>
+    Effect.gen(function*() {
+      const grace = 1_000
+      const abortAt = 500
+      const toolFibers = new Map<string, Fiber.Fiber<unknown, unknown>>()
+      const toolSignals = new Map<string, AbortSignal>()
+      const finalizersRan = new Set<string>()
+      // Every other fiber seen running batch code, with what it was seen doing.
+      const otherFibers = new Map<Fiber.Fiber<unknown, unknown>, Array<string>>()
+      const see = (fiber: Fiber.Fiber<unknown, unknown>, what: string) => {
+        if (![...toolFibers.values()].includes(fiber)) otherFibers.set(fiber, [...(otherFibers.get(fiber) ?? []), what])
+      }
+      const events: Array<AgentEvent> = []
+      const body = (name: string, effect: Effect.Effect<ToolResult>) => (_: unknown, ctx: ToolContext) =>
+        Effect.withFiber((fiber) => {
+          toolFibers.set(name, fiber)
+          toolSignals.set(name, ctx.signal)
+          return effect.pipe(Effect.onExit(() => Effect.sync(() => finalizersRan.add(name))))
+        })
+      const tools: Array<RegisteredTool> = [
+        { tool: Stubborn, handler: body("stubborn", Effect.uninterruptible(Effect.never)) },
+        { tool: Cooperative, handler: body("cooperative", Effect.never) },
+        { tool: Slow, handler: body("slow", Effect.as(Effect.sleep("10 seconds"), Tool.textResult("slow done"))) }
+      ]
+      const registry: ToolRegistryShape = { tools, get: (name) => tools.find((t) => t.tool.name === name) }
+      const message: AssistantMessage = {
+        role: "assistant",
+        api: "test",
+        provider: "test",
+        model: "test",
+        usage: emptyUsage,
+        stopReason: "toolUse",
+        timestamp: 0,
+        content: ["stubborn", "cooperative", "slow"].map((name) => ({
+          type: "toolCall" as const,
+          id: `id-${name}`,
+          name,
+          arguments: {}
+        }))
+      }
+      const sink: EventSinkShape = {
+        emit: (event) =>
+          Effect.withFiber((fiber) =>
+            Effect.sync(() => {
+              see(fiber, `${event.type} ${(event as any).toolCallId ?? (event as any).message?.toolCallId}`)
+              events.push(event)
+            })
+          )
+      }
+      const controller = new AbortController()
+      let batchFiber: Fiber.Fiber<unknown, unknown> | undefined
+      const fiber = yield* Effect.withFiber((f) => {
+        batchFiber = f
+        return executeToolCalls(message, {
+          abandonAfter: grace,
+          afterToolCall: ({ toolCall }) => Effect.withFiber((f) => Effect.sync(() => see(f, `afterToolCall ${toolCall.id}`))),
+          ...(how === "signal" ? { signal: controller.signal } : {})
+        })
+      }).pipe(
+        Effect.provideService(ToolRegistry, registry),
+        Effect.provideService(EventSink.EventSink, sink),
+        Effect.forkChild({ startImmediately: true })
+      )
+      yield* TestClock.adjust(abortAt)
+      assert.deepStrictEqual([...toolFibers.keys()].sort(), ["cooperative", "slow", "stubborn"])
+      if (how === "signal") controller.abort()
+      else fiber.interruptUnsafe()
+      let elapsed = 0
+      while (fiber.pollUnsafe() === undefined && elapsed < 10 * grace) {
+        yield* TestClock.adjust(100)
+        elapsed += 100
+      }
+      const exit = fiber.pollUnsafe()
+      assert.isDefined(exit, "the batch did not finish")
+      assert.isAtMost(elapsed, grace, `the batch took ${elapsed} ms after the abort (grace ${grace} ms)`)
+
+      // Every call ended, in source order, each with a result that says what happened.
+      const ends = events.filter((e) => e.type === "tool_execution_end") as Array<any>
+      const messages = events.filter((e) => e.type === "message_end").map((e: any) => e.message as ToolResultMessage)
+      assert.deepStrictEqual(messages.map((m) => m.toolCallId), ["id-stubborn", "id-cooperative", "id-slow"])
+      assert.strictEqual(ends.length, 3)
+      assert.include(textOf(messages[0].content), "abandoned")
+      for (const m of messages) {
+        assert.isTrue(m.isError)
+        assert.include(textOf(m.content), "interrupted after it started")
+      }
+      if (how === "signal") {
+        assert.isTrue(Exit.isSuccess(exit!))
+        if (Exit.isSuccess(exit!)) {
+          const result = exit.value as ToolBatchResult
+          assert.isTrue(result.aborted)
+          assert.isFalse(result.terminate)
+          assert.deepStrictEqual(result.messages, messages)
+        }
+      }
+
+      // Only the stubborn tool is still running; the others were interrupted, ran their finalizers and saw
+      // their AbortSignal fire; no fiber of the batch itself is left.
+      assert.isUndefined(toolFibers.get("stubborn")!.pollUnsafe(), "the stubborn tool cannot have stopped")
+      for (const name of ["cooperative", "slow"]) {
+        assert.isDefined(toolFibers.get(name)!.pollUnsafe(), `the ${name} tool's fiber is still running`)
+        assert.isTrue(finalizersRan.has(name), `the ${name} tool's finalizers did not run`)
+        assert.isTrue(toolSignals.get(name)!.aborted, `the ${name} tool's AbortSignal was not aborted`)
+      }
+      assert.isFalse(finalizersRan.has("stubborn"))
+      assert.isTrue(toolSignals.get("stubborn")!.aborted, "the stubborn tool's AbortSignal was not aborted")
+      const stillRunning = [...otherFibers].filter(([f]) => f !== batchFiber && f.pollUnsafe() === undefined)
+      assert.deepStrictEqual(
+        stillRunning.map(([f, seen]) => `fiber #${f.id}, seen: ${seen.join("; ")}`),
+        [],
+        "fibers of the batch besides the stubborn tool's are still running"
+      )
+      // Nothing more happens later.
+      const count = events.length
+      yield* TestClock.adjust("1 minute")
+      assert.strictEqual(events.length, count, "an event after the batch returned")
+    }))
+})
+
+// ---------------------------------------------------------------------------------------------------------
+// Regressions: minimal counterexamples found by the properties above
+// ---------------------------------------------------------------------------------------------------------
+
+describe("executeToolCalls: regressions found by the properties", () => {
+  // Fixed since it was found: an abort that lands while `message_start` is being delivered. `announce` marked
+  // the call as announced before emitting and the pair message_start/message_end was not atomic, so the
+  // interrupted batch never emitted that call's message_end (settleRemaining skips announced calls).
+  it.effect.each(
+    [
+      ["parallel", "SignalAfterEvents"],
+      ["sequential", "SignalAfterEvents"],
+      ["parallel", "InterruptAfterEvents"]
+    ] as const
+  )("an abort during message_start still lets the call's message_end out (%s, %s)", ([mode, tag]) =>
+    checkCase(batchCase({
+      calls: [call({ delay: 100 })],
+      configSequential: mode === "sequential",
+      // start, end, message_start: the abort fires from the subscriber as it receives message_start
+      abort: { _tag: tag, events: 3 }
+    })))
+
+  // Fixed since it was found: an abort that fires while a tool body is starting (here the subscriber aborts on
+  // the tool's first, synchronous update). `execute` forked the tool (`forkDetach`, startImmediately) and only
+  // afterwards installed the `onInterrupt` that stops it; the interrupt of the work fiber, deferred while the
+  // tool ran inside it, was delivered in between, so the tool's fiber was never interrupted nor signalled.
+  it.effect("an abort while a tool body starts does not leave the tool running (sequential)", () =>
+    checkCase(batchCase({
+      calls: [call({ before: "slowPass", body: "never", updates: 1 })],
+      configSequential: true,
+      // start, then the tool's first update
+      abort: { _tag: "SignalAfterEvents", events: 2 }
+    })))
+
+  // Interrupting the batch's fiber from inside a subscriber while the batch runs synchronously: `supervise`
+  // forks the work with startImmediately and returns its exit at once when it finished synchronously, so the
+  // interrupt is only seen once every tool has run.
+  it.effect("interrupting the batch during its first synchronous stretch starts no further tool", () =>
+    checkCase(batchCase({
+      calls: [call(), call()],
+      // the first start event
+      abort: { _tag: "InterruptAfterEvents", events: 1 }
+    })))
+
+  // Interrupting the batch's fiber while the work fiber is running (here from the subscriber, on the first
+  // call's end event): `execute` checks only the AbortSignal, which an interrupt does not fire, and the work
+  // fiber's interruption is deferred while it runs, so the parallel phase still starts the next tool.
+  it.effect("interrupting the batch during the execution phase starts no further tool", () =>
+    checkCase(batchCase({
+      calls: [call(), call({ body: "never" })],
+      // start, start, end of the first call
+      abort: { _tag: "InterruptAfterEvents", events: 3 }
+    })))
+
+  // A subscriber that blocks on message_start while the batch is aborted: the pair message_start/message_end
+  // is one uninterruptible step, so the work phase waits in the subscriber and is abandoned after the grace
+  // period; its late message_end is then dropped (the emitter is closed), and settleRemaining skips the call
+  // because it is already marked announced. The call never gets its message_end.
+  it.effect("a subscriber blocking on message_start during an abort still gets the call's message_end", () =>
+    checkCase(batchCase({
+      calls: [call()],
+      sink: "stall",
+      // start, end, message_start: the subscriber blocks there for 3 s; the abort comes at 250 ms
+      stallOn: 3,
+      abort: { _tag: "SignalAtStep", step: 1 }
+    })))
+})
