@@ -383,7 +383,10 @@ const toStream = <E, R>(
 ): Stream.Stream<AgentEvent, E, R> =>
   Stream.callback<AgentEvent, E, R>((queue) =>
     run.pipe(
-      Effect.provideService(EventSink.EventSink, { emit: (event) => Effect.asVoid(Queue.offer(queue, event)) }),
+      Effect.provideService(
+        EventSink.EventSink,
+        EventSink.fromCallback((event) => void Queue.offerUnsafe(queue, event))
+      ),
       Effect.andThen(Queue.end(queue))
     )
   )

@@ -23,6 +23,7 @@ import {
   ToolNotFound
 } from "./ImmediateOutcome.ts"
 import { contain } from "./internal/contain.ts"
+import { callUser, forEachEager } from "./internal/eager.ts"
 import { causeMessage } from "./internal/errorText.ts"
 import type { AssistantMessage, ToolCall, ToolResultContent, ToolResultMessage } from "./Message.ts"
 import { toolCallsOf } from "./Message.ts"
@@ -179,6 +180,9 @@ interface Batch<R> {
   readonly skipReason: string | undefined
   /** Set when the batch is being stopped (signal or interruption): no tool may start after it. */
   stopping: boolean
+  /** The sink delivers synchronously (see {@link makeEmitter}). */
+  readonly syncSink: boolean
+  readonly clock: Clock.Clock
   lastTimestamp: number
 }
 
@@ -191,28 +195,59 @@ const errorResult = (text: string, details: unknown = {}): Finalized => ({
 
 const isAborted = (batch: Batch<any>): boolean => batch.stopping || batch.signal?.aborted === true
 
-/**
- * A sink wrapper: a failing subscriber is logged and never reaches the batch. Delivery cannot be cut by an
- * abort, so a subscriber never sees half an event; `bounded` is for the settle phase after an abort, where
- * a subscriber gets at most the grace period per event.
- */
-const safeEmit = (sink: EventSink.EventSinkShape): {
+/** The batch's view of the sink. */
+interface Emitter {
+  /** Delivers an event. For a synchronous sink it is delivered when called (the result is complete). */
   readonly emit: (event: AgentEvent) => Effect.Effect<void>
+  /** The same, for the settle phase after an abort: a subscriber gets at most the grace period per event. */
   readonly bounded: (grace: Duration.Duration) => (event: AgentEvent) => Effect.Effect<void>
   /** Drops every later event of the work phase (its fiber was abandoned). */
   readonly close: () => void
-} => {
-  if (sink === EventSink.discard) return { emit: () => Effect.void, bounded: () => () => Effect.void, close: () => {} }
+  /** Delivery happens inside `emit` itself, so it can never be cut half-way. */
+  readonly sync: boolean
+}
+
+const warnSubscriber = (event: AgentEvent) => (failure: unknown) =>
+  Effect.logWarning(`effect-agent: an event subscriber failed on ${event.type}`, failure)
+
+/**
+ * A sink wrapper: a failing subscriber is logged and never reaches the batch. An effectful delivery cannot
+ * be cut by an abort (the phases run it uninterruptibly), so a subscriber never sees half an event.
+ */
+const makeEmitter = (sink: EventSink.EventSinkShape): Emitter => {
   let closed = false
+  const close = () => {
+    closed = true
+  }
+  if (sink === EventSink.discard) return { emit: () => Effect.void, bounded: () => () => Effect.void, close, sync: true }
+  const emitUnsafe = sink.emitUnsafe
+  if (emitUnsafe !== undefined) {
+    const now = (event: AgentEvent): Effect.Effect<void> => {
+      try {
+        emitUnsafe(event)
+        return Effect.void
+      } catch (error) {
+        return warnSubscriber(event)(error)
+      }
+    }
+    return { emit: (event) => closed ? Effect.void : now(event), bounded: () => now, close, sync: true }
+  }
   const deliver = (event: AgentEvent) => contain(`an event subscriber on ${event.type}`, () => sink.emit(event))
   return {
-    emit: (event) => Effect.suspend(() => closed ? Effect.void : Effect.uninterruptible(deliver(event))),
+    emit: (event) => closed ? Effect.void : deliver(event),
     bounded: (grace) => (event) => Effect.asVoid(Effect.timeoutOption(Effect.interruptible(deliver(event)), grace)),
-    close: () => {
-      closed = true
-    }
+    close,
+    sync: false
   }
 }
+
+/**
+ * Runs a step that sets a call's flags and emits: directly when the sink is synchronous (nothing can come
+ * between them), otherwise as one uninterruptible step, so an abort can never leave a call marked without
+ * its event (or the reverse).
+ */
+const atomically = <R>(batch: Batch<R>, step: () => Effect.Effect<void>): Effect.Effect<void> =>
+  batch.syncSink ? step() : Effect.uninterruptible(Effect.suspend(step))
 
 // ---------------------------------------------------------------------------------------------------------
 // Phase 1: prepare
@@ -270,15 +305,15 @@ const guardStage = <A, R>(
   stage: "prepareArguments" | "beforeToolCall",
   effect: () => Effect.Effect<A, unknown, R>
 ): Effect.Effect<A, PrepareFailed, R> =>
-  Effect.suspend(effect).pipe(
-    Effect.catchCause((cause) =>
+  Effect.matchCauseEffectEager(callUser(effect), {
+    onSuccess: (value) => Effect.succeed(value),
+    onFailure: (cause) =>
       Cause.hasInterruptsOnly(cause)
         ? Effect.failCause(cause as Cause.Cause<never>)
         : Effect.fail(
           new PrepareFailed({ toolCallId: toolCall.id, toolName: toolCall.name, message: causeMessage(cause), stage })
         )
-    )
-  )
+  })
 
 const abortedBeforeStart = (toolCall: ToolCall) =>
   new AbortedBeforeStart({
@@ -318,23 +353,25 @@ const prepare = <R>(batch: Batch<R>, call: Call): Effect.Effect<Prepared, Immedi
   const shim = entry.tool.prepareArguments
   const validated = shim === undefined
     ? validateArguments(toolCall, entry.tool, toolCall.arguments)
-    : guardStage(toolCall, "prepareArguments", () => shim(toolCall.arguments)).pipe(
-      Effect.flatMap((raw) => validateArguments(toolCall, entry.tool, raw))
+    : Effect.flatMapEager(
+      guardStage(toolCall, "prepareArguments", () => shim(toolCall.arguments)),
+      (raw) => validateArguments(toolCall, entry.tool, raw)
     )
   const before = batch.before
   if (before === undefined) {
-    return Effect.map(validated, (args) => {
+    return Effect.mapEager(validated, (args) => {
       call.stage = "prepared"
       return { call, entry, args }
     })
   }
-  return Effect.flatMap(validated, (args) =>
-    guardStage(
-      toolCall,
-      "beforeToolCall",
-      () => before({ assistantMessage: batch.assistantMessage, toolCall, args, context: batch.context })
-    ).pipe(
-      Effect.flatMap((decision): Effect.Effect<Prepared, ImmediateOutcome> => {
+  return Effect.flatMapEager(validated, (args) =>
+    Effect.flatMapEager(
+      guardStage(
+        toolCall,
+        "beforeToolCall",
+        () => before({ assistantMessage: batch.assistantMessage, toolCall, args, context: batch.context })
+      ),
+      (decision): Effect.Effect<Prepared, ImmediateOutcome> => {
         if (decision && decision.block === true) {
           return Effect.fail(
             new ToolCallBlocked({
@@ -349,7 +386,7 @@ const prepare = <R>(batch: Batch<R>, call: Call): Effect.Effect<Prepared, Immedi
         const replaced = decision && decision.args !== undefined ? decision.args : args
         call.stage = "prepared"
         return Effect.succeed({ call, entry, args: replaced })
-      })
+      }
     ))
 }
 
@@ -368,11 +405,31 @@ const immediateResult = (outcome: ImmediateOutcome): Finalized => {
 const isValidResult = Schema.is(ToolResultSchema)
 const decodeResult = Schema.decodeUnknownExit(ToolResultSchema)
 
+/**
+ * The common shape of a result, checked by hand because it runs for every call; anything less plain
+ * (optional fields) is left to the Schema, which also explains a failure.
+ */
+const isPlainResult = (value: unknown): value is ToolResult => {
+  if (typeof value !== "object" || value === null) return false
+  const { content, terminate } = value as { readonly content?: unknown; readonly terminate?: unknown }
+  if (!Array.isArray(content) || (terminate !== undefined && typeof terminate !== "boolean")) return false
+  for (const block of content) {
+    if (typeof block !== "object" || block === null) return false
+    const b = block as { readonly type?: unknown; readonly text?: unknown; readonly data?: unknown; readonly mimeType?: unknown }
+    if (b.type === "text") {
+      if (typeof b.text !== "string" || "textSignature" in b) return false
+    } else if (b.type !== "image" || typeof b.data !== "string" || typeof b.mimeType !== "string") {
+      return false
+    }
+  }
+  return true
+}
+
 /** A handler's exit as an executed result: failures and invalid results become error results. */
 const executedResult = (tool: Tool.Any, exit: Exit.Exit<ToolResult, unknown>): Finalized => {
   if (Exit.isSuccess(exit)) {
     const value = exit.value
-    if (isValidResult(value)) return { result: value, isError: false }
+    if (isPlainResult(value) || isValidResult(value)) return { result: value, isError: false }
     const decoded = decodeResult(value)
     const reason = Exit.isFailure(decoded) ? causeMessage(decoded.cause) : "unexpected shape"
     return errorResult(`Tool ${tool.name} returned an invalid result: ${reason}`)
@@ -399,112 +456,131 @@ const stopTool = (
     })
   )
 
+/** What a running tool gets besides its arguments; `signal` is created on first access. */
+class CallContext implements ToolContext {
+  readonly toolCallId: string
+  readonly #call: Call
+  readonly #emit: (event: AgentEvent) => Effect.Effect<void>
+  #controller: AbortController | undefined = undefined
+  constructor(call: Call, emit: (event: AgentEvent) => Effect.Effect<void>) {
+    this.toolCallId = call.toolCall.id
+    this.#call = call
+    this.#emit = emit
+  }
+  get signal(): AbortSignal {
+    return (this.#controller ??= new AbortController()).signal
+  }
+  /** An own function, so that a tool may destructure it from its context. */
+  readonly update = (partialResult: ToolResult): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      const call = this.#call
+      if (call.stage !== "running") return Effect.void
+      const { toolCall } = call
+      return Effect.uninterruptible(this.#emit({
+        type: "tool_execution_update",
+        toolCallId: toolCall.id,
+        toolName: toolCall.name,
+        args: toolCall.arguments,
+        partialResult
+      }))
+    })
+  abort(): void {
+    this.#controller?.abort(new Error(`Tool call ${this.toolCallId} was interrupted`))
+  }
+}
+
 /**
- * Phase 2. Runs the handler in a detached fiber of its own, so that on abort or timeout it can be stopped
+ * Phase 2. Calls the handler. An effect that is already complete (`Effect.succeed(result)`) needs nothing
+ * more. Anything else runs in a detached fiber of its own, so that on abort or timeout it can be stopped
  * (its signal aborted, then its fiber interrupted) and, if it ignores cancellation, abandoned after the
  * grace period while nothing else of the batch waits on it. Never starts a tool once the run is stopping.
  */
-const execute = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<Finalized> =>
-  Effect.suspend(() => {
-    const { call, entry } = prepared
-    if (isAborted(batch)) return Effect.interrupt
-    call.stage = "running"
-    const toolCall = call.toolCall
-    let controller: AbortController | undefined
-    const abortSignal = () => controller?.abort(new Error(`Tool call ${toolCall.id} was interrupted`))
-    call.abort = abortSignal
-    const context: ToolContext = {
-      toolCallId: toolCall.id,
-      get signal() {
-        return (controller ??= new AbortController()).signal
-      },
-      update: (partialResult) =>
-        Effect.suspend(() =>
-          call.stage === "running"
-            ? batch.emit({
-              type: "tool_execution_update",
-              toolCallId: toolCall.id,
-              toolName: toolCall.name,
-              args: toolCall.arguments,
-              partialResult
-            })
-            : Effect.void
-        )
-    }
-    // Runs once the tool's own finalizers are done: a tool that ignores cancellation never gets here.
-    const stopped = Effect.sync(() => {
-      abortSignal()
+const execute = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<Finalized> => {
+  const { call, entry } = prepared
+  if (isAborted(batch)) return Effect.interrupt
+  call.stage = "running"
+  const context = new CallContext(call, batch.emit)
+  call.abort = () => context.abort()
+  const handled = callUser(() => entry.handler(prepared.args, context))
+  if (Exit.isExit(handled)) return Effect.succeed(executedResult(entry.tool, handled as Exit.Exit<ToolResult, unknown>))
+  // Runs once the tool's own finalizers are done: a tool that ignores cancellation never gets here.
+  const run = Effect.onInterrupt(handled, () =>
+    Effect.sync(() => {
+      context.abort()
       call.stage = "stopped"
-    })
-    const run = Effect.suspend(() => entry.handler(prepared.args, context)).pipe(Effect.onInterrupt(() => stopped))
-    const timeout = entry.tool.timeout ?? batch.timeout
-    return Effect.uninterruptibleMask((restore) =>
-      Effect.flatMap(Effect.forkDetach(restore(run), { startImmediately: true }), (fiber) => {
-        const done = fiber.pollUnsafe()
-        if (done !== undefined) return Effect.succeed(executedResult(entry.tool, done))
-        const stop = stopTool(call, fiber, abortSignal, batch.grace)
-        if (timeout === undefined) {
-          return restore(Fiber.await(fiber)).pipe(
-            Effect.onInterrupt(() => stop),
-            Effect.map((exit) => executedResult(entry.tool, exit))
-          )
-        }
-        return restore(Effect.timeoutOption(Fiber.await(fiber), timeout)).pipe(
-          Effect.onInterrupt(() => stop),
-          Effect.flatMap((exit) =>
-            Option.isSome(exit)
-              ? Effect.succeed(executedResult(entry.tool, exit.value))
-              : Effect.map(stop, () =>
-                errorResult(
-                  `Tool ${entry.tool.name} timed out after ${Duration.format(timeout)}${
-                    call.abandoned ? " and was abandoned: it did not stop when cancelled" : ""
-                  }`,
-                  { timedOut: true, abandoned: call.abandoned }
-                ))
-          )
+    }))
+  const timeout = entry.tool.timeout ?? batch.timeout
+  return Effect.uninterruptibleMask((restore) =>
+    Effect.flatMap(Effect.forkDetach(restore(run), { startImmediately: true }), (fiber) => {
+      const done = fiber.pollUnsafe()
+      if (done !== undefined) return Effect.succeed(executedResult(entry.tool, done))
+      const stop = () => stopTool(call, fiber, () => context.abort(), batch.grace)
+      if (timeout === undefined) {
+        return restore(Fiber.await(fiber)).pipe(
+          Effect.onInterrupt(stop),
+          Effect.map((exit) => executedResult(entry.tool, exit))
         )
-      })
-    )
-  })
+      }
+      return restore(Effect.timeoutOption(Fiber.await(fiber), timeout)).pipe(
+        Effect.onInterrupt(stop),
+        Effect.flatMap((exit) =>
+          Option.isSome(exit)
+            ? Effect.succeed(executedResult(entry.tool, exit.value))
+            : Effect.map(stop(), () =>
+              errorResult(
+                `Tool ${entry.tool.name} timed out after ${Duration.format(timeout)}${
+                  call.abandoned ? " and was abandoned: it did not stop when cancelled" : ""
+                }`,
+                { timedOut: true, abandoned: call.abandoned }
+              ))
+        )
+      )
+    })
+  )
+}
 
 // ---------------------------------------------------------------------------------------------------------
 // Phase 3: finalize
 // ---------------------------------------------------------------------------------------------------------
 
-/** Phase 3. Applies `afterToolCall`'s overrides field by field; its failure becomes an error result. */
+/** `afterToolCall`'s overrides, field by field. An absent, undefined or null field keeps the executed value (pi's `??`). */
+const applyOverride = (executed: Finalized, override: AfterToolCallResult | undefined | void): Finalized => {
+  if (!override) return executed
+  const { result } = executed
+  const terminate = override.terminate ?? result.terminate
+  return {
+    result: {
+      content: override.content ?? result.content,
+      details: override.details ?? result.details,
+      ...(terminate !== undefined ? { terminate } : {})
+    },
+    isError: override.isError ?? executed.isError
+  }
+}
+
+/** Phase 3. Applies `afterToolCall`; its failure becomes an error result. */
 const finalize = <R>(batch: Batch<R>, prepared: Prepared, executed: Finalized): Effect.Effect<Finalized, never, R> => {
   const after = batch.after
   if (after === undefined) return Effect.succeed(executed)
   prepared.call.stage = "finalizing"
-  return Effect.suspend(() =>
-    after({
-      assistantMessage: batch.assistantMessage,
-      toolCall: prepared.call.toolCall,
-      args: prepared.args,
-      result: executed.result,
-      isError: executed.isError,
-      context: batch.context
-    })
-  ).pipe(
-    Effect.map((override): Finalized => {
-      if (!override) return executed
-      const { result } = executed
-      // A field that is absent, undefined or null keeps the executed value (pi's `??`).
-      const terminate = override.terminate ?? result.terminate
-      return {
-        result: {
-          content: override.content ?? result.content,
-          details: override.details ?? result.details,
-          ...(terminate !== undefined ? { terminate } : {})
-        },
-        isError: override.isError ?? executed.isError
-      }
-    }),
-    Effect.catchCause((cause) =>
-      Cause.hasInterruptsOnly(cause)
-        ? Effect.failCause(cause as Cause.Cause<never>)
-        : Effect.succeed(errorResult(causeMessage(cause)))
-    )
+  return Effect.matchCauseEffectEager(
+    callUser(() =>
+      after({
+        assistantMessage: batch.assistantMessage,
+        toolCall: prepared.call.toolCall,
+        args: prepared.args,
+        result: executed.result,
+        isError: executed.isError,
+        context: batch.context
+      })
+    ),
+    {
+      onSuccess: (override) => Effect.succeed(applyOverride(executed, override)),
+      onFailure: (cause) =>
+        Cause.hasInterruptsOnly(cause)
+          ? Effect.failCause(cause as Cause.Cause<never>)
+          : Effect.succeed(errorResult(causeMessage(cause)))
+    }
   )
 }
 
@@ -512,13 +588,9 @@ const finalize = <R>(batch: Batch<R>, prepared: Prepared, executed: Finalized): 
 // Phases 4 and 5: end event, tool-result message
 // ---------------------------------------------------------------------------------------------------------
 
-/**
- * Emits a call's start event. The flag and the event go together in one uninterruptible step, so an abort
- * can never leave a call marked as started without its event (or the reverse). Likewise for the end event
- * and the result message below.
- */
+/** Emits a call's start event (flag and event together, see {@link atomically}). */
 const emitStart = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> =>
-  Effect.uninterruptible(Effect.suspend(() => {
+  atomically(batch, () => {
     call.started = true
     const { toolCall } = call
     return batch.emit({
@@ -527,14 +599,15 @@ const emitStart = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> =>
       toolName: toolCall.name,
       args: toolCall.arguments
     })
-  }))
+  })
 
 /** Phase 4. Records the call's final outcome and emits its one end event. */
 const emitEnd = <R>(batch: Batch<R>, call: Call, finalized: Finalized): Effect.Effect<void> =>
-  Effect.uninterruptible(Effect.suspend(() => {
+  atomically(batch, () => {
     call.outcome = finalized
     call.ended = true
     call.stage = "settled"
+    call.abort = undefined
     return batch.emit({
       type: "tool_execution_end",
       toolCallId: call.toolCall.id,
@@ -542,7 +615,7 @@ const emitEnd = <R>(batch: Batch<R>, call: Call, finalized: Finalized): Effect.E
       result: finalized.result,
       isError: finalized.isError
     })
-  }))
+  })
 
 /** Phase 5. The tool-result message of a settled call, timestamped no earlier than the previous one. */
 const createMessage = <R>(batch: Batch<R>, call: Call, now: number): ToolResultMessage => {
@@ -563,62 +636,84 @@ const createMessage = <R>(batch: Batch<R>, call: Call, now: number): ToolResultM
 
 /** Phase 5, announced: `message_start` then `message_end`, as one step an abort cannot split. */
 const announce = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> =>
-  Effect.uninterruptible(Effect.flatMap(Clock.currentTimeMillis, (now) => {
-    const message = createMessage(batch, call, now)
+  atomically(batch, () => {
+    const message = createMessage(batch, call, batch.clock.currentTimeMillisUnsafe())
     call.announced = true
-    return Effect.andThen(
-      batch.emit({ type: "message_start", message }),
-      Effect.suspend(() => {
-        call.messageEnded = true
-        return batch.emit({ type: "message_end", message })
-      })
-    )
-  }))
+    return Effect.flatMapEager(batch.emit({ type: "message_start", message }), () => {
+      call.messageEnded = true
+      return batch.emit({ type: "message_end", message })
+    })
+  })
 
 // ---------------------------------------------------------------------------------------------------------
 // The two modes
 // ---------------------------------------------------------------------------------------------------------
 
 const executeAndFinalize = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<Finalized, never, R> =>
-  Effect.flatMap(execute(batch, prepared), (executed) => finalize(batch, prepared, executed))
+  Effect.flatMapEager(execute(batch, prepared), (executed) => finalize(batch, prepared, executed))
+
+/** Prepare, and on success execute and finalize: the finalized outcome of one call. */
+const settle = <R>(batch: Batch<R>, call: Call): Effect.Effect<Finalized, never, R> =>
+  Effect.matchCauseEffectEager(prepare(batch, call), {
+    onFailure: (cause) => {
+      const outcome = Cause.findErrorOption(cause)
+      return Option.isSome(outcome)
+        ? Effect.succeed(immediateResult(outcome.value))
+        : Effect.failCause(cause as Cause.Cause<never>)
+    },
+    onSuccess: (prepared) => executeAndFinalize(batch, prepared)
+  })
 
 /** Sequential: each call goes through all five phases before the next one starts. */
 const runSequential = <R>(batch: Batch<R>, calls: ReadonlyArray<Call>): Effect.Effect<void, never, R> =>
-  Effect.forEach(calls, (call) =>
-    emitStart(batch, call).pipe(
-      Effect.andThen(prepare(batch, call)),
-      Effect.matchEffect({
-        onFailure: (outcome) => Effect.succeed(immediateResult(outcome)),
-        onSuccess: (prepared) => executeAndFinalize(batch, prepared)
-      }),
-      Effect.flatMap((finalized) => emitEnd(batch, call, finalized)),
-      Effect.andThen(announce(batch, call))
-    ), { discard: true })
+  Effect.suspend(() =>
+    forEachEager(calls, (call) =>
+      Effect.flatMapEager(
+        emitStart(batch, call),
+        () =>
+          Effect.flatMapEager(
+            settle(batch, call),
+            (finalized) => Effect.flatMapEager(emitEnd(batch, call, finalized), () => announce(batch, call))
+          )
+      ))
+  )
 
 /**
  * Parallel: preflight one call at a time in source order (an immediate outcome ends right there), then
- * execute every prepared call together, each ending as soon as it is finalized; finally announce the
- * result messages in source order.
+ * execute every prepared call together with `Effect.forEach`, each ending as soon as it is finalized;
+ * finally announce the result messages in source order.
  */
 const runParallel = <R>(
   batch: Batch<R>,
   calls: ReadonlyArray<Call>,
   concurrency: number | "unbounded"
 ): Effect.Effect<void, never, R> =>
-  Effect.gen(function*() {
+  Effect.suspend(() => {
     const prepared: Array<Prepared> = []
-    for (const call of calls) {
-      yield* emitStart(batch, call)
-      const preparation = yield* Effect.result(prepare(batch, call))
-      if (Result.isFailure(preparation)) yield* emitEnd(batch, call, immediateResult(preparation.failure))
-      else prepared.push(preparation.success)
-    }
-    yield* Effect.forEach(
-      prepared,
-      (p) => Effect.flatMap(executeAndFinalize(batch, p), (finalized) => emitEnd(batch, p.call, finalized)),
-      { concurrency, discard: true }
-    )
-    for (const call of calls) yield* announce(batch, call)
+    const preflight = forEachEager(calls, (call) =>
+      Effect.flatMapEager(emitStart(batch, call), () =>
+        Effect.matchCauseEffectEager(prepare(batch, call), {
+          onFailure: (cause) => {
+            const outcome = Cause.findErrorOption(cause)
+            return Option.isSome(outcome)
+              ? emitEnd(batch, call, immediateResult(outcome.value))
+              : Effect.failCause(cause as Cause.Cause<never>)
+          },
+          onSuccess: (p) => {
+            prepared.push(p)
+            return Effect.void
+          }
+        })))
+    return Effect.flatMapEager(preflight, () =>
+      Effect.flatMap(
+        // An item whose effect is already complete is not forked by forEach.
+        Effect.forEach(
+          prepared,
+          (p) => Effect.flatMapEager(executeAndFinalize(batch, p), (finalized) => emitEnd(batch, p.call, finalized)),
+          { concurrency, discard: true }
+        ),
+        () => forEachEager(calls, (call) => announce(batch, call))
+      ))
   })
 
 // ---------------------------------------------------------------------------------------------------------
@@ -753,7 +848,7 @@ export const executeToolCalls = <R = never>(
         message: undefined
       }))
       const grace = options.abandonAfter === undefined ? DEFAULT_GRACE : Duration.fromInputUnsafe(options.abandonAfter)
-      const emitter = safeEmit(sink)
+      const emitter = makeEmitter(sink)
       const batch: Batch<R> = {
         assistantMessage,
         context: options.context ?? Context.empty,
@@ -768,6 +863,8 @@ export const executeToolCalls = <R = never>(
         seenIds: new Set(),
         skipReason: options.skipReason,
         stopping: false,
+        syncSink: emitter.sync,
+        clock: yield* Clock.Clock,
         lastTimestamp: 0
       }
       const mode = chooseMode(toolCalls, registry, options.toolExecution)
@@ -801,9 +898,10 @@ export const toolExecutionEvents = <R = never>(
 ): Stream.Stream<ToolExecutionEvent, never, ToolRegistry | R> =>
   Stream.callback<ToolExecutionEvent, never, ToolRegistry | R>((queue) =>
     executeToolCalls(assistantMessage, options).pipe(
-      Effect.provideService(EventSink.EventSink, {
-        emit: (event) => Effect.asVoid(Queue.offer(queue, event as ToolExecutionEvent))
-      }),
+      Effect.provideService(
+        EventSink.EventSink,
+        EventSink.fromCallback((event) => void Queue.offerUnsafe(queue, event as ToolExecutionEvent))
+      ),
       Effect.andThen(Queue.end(queue))
     )
   )
