@@ -1,0 +1,85 @@
+/** Sampling shared by the benchmark and its smoke test: alternation, repetitions, event-count checks. */
+import { EVENTS_PER_CALL, PI_LOOP_EVENTS, type Side } from "./harness.ts"
+import { collect, now } from "./stats.ts"
+
+/**
+ * How a comparison samples: runs per sample, untimed runs after the GC that starts each sample (right
+ * after a full GC, V8 runs the next batches markedly slower: young generation shrunk, caches cold), warm-up
+ * samples, samples, per-side time budget (µs).
+ */
+export interface Plan {
+  readonly iters: number
+  readonly rewarm?: number
+  readonly warm: number
+  readonly reps: number
+  readonly budgetUs: number
+}
+
+/** The events a batch of `n` calls must produce on a side (pi's loop adds its own). */
+export const expected = (side: Side | "ours" | "pi", n: number): number =>
+  EVENTS_PER_CALL * n + ((typeof side === "string" ? side : side.name) === "pi" ? PI_LOOP_EVENTS : 0)
+
+/** pi's baseline run (two turns, no calls) produces this many events; ours produces none. */
+export const baselineEvents = (side: Side): number => (side.name === "pi" ? PI_LOOP_EVENTS + 2 : 0)
+
+/**
+ * Mean microseconds per run over `iters` back-to-back runs. A full GC first (so the other side's garbage
+ * is not collected on this side's time), then `rewarm` untimed runs. Checks every run's event count.
+ */
+export const sample = async (
+  run: () => Promise<number>,
+  iters: number,
+  events: number,
+  label: string,
+  rewarm = 0
+): Promise<number> => {
+  collect()
+  for (let i = 0; i < rewarm; i++) {
+    const count = await run()
+    if (count !== events) throw new Error(`${label}: consumed ${count} events, expected ${events}`)
+  }
+  const t0 = now()
+  for (let i = 0; i < iters; i++) {
+    const count = await run()
+    if (count !== events) throw new Error(`${label}: consumed ${count} events, expected ${events}`)
+  }
+  return (now() - t0) / iters
+}
+
+/**
+ * Alternates the two sides (which goes first alternates too) until each has `reps` samples or has used
+ * its time budget (after at least one sample); a side that is done stops taking turns. With `baselineOf`,
+ * each sample is paired with a sample of the side's no-call run taken right before it, and the difference
+ * is recorded, so drift in machine load cancels out.
+ */
+export const compare = async (
+  pair: { readonly ours: Side; readonly pi: Side },
+  runOf: (side: Side) => () => Promise<number>,
+  eventsOf: (side: Side) => number,
+  p: Plan,
+  label: string,
+  baselineOf?: (side: Side) => () => Promise<number>
+): Promise<{ ours: Array<number>; pi: Array<number> }> => {
+  const samples = { ours: [] as Array<number>, pi: [] as Array<number> }
+  const spent = { ours: 0, pi: 0 }
+  const one = async (side: Side) => {
+    const base = baselineOf === undefined
+      ? 0
+      : await sample(baselineOf(side), p.iters, baselineEvents(side), `${label} ${side.name} baseline`, p.rewarm)
+    return (await sample(runOf(side), p.iters, eventsOf(side), `${label} ${side.name}`, p.rewarm)) - base
+  }
+  for (let w = 0; w < p.warm; w++) {
+    for (const side of [pair.ours, pair.pi]) await one(side)
+  }
+  for (let r = 0; r < p.reps; r++) {
+    const order = r % 2 === 0 ? [pair.ours, pair.pi] : [pair.pi, pair.ours]
+    for (const side of order) {
+      const mine = samples[side.name]
+      if (mine.length > 0 && spent[side.name] > p.budgetUs) continue
+      const t0 = now()
+      mine.push(await one(side))
+      spent[side.name] += now() - t0
+    }
+  }
+  return samples
+}
