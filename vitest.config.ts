@@ -1,6 +1,9 @@
 import { defineConfig } from "vitest/config"
 
 export default defineConfig({
+  // Inside this repository "effect-agent" resolves to the sources (the published package points at dist/).
+  resolve: { conditions: ["source"] },
+  ssr: { resolve: { conditions: ["source"] } },
   test: {
     include: ["test/**/*.test.ts"],
     testTimeout: 30_000,

@@ -1,2 +1,3 @@
 #!/usr/bin/env node
-import "../src/cli/main.ts"
+// The installed command runs the compiled package (npm start runs the sources directly).
+import "../dist/cli/main.js"
