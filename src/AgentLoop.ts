@@ -9,7 +9,7 @@
  *
  * @since 0.1.0
  */
-import { Cause, Clock, Effect, Exit, Fiber, Option, Queue, Schema, Stream } from "effect"
+import { Cause, Clock, Effect, Exit, Fiber, type Layer, Option, Queue, Schema, Stream } from "effect"
 import type { AgentContext } from "./AgentContext.ts"
 import type { AgentEvent } from "./AgentEvent.ts"
 import type { AssistantMessageEvent } from "./AssistantMessageEvent.ts"
@@ -413,3 +413,42 @@ export const newMessagesOf = (events: ReadonlyArray<AgentEvent>): Option.Option<
   const end = events.findLast((event) => event.type === "agent_end")
   return end === undefined ? Option.none() : Option.some(end.messages as ReadonlyArray<AgentMessage>)
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// For callers outside Effect
+// ---------------------------------------------------------------------------------------------------------
+
+/** The services a run needs, as a layer built per run by the adapters below. */
+export type RunLayer = Layer.Layer<Model | ToolRegistry, unknown>
+
+/**
+ * The events of a run as an `AsyncIterable`, for code without Effect. The layer (model and tools) is built
+ * for the run; breaking out of the loop (or a throw in its body) aborts the run, which still settles.
+ */
+export const agentLoopAsyncIterable = (
+  prompts: ReadonlyArray<AgentMessage>,
+  context: AgentContext,
+  config: AgentLoopConfig,
+  layer: RunLayer
+): AsyncIterable<AgentEvent> => Stream.toAsyncIterable(agentLoop(prompts, context, config).pipe(Stream.provide(layer)))
+
+/**
+ * A run as a Promise of the messages it added, for code without Effect; events go to `onEvent` (awaited
+ * in order). Aborting `config.signal` aborts the run, which still resolves with a well-formed transcript.
+ * Rejects only if the layer cannot be built.
+ */
+export const runAgentLoopPromise = (
+  prompts: ReadonlyArray<AgentMessage>,
+  context: AgentContext,
+  config: AgentLoopConfig,
+  layer: RunLayer,
+  onEvent?: (event: AgentEvent) => void | Promise<void>
+): Promise<ReadonlyArray<AgentMessage>> =>
+  Effect.runPromise(
+    runAgentLoop(prompts, context, config).pipe(
+      Effect.provideService(EventSink.EventSink, {
+        emit: (event) => onEvent === undefined ? Effect.void : Effect.promise(async () => await onEvent(event))
+      }),
+      Effect.provide(layer)
+    )
+  )

@@ -462,13 +462,19 @@ class CallContext implements ToolContext {
   readonly #call: Call
   readonly #emit: (event: AgentEvent) => Effect.Effect<void>
   #controller: AbortController | undefined = undefined
+  #aborted = false
   constructor(call: Call, emit: (event: AgentEvent) => Effect.Effect<void>) {
     this.toolCallId = call.toolCall.id
     this.#call = call
     this.#emit = emit
   }
   get signal(): AbortSignal {
-    return (this.#controller ??= new AbortController()).signal
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController()
+      // Asked for only after the abort (e.g. in the tool's own cleanup): it must say so.
+      if (this.#aborted) this.#controller.abort(this.#reason())
+    }
+    return this.#controller.signal
   }
   /** An own function, so that a tool may destructure it from its context. */
   readonly update = (partialResult: ToolResult): Effect.Effect<void> =>
@@ -485,7 +491,11 @@ class CallContext implements ToolContext {
       }))
     })
   abort(): void {
-    this.#controller?.abort(new Error(`Tool call ${this.toolCallId} was interrupted`))
+    this.#aborted = true
+    this.#controller?.abort(this.#reason())
+  }
+  #reason(): Error {
+    return new Error(`Tool call ${this.toolCallId} was interrupted`)
   }
 }
 

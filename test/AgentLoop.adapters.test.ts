@@ -1,0 +1,98 @@
+import { describe, expect, it } from "@effect/vitest"
+import { vi } from "vitest"
+import { Effect, Layer, Schema } from "effect"
+import type { AgentEvent } from "../src/AgentEvent.ts"
+import { agentLoopAsyncIterable, runAgentLoopPromise } from "../src/AgentLoop.ts"
+import type { AgentMessage, UserMessage } from "../src/Message.ts"
+import * as ScriptedModel from "../src/ScriptedModel.ts"
+import * as Tool from "../src/Tool.ts"
+import { ToolRegistry } from "../src/ToolRegistry.ts"
+
+// The loop for callers outside Effect: an AsyncIterable of events and a Promise of the new messages.
+
+const Add = Tool.make("add", { description: "add", parameters: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }) })
+const Wait = Tool.make("wait", { description: "waits until aborted", parameters: Schema.Struct({}) })
+
+const user: UserMessage = { role: "user", content: "go", timestamp: 0 }
+const context = { systemPrompt: "", messages: [] }
+
+const setup = (script: ReadonlyArray<ScriptedModel.Step>) => {
+  const seen = { interrupted: false, signalAborted: false, onBegin: (): void => {} }
+  const tools = ToolRegistry.layer(Add, Wait).pipe(Layer.provide([
+    Add.toLayer(({ a, b }) => Effect.succeed(Tool.textResult(String(a + b)))),
+    Wait.toLayer((_, ctx) =>
+      Effect.sync(() => seen.onBegin()).pipe(
+        Effect.andThen(Effect.never),
+        Effect.onInterrupt(() =>
+          Effect.sync(() => {
+            seen.interrupted = true
+            seen.signalAborted = ctx.signal.aborted
+          })
+        )
+      )
+    )
+  ]))
+  return { seen, layer: Layer.merge(tools, ScriptedModel.layer(script)) }
+}
+
+const toolResultsOf = (messages: ReadonlyArray<AgentMessage>) => messages.filter((m) => m.role === "toolResult")
+
+describe("AgentLoop adapters", () => {
+  it("agentLoopAsyncIterable yields every event of the run, agent_start to agent_end", async () => {
+    const { layer } = setup([
+      ScriptedModel.callTools([ScriptedModel.toolCall("c1", "add", { a: 1, b: 2 })]),
+      ScriptedModel.say("3")
+    ])
+    const types: Array<string> = []
+    for await (const event of agentLoopAsyncIterable([user], context, {}, layer)) types.push(event.type)
+    expect(types[0]).toBe("agent_start")
+    expect(types.at(-1)).toBe("agent_end")
+    expect(types.filter((t) => t === "tool_execution_end")).toHaveLength(1)
+    expect(types.filter((t) => t === "turn_end")).toHaveLength(2)
+  })
+
+  it("breaking out of the iteration stops the run: the running tool is interrupted", async () => {
+    const { layer, seen } = setup([ScriptedModel.callTools([ScriptedModel.toolCall("w", "wait", {})])])
+    for await (const event of agentLoopAsyncIterable([user], context, {}, layer)) {
+      if (event.type === "tool_execution_start") break
+    }
+    // The run settles in the background after the break.
+    await vi.waitFor(() => expect(seen.interrupted).toBe(true), { timeout: 5_000 })
+    expect(seen.interrupted).toBe(true)
+    expect(seen.signalAborted).toBe(true)
+  })
+
+  it("runAgentLoopPromise resolves with the new messages and hands every event to onEvent in order", async () => {
+    const { layer } = setup([
+      ScriptedModel.callTools([ScriptedModel.toolCall("c1", "add", { a: 2, b: 2 })]),
+      ScriptedModel.say("4")
+    ])
+    const events: Array<AgentEvent> = []
+    const messages = await runAgentLoopPromise([user], context, {}, layer, async (event) => {
+      await Promise.resolve()
+      events.push(event)
+    })
+    expect(messages.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "assistant"])
+    expect(events[0]!.type).toBe("agent_start")
+    expect(events.at(-1)).toMatchObject({ type: "agent_end", messages })
+  })
+
+  it("a rejecting onEvent is contained: the run still completes", async () => {
+    const { layer } = setup([ScriptedModel.say("done")])
+    const messages = await runAgentLoopPromise([user], context, {}, layer, () => Promise.reject(new Error("subscriber")))
+    expect(messages.map((m) => m.role)).toEqual(["user", "assistant"])
+  })
+
+  it("aborting the signal resolves the Promise with a well-formed transcript", async () => {
+    const { layer, seen } = setup([ScriptedModel.callTools([ScriptedModel.toolCall("w", "wait", {})])])
+    const controller = new AbortController()
+    seen.onBegin = () => controller.abort() // the tool is running when the abort comes
+    const messages = await runAgentLoopPromise([user], context, { signal: controller.signal }, layer)
+    const results = toolResultsOf(messages)
+    expect(results).toHaveLength(1)
+    expect(results[0]).toMatchObject({ toolCallId: "w", isError: true })
+    expect(JSON.stringify(results[0]!.content)).toContain("interrupted after it started")
+    expect(seen.interrupted).toBe(true)
+    expect(seen.signalAborted).toBe(true)
+  })
+})
