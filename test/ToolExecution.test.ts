@@ -71,7 +71,9 @@ const endOf = (rec: Recorder, id: string) => {
 /** A tool that marks `exec:<id>`, listens to its signal (`signal:<id>`), waits for its gate, and marks its finalizers. */
 const cooperative = (rec: Recorder, gates: Gates): Script => (_args, ctx) =>
   Effect.gen(function*() {
-    ctx.signal.addEventListener("abort", () => rec.markUnsafe(`signal:${ctx.toolCallId}`), { once: true })
+    // As any user of an AbortSignal must: it may already be aborted when first read.
+    if (ctx.signal.aborted) rec.markUnsafe(`signal:${ctx.toolCallId}`)
+    else ctx.signal.addEventListener("abort", () => rec.markUnsafe(`signal:${ctx.toolCallId}`), { once: true })
     yield* rec.mark(`exec:${ctx.toolCallId}`)
     yield* gates.wait(ctx.toolCallId)
     return { content: [{ type: "text" as const, text: `done ${ctx.toolCallId}` }], details: {} }
