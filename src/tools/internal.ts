@@ -173,7 +173,8 @@ export class TailBuffer {
       start = i + 1
     }
     this.partial += text.slice(start)
-    if (this.partial.length > this.maxBytes && utf8Length(this.partial) > this.maxBytes) {
+    // A UTF-16 unit is at most 3 UTF-8 bytes: only a line that could exceed the budget is measured.
+    if (this.partial.length * 3 > this.maxBytes && utf8Length(this.partial) > this.maxBytes) {
       this.partial = truncateToBytesFromEnd(this.partial, this.maxBytes)
       this.partialCut = true
     }

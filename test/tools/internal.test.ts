@@ -30,6 +30,14 @@ const expectedTail = (all: string, maxLines: number, maxBytes: number) => {
 }
 
 describe("TailBuffer", () => {
+  it("caps an unfinished line by its UTF-8 bytes, not its UTF-16 length (found by the property below)", () => {
+    // 3 x (10 + 4) = 42 bytes in 36 UTF-16 units, pushed in pieces.
+    const buffer = new TailBuffer(5, 40)
+    for (let i = 0; i < 3; i++) buffer.push("bbbbbbbbbb😀")
+    assert.isAtMost(utf8Length(buffer.text()), 40)
+    assert.strictEqual(buffer.text(), expectedTail("bbbbbbbbbb😀".repeat(3), 5, 40))
+  })
+
   it.prop("keeps the same tail however the output is split into chunks", [Parts, Cuts], ([parts, cuts]) => {
     const input = parts.join("")
     const whole = new TailBuffer(5, 40)
