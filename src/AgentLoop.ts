@@ -15,7 +15,7 @@ import type { AgentEvent } from "./AgentEvent.ts"
 import type { AssistantMessageEvent } from "./AssistantMessageEvent.ts"
 import * as EventSink from "./EventSink.ts"
 import { interruptOnAbort } from "./internal/abort.ts"
-import { contain } from "./internal/contain.ts"
+import { makeEmitter } from "./internal/emitter.ts"
 import { causeMessage } from "./internal/errorText.ts"
 import {
   type AgentMessage,
@@ -99,6 +99,8 @@ interface Run<R> {
   readonly config: AgentLoopConfig<R>
   readonly model: ModelShape
   readonly registry: ToolRegistryShape
+  /** The sink as given: batches deliver to it themselves (keeping a synchronous sink's fast path). */
+  readonly sink: EventSink.EventSinkShape
   readonly emit: (event: AgentEvent) => Effect.Effect<void>
   readonly signal: AbortSignal | undefined
   /** The transcript so far; replaced (never mutated in place) so snapshots handed out stay valid. */
@@ -116,11 +118,14 @@ const append = <R>(run: Run<R>, message: AgentMessage) => {
 const contextOf = <R>(run: Run<R>, systemPrompt: string): AgentContext => ({ systemPrompt, messages: run.messages })
 
 /**
- * A failing subscriber is logged; it never ends a run. Delivery cannot be cut by an abort: an abort waits
- * for the event in flight, so subscribers never see half an event.
+ * Delivery for the loop's own events: contained (a failing subscriber never ends a run) and, for an
+ * effectful sink, uninterruptible, so an abort waits for the event in flight and subscribers never see half
+ * an event.
  */
-const safeEmit = (sink: EventSink.EventSinkShape) => (event: AgentEvent): Effect.Effect<void> =>
-  Effect.uninterruptible(contain(`an event subscriber on ${event.type}`, () => sink.emit(event)))
+const loopEmit = (sink: EventSink.EventSinkShape) => {
+  const emitter = makeEmitter(sink)
+  return emitter.sync ? emitter.emit : (event: AgentEvent) => Effect.uninterruptible(emitter.emit(event))
+}
 
 const announce = <R>(run: Run<R>, message: AgentMessage) =>
   Effect.andThen(run.emit({ type: "message_start", message }), run.emit({ type: "message_end", message }))
@@ -232,7 +237,7 @@ const runToolBatch = <R>(
     signal,
     skipReason,
     context: contextOf(run, systemPrompt)
-  }).pipe(Effect.provideService(ToolRegistry, run.registry), Effect.provideService(EventSink.EventSink, { emit: run.emit }))
+  }).pipe(Effect.provideService(ToolRegistry, run.registry), Effect.provideService(EventSink.EventSink, run.sink))
 }
 
 /** `shouldStopAfterTurn`, with its failure treated as "stop". */
@@ -314,11 +319,13 @@ const startRun = <R>(
     Effect.gen(function*() {
       const interrupted = new AbortController()
       const signal = config.signal ? AbortSignal.any([config.signal, interrupted.signal]) : interrupted.signal
+      const sink = yield* EventSink.EventSink
       const run: Run<R> = {
         config,
         model: yield* Model,
         registry: yield* ToolRegistry,
-        emit: safeEmit(yield* EventSink.EventSink),
+        sink,
+        emit: loopEmit(sink),
         signal,
         messages: [...context.messages, ...prompts],
         newMessages: [...prompts]

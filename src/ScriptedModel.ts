@@ -101,30 +101,30 @@ const contentEvents = (
   const setLast = (block: AssistantContent) => {
     blocks = [...blocks.slice(0, -1), block]
   }
+  /** A text or thinking block: start, the text in pieces (each partial holding what arrived), end. */
+  const streamText = (
+    contentIndex: number,
+    kind: "text" | "thinking",
+    full: string,
+    withText: (text: string) => AssistantContent
+  ) => {
+    blocks = [...blocks, withText("")]
+    events.push({ type: `${kind}_start`, contentIndex, partial: partial() })
+    let sofar = ""
+    for (const delta of pieces(full, chunkSize)) {
+      sofar += delta
+      setLast(withText(sofar))
+      events.push({ type: `${kind}_delta`, contentIndex, delta, partial: partial() })
+    }
+    setLast(withText(full))
+    events.push({ type: `${kind}_end`, contentIndex, content: full, partial: partial() })
+  }
   events.push({ type: "start", partial: partial() })
   content.forEach((block, contentIndex) => {
     if (block.type === "text") {
-      blocks = [...blocks, { ...block, text: "" }]
-      events.push({ type: "text_start", contentIndex, partial: partial() })
-      let sofar = ""
-      for (const delta of pieces(block.text, chunkSize)) {
-        sofar += delta
-        setLast({ ...block, text: sofar })
-        events.push({ type: "text_delta", contentIndex, delta, partial: partial() })
-      }
-      setLast(block)
-      events.push({ type: "text_end", contentIndex, content: block.text, partial: partial() })
+      streamText(contentIndex, "text", block.text, (text) => ({ ...block, text }))
     } else if (block.type === "thinking") {
-      blocks = [...blocks, { ...block, thinking: "" }]
-      events.push({ type: "thinking_start", contentIndex, partial: partial() })
-      let sofar = ""
-      for (const delta of pieces(block.thinking, chunkSize)) {
-        sofar += delta
-        setLast({ ...block, thinking: sofar })
-        events.push({ type: "thinking_delta", contentIndex, delta, partial: partial() })
-      }
-      setLast(block)
-      events.push({ type: "thinking_end", contentIndex, content: block.thinking, partial: partial() })
+      streamText(contentIndex, "thinking", block.thinking, (thinking) => ({ ...block, thinking }))
     } else {
       blocks = [...blocks, { ...block, arguments: {} }]
       events.push({ type: "toolcall_start", contentIndex, partial: partial() })

@@ -22,7 +22,7 @@ import {
   ToolCallSkipped,
   ToolNotFound
 } from "./ImmediateOutcome.ts"
-import { contain } from "./internal/contain.ts"
+import { makeEmitter } from "./internal/emitter.ts"
 import { callUser, forEachEager } from "./internal/eager.ts"
 import { causeMessage } from "./internal/errorText.ts"
 import type { AssistantMessage, ToolCall, ToolResultContent, ToolResultMessage } from "./Message.ts"
@@ -194,52 +194,6 @@ const errorResult = (text: string, details: unknown = {}): Finalized => ({
 })
 
 const isAborted = (batch: Batch<any>): boolean => batch.stopping || batch.signal?.aborted === true
-
-/** The batch's view of the sink. */
-interface Emitter {
-  /** Delivers an event. For a synchronous sink it is delivered when called (the result is complete). */
-  readonly emit: (event: AgentEvent) => Effect.Effect<void>
-  /** The same, for the settle phase after an abort: a subscriber gets at most the grace period per event. */
-  readonly bounded: (grace: Duration.Duration) => (event: AgentEvent) => Effect.Effect<void>
-  /** Drops every later event of the work phase (its fiber was abandoned). */
-  readonly close: () => void
-  /** Delivery happens inside `emit` itself, so it can never be cut half-way. */
-  readonly sync: boolean
-}
-
-const warnSubscriber = (event: AgentEvent) => (failure: unknown) =>
-  Effect.logWarning(`effect-agent: an event subscriber failed on ${event.type}`, failure)
-
-/**
- * A sink wrapper: a failing subscriber is logged and never reaches the batch. An effectful delivery cannot
- * be cut by an abort (the phases run it uninterruptibly), so a subscriber never sees half an event.
- */
-const makeEmitter = (sink: EventSink.EventSinkShape): Emitter => {
-  let closed = false
-  const close = () => {
-    closed = true
-  }
-  if (sink === EventSink.discard) return { emit: () => Effect.void, bounded: () => () => Effect.void, close, sync: true }
-  const emitUnsafe = sink.emitUnsafe
-  if (emitUnsafe !== undefined) {
-    const now = (event: AgentEvent): Effect.Effect<void> => {
-      try {
-        emitUnsafe(event)
-        return Effect.void
-      } catch (error) {
-        return warnSubscriber(event)(error)
-      }
-    }
-    return { emit: (event) => closed ? Effect.void : now(event), bounded: () => now, close, sync: true }
-  }
-  const deliver = (event: AgentEvent) => contain(`an event subscriber on ${event.type}`, () => sink.emit(event))
-  return {
-    emit: (event) => closed ? Effect.void : deliver(event),
-    bounded: (grace) => (event) => Effect.asVoid(Effect.timeoutOption(Effect.interruptible(deliver(event)), grace)),
-    close,
-    sync: false
-  }
-}
 
 /**
  * Runs a step that sets a call's flags and emits: directly when the sink is synchronous (nothing can come
@@ -663,7 +617,7 @@ const executeAndFinalize = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effe
   Effect.flatMapEager(execute(batch, prepared), (executed) => finalize(batch, prepared, executed))
 
 /** Prepare, and on success execute and finalize: the finalized outcome of one call. */
-const settle = <R>(batch: Batch<R>, call: Call): Effect.Effect<Finalized, never, R> =>
+const outcomeOf = <R>(batch: Batch<R>, call: Call): Effect.Effect<Finalized, never, R> =>
   Effect.matchCauseEffectEager(prepare(batch, call), {
     onFailure: (cause) => {
       const outcome = Cause.findErrorOption(cause)
@@ -682,7 +636,7 @@ const runSequential = <R>(batch: Batch<R>, calls: ReadonlyArray<Call>): Effect.E
         emitStart(batch, call),
         () =>
           Effect.flatMapEager(
-            settle(batch, call),
+            outcomeOf(batch, call),
             (finalized) => Effect.flatMapEager(emitEnd(batch, call, finalized), () => announce(batch, call))
           )
       ))

@@ -561,10 +561,7 @@ const makeDecoder = (settings: Settings, scrub: Scrub) => {
 
     const onEnd = (): ProviderFailure | undefined => {
       if (!stopped) return failure("stream", `${LABEL}: the stream ended before message_stop`)
-      const mapped = mapStopReason(stopReason ?? "end_turn")
-      builder.stopReason = mapped.stopReason
-      if (mapped.errorMessage !== undefined) builder.errorMessage = mapped.errorMessage
-      builder.finish()
+      builder.finishWith(mapStopReason(stopReason ?? "end_turn"))
       return undefined
     }
 

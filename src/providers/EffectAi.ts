@@ -264,10 +264,7 @@ const makePartHandler = (info: ModelInfo, pricing: Pricing | undefined) => {
           cacheRead,
           cacheWrite
         }, pricing)
-        const mapped = mapFinish(part.reason, builder.hasToolCalls)
-        builder.stopReason = mapped.stopReason
-        if (mapped.errorMessage !== undefined) builder.errorMessage = mapped.errorMessage
-        builder.finish()
+        builder.finishWith(mapFinish(part.reason, builder.hasToolCalls))
         finished = true
         break
       }

@@ -500,10 +500,7 @@ const makeDecoder = (settings: Settings, scrub: Scrub) => {
           builder.completeToolCall(index, { id: `call_${builder.responseId ?? "local"}_${n++}` })
         }
       }
-      const mapped = mapFinishReason(finishReason, builder.hasToolCalls)
-      builder.stopReason = mapped.stopReason
-      if (mapped.errorMessage !== undefined) builder.errorMessage = mapped.errorMessage
-      builder.finish()
+      builder.finishWith(mapFinishReason(finishReason, builder.hasToolCalls))
       return undefined
     }
 

@@ -235,6 +235,13 @@ export class ResponseBuilder {
     return this.content.some((block) => block.type === "toolCall")
   }
 
+  /** Ends the response with a provider's stop reason mapped to ours (see {@link finish}). */
+  finishWith(mapped: { readonly stopReason: StopReason; readonly errorMessage?: string | undefined }): void {
+    this.stopReason = mapped.stopReason
+    if (mapped.errorMessage !== undefined) this.errorMessage = mapped.errorMessage
+    this.finish()
+  }
+
   /**
    * Ends the response: closes what is open and emits `done`, or `error` when the stop reason is `error`
    * (e.g. a content filter), with the final message.
