@@ -45,7 +45,13 @@ export const ToolCall = Schema.Struct({
   id: Schema.String,
   name: Schema.String,
   arguments: ToolCallArguments,
-  thoughtSignature: Schema.optionalKey(Schema.String)
+  thoughtSignature: Schema.optionalKey(Schema.String),
+  /**
+   * The argument text exactly as the model streamed it, present only when that text was not valid JSON
+   * (then `arguments` holds whatever could be salvaged, often `{}`). The prepare phase turns it into an
+   * `InvalidToolArguments` outcome that says "not valid JSON" instead of validating the salvage.
+   */
+  rawArguments: Schema.optionalKey(Schema.String)
 })
 /** @since 0.1.0 */
 export type ToolCall = typeof ToolCall.Type
