@@ -1,3 +1,4 @@
+// Heap-snapshot diff by constructor: node scratchpad/snapsum.mjs after.heapsnapshot [before.heapsnapshot]
 import { readFileSync } from "node:fs"
 const load = (file) => {
 const snap = JSON.parse(readFileSync(file, "utf8"))

@@ -1,2 +1,0 @@
-import { defineConfig } from "vitest/config"
-export default defineConfig({ test: { include: ["test-exp/**/*.test.ts"], testTimeout: 30_000, hookTimeout: 30_000 } })
