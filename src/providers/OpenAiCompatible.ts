@@ -17,6 +17,7 @@ import { makeUsage, type Pricing, ResponseBuilder } from "./internal/builder.ts"
 import { isSameModel, sanitizeTranscript, takeToolResults } from "./internal/transcript.ts"
 import {
   decodeJsonData,
+  errorBodyMessage,
   type EventDecoder,
   failure,
   makeSseModel,
@@ -137,9 +138,14 @@ export const ChunkChoice = Schema.Struct({
   usage: nullable(ChunkUsage)
 })
 
-/** One `data:` payload of the stream (besides the final `[DONE]`). Some servers report errors this way. */
+/**
+ * One `data:` payload of the stream (besides the final `[DONE]`). Some servers report errors this way:
+ * an `error` field (OpenAI, OpenRouter), or vLLM's `{"object": "error", "message": …}`.
+ */
 export const ChatCompletionChunk = Schema.Struct({
   id: nullable(Schema.String),
+  object: nullable(Schema.String),
+  message: nullable(Schema.String),
   model: nullable(Schema.String),
   choices: nullable(Schema.Array(ChunkChoice)),
   usage: nullable(ChunkUsage),
@@ -150,6 +156,31 @@ export const ChatCompletionChunk = Schema.Struct({
 })
 /** @since 0.1.0 */
 export type ChatCompletionChunk = typeof ChatCompletionChunk.Type
+
+/** A whole response, as a server that ignored `stream: true` sends it. */
+export const ChatCompletion = Schema.Struct({
+  id: nullable(Schema.String),
+  model: nullable(Schema.String),
+  choices: Schema.Array(Schema.Struct({
+    message: Schema.Struct({
+      content: nullable(Schema.String),
+      reasoning_content: nullable(Schema.String),
+      reasoning: nullable(Schema.String),
+      tool_calls: nullable(Schema.Array(Schema.Struct({
+        id: nullable(Schema.String),
+        type: nullable(Schema.String),
+        function: Schema.Struct({
+          name: Schema.String,
+          arguments: Schema.Union([Schema.String, Schema.Record(Schema.String, Schema.Unknown)])
+        })
+      })))
+    }),
+    finish_reason: nullable(Schema.String)
+  })),
+  usage: nullable(ChunkUsage)
+})
+/** @since 0.1.0 */
+export type ChatCompletion = typeof ChatCompletion.Type
 
 // ---------------------------------------------------------------------------------------------------------
 // Options
@@ -400,13 +431,45 @@ const mapFinishReason = (
   }
 }
 
+const decodeCompletion = Schema.decodeUnknownOption(Schema.fromJsonString(ChatCompletion))
+
+/** A whole response as the stream chunks that would have carried it. */
+const completionAsEvents = (body: string): ReadonlyArray<Sse.Event> | undefined => {
+  const parsed = decodeCompletion(body)
+  if (parsed._tag === "None" || parsed.value.choices.length === 0) return undefined
+  const completion = parsed.value
+  const choice = completion.choices[0]!
+  const { tool_calls, ...message } = choice.message
+  const chunk: ChatCompletionChunk = {
+    ...(completion.id != null ? { id: completion.id } : {}),
+    ...(completion.model != null ? { model: completion.model } : {}),
+    choices: [{
+      index: 0,
+      delta: {
+        ...message,
+        ...(tool_calls != null ? { tool_calls: tool_calls.map((call, index) => ({ index, ...call })) } : {})
+      },
+      finish_reason: choice.finish_reason ?? "stop"
+    }],
+    ...(completion.usage != null ? { usage: completion.usage } : {})
+  }
+  return [{ _tag: "Event", event: "message", id: undefined, data: JSON.stringify(chunk) }]
+}
+
 const makeDecoder = (settings: Settings, scrub: Scrub) => {
   const decodeChunk = decodeJsonData(ChatCompletionChunk, LABEL, scrub)
   return (): EventDecoder => {
     const builder = new ResponseBuilder(settings.info, Date.now())
     let text: number | undefined
     let thinking: number | undefined
-    const toolCalls = new Map<number | string, number>()
+    /** Wire `index` → content index of the latest call with that index. */
+    const byIndex = new Map<number, number>()
+    /** Calls without an index, by id. */
+    const byId = new Map<string, number>()
+    /** Every call's content index, in the order opened. */
+    const opened: Array<number> = []
+    /** Pieces of calls whose index arrived before a lower one: held so that calls come out in index order. */
+    const held = new Map<number, Array<typeof ToolCallDelta.Type>>()
     let finishReason: string | undefined
     let done = false
 
@@ -417,21 +480,79 @@ const makeDecoder = (settings: Settings, scrub: Scrub) => {
       thinking = undefined
     }
 
-    const onToolCall = (delta: typeof ToolCallDelta.Type) => {
-      const key = delta.index ?? delta.id ?? `#${toolCalls.size}`
-      let index = toolCalls.get(key)
-      if (index === undefined && delta.id != null) index = toolCalls.get(delta.id)
-      if (index === undefined) {
-        closeProse()
-        index = builder.openToolCall(delta.id ?? "", delta.function?.name ?? "")
-        toolCalls.set(key, index)
-      } else {
-        builder.completeToolCall(index, { id: delta.id ?? undefined, name: delta.function?.name ?? undefined })
-      }
-      if (delta.id != null) toolCalls.set(delta.id, index)
+    const open = (delta: typeof ToolCallDelta.Type): number => {
+      closeProse()
+      const index = builder.openToolCall(delta.id ?? "", delta.function?.name ?? "")
+      opened.push(index)
+      return index
+    }
+
+    /** True when every index between the first one seen and `wire` has been seen. */
+    const inOrder = (wire: number): boolean => {
+      if (byIndex.size === 0) return true
+      const lowest = Math.min(...byIndex.keys())
+      if (wire < lowest) return true // too late to come first: append
+      for (let i = lowest; i < wire; i++) if (!byIndex.has(i)) return false
+      return true
+    }
+
+    const appendArguments = (index: number, delta: typeof ToolCallDelta.Type) => {
       const args = delta.function?.arguments
       if (args != null) builder.appendToolArguments(index, typeof args === "string" ? args : JSON.stringify(args))
     }
+
+    const onToolCall = (delta: typeof ToolCallDelta.Type, force = false) => {
+      const wire = delta.index
+      if (wire == null) {
+        // No index: the id says which call, or the piece continues the last call.
+        let index = delta.id != null ? byId.get(delta.id) : opened[opened.length - 1]
+        if (index === undefined) {
+          index = open(delta)
+          if (delta.id != null) byId.set(delta.id, index)
+        } else {
+          builder.completeToolCall(index, { id: delta.id ?? undefined, name: delta.function?.name ?? undefined })
+        }
+        appendArguments(index, delta)
+        return
+      }
+      const existing = byIndex.get(wire)
+      if (existing !== undefined) {
+        const block = builder.block(existing)
+        const current = block?.type === "toolCall" ? block.id : ""
+        if (delta.id != null && delta.id !== "" && current !== "" && delta.id !== current) {
+          // Same index, another id: another call (some servers number every call 0).
+          const index = open(delta)
+          byIndex.set(wire, index)
+          appendArguments(index, delta)
+          return
+        }
+        builder.completeToolCall(existing, { id: delta.id ?? undefined, name: delta.function?.name ?? undefined })
+        appendArguments(existing, delta)
+        return
+      }
+      const pending = held.get(wire)
+      if (pending !== undefined || (!force && !inOrder(wire))) {
+        held.set(wire, [...(pending ?? []), delta])
+        return
+      }
+      const index = open(delta)
+      byIndex.set(wire, index)
+      appendArguments(index, delta)
+      releaseHeld(false)
+    }
+
+    /** Opens held calls whose turn has come; with `all`, every held call, in index order. */
+    const releaseHeld = (all: boolean) => {
+      for (const wire of [...held.keys()].sort((a, b) => a - b)) {
+        if (!all && !inOrder(wire)) break
+        const pieces = held.get(wire)!
+        held.delete(wire)
+        for (const piece of pieces) onToolCall(piece, true)
+      }
+    }
+
+    const serverError = (message: string) =>
+      failure("stream", scrub(`${LABEL}: the server reported an error while streaming: ${message}`))
 
     const onEvent = (event: Sse.Event): ProviderFailure | undefined => {
       const data = event.data.trim()
@@ -440,12 +561,13 @@ const makeDecoder = (settings: Settings, scrub: Scrub) => {
         return undefined
       }
       if (data === "") return undefined
+      if (event.event === "error") return serverError(errorBodyMessage(data))
       const chunk = decodeChunk(data)
       if (chunk instanceof ProviderFailure) return chunk
       if (chunk.error != null) {
-        const message = typeof chunk.error === "string" ? chunk.error : chunk.error.message
-        return failure("stream", scrub(`${LABEL}: the server reported an error while streaming: ${message}`))
+        return serverError(typeof chunk.error === "string" ? chunk.error : chunk.error.message)
       }
+      if (chunk.object === "error") return serverError(chunk.message ?? data)
       builder.start()
       if (chunk.id != null && builder.responseId === undefined) builder.responseId = chunk.id
       if (chunk.model != null && builder.responseModel === undefined) builder.responseModel = chunk.model
@@ -492,9 +614,10 @@ const makeDecoder = (settings: Settings, scrub: Scrub) => {
       if (finishReason === undefined) {
         return failure("stream", `${LABEL}: the stream ended before the response was complete`)
       }
+      releaseHeld(true)
       // Servers that give no id to a tool call: make one, the loop needs ids to pair results.
       let n = 0
-      for (const index of toolCalls.values()) {
+      for (const index of opened) {
         const block = builder.block(index)
         if (block?.type === "toolCall" && block.id === "") {
           builder.completeToolCall(index, { id: `call_${builder.responseId ?? "local"}_${n++}` })
@@ -504,7 +627,7 @@ const makeDecoder = (settings: Settings, scrub: Scrub) => {
       return undefined
     }
 
-    return { builder, onEvent, onEnd, ended: () => done }
+    return { builder, onEvent, onEnd, ended: () => done, fromJson: completionAsEvents }
   }
 }
 
