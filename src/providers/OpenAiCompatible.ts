@@ -31,8 +31,18 @@ import {
 // Wire format: the request
 // ---------------------------------------------------------------------------------------------------------
 
-/** A text part of a user message. */
-export const TextPart = Schema.Struct({ type: Schema.Literal("text"), text: Schema.String })
+/**
+ * A prompt-cache breakpoint, for servers that take Anthropic-style explicit caching in this format
+ * (OpenRouter for Anthropic models).
+ */
+export const CacheControl = Schema.Struct({ type: Schema.Literal("ephemeral") })
+
+/** A text part of a message. */
+export const TextPart = Schema.Struct({
+  type: Schema.Literal("text"),
+  text: Schema.String,
+  cache_control: Schema.optionalKey(CacheControl)
+})
 /** An image part of a user message, as a data URL. */
 export const ImagePart = Schema.Struct({
   type: Schema.Literal("image_url"),
@@ -40,7 +50,10 @@ export const ImagePart = Schema.Struct({
 })
 
 /** The system prompt. */
-export const SystemMessage = Schema.Struct({ role: Schema.Literal("system"), content: Schema.String })
+export const SystemMessage = Schema.Struct({
+  role: Schema.Literal("system"),
+  content: Schema.Union([Schema.String, Schema.Array(TextPart)])
+})
 /** A user message: plain text, or text and image parts. */
 export const UserMessage = Schema.Struct({
   role: Schema.Literal("user"),
@@ -67,7 +80,7 @@ export const AssistantMessage = Schema.Struct({
 export const ToolMessage = Schema.Struct({
   role: Schema.Literal("tool"),
   tool_call_id: Schema.String,
-  content: Schema.String
+  content: Schema.Union([Schema.String, Schema.Array(TextPart)])
 })
 /** Any message of a request. */
 export const ChatMessage = Schema.Union([SystemMessage, UserMessage, AssistantMessage, ToolMessage])
@@ -217,6 +230,12 @@ export interface Options extends TransportOptions {
   readonly temperature?: number | undefined
   /** Prices per million tokens, to compute `usage.cost`. */
   readonly pricing?: Pricing | undefined
+  /**
+   * Mark the system prompt and the newest user turn with `cache_control` breakpoints, as OpenRouter asks
+   * for Anthropic models (other servers cache on their own, or reject the field). Default true for an
+   * `anthropic/…` model on OpenRouter, false elsewhere.
+   */
+  readonly promptCaching?: boolean | undefined
 }
 
 interface Settings {
@@ -228,7 +247,10 @@ interface Settings {
   readonly maxTokens: number | undefined
   readonly temperature: number | undefined
   readonly pricing: Pricing | undefined
+  readonly promptCaching?: boolean | undefined
 }
+
+const isOpenRouter = (baseUrl: string) => /^https:\/\/openrouter\.ai(\/|$)/.test(baseUrl)
 
 const isOpenAi = (baseUrl: string) => /^https:\/\/api\.openai\.com(\/|$)/.test(baseUrl)
 
@@ -246,7 +268,8 @@ const settingsOf = (options: Options): Settings => {
     replayReasoning: options.replayReasoning ?? true,
     maxTokens: options.maxTokens,
     temperature: options.temperature,
-    pricing: options.pricing
+    pricing: options.pricing,
+    promptCaching: options.promptCaching ?? (isOpenRouter(baseUrl) && options.model.startsWith("anthropic/"))
   }
 }
 
@@ -379,6 +402,33 @@ export const toChatMessages = (
   return out
 }
 
+const EPHEMERAL = { type: "ephemeral" } as const
+
+/** The messages with cache breakpoints on the system prompt and on the newest user turn (prompt or tool result). */
+const markCacheBreakpoints = (messages: Array<ChatMessage>): Array<ChatMessage> => {
+  const out = messages.slice()
+  const marked = (content: string | ReadonlyArray<typeof TextPart.Type | typeof ImagePart.Type>) => {
+    const parts = typeof content === "string" ? [{ type: "text" as const, text: content }] : [...content]
+    const index = parts.findLastIndex((part) => part.type === "text")
+    if (index >= 0) parts[index] = { ...(parts[index] as typeof TextPart.Type), cache_control: EPHEMERAL }
+    return parts
+  }
+  const system = out.findIndex((message) => message.role === "system")
+  if (system >= 0) {
+    const message = out[system] as typeof SystemMessage.Type
+    out[system] = { role: "system", content: marked(message.content) as Array<typeof TextPart.Type> }
+  }
+  const newest = out.findLastIndex((message) => message.role === "user" || message.role === "tool")
+  if (newest >= 0) {
+    const message = out[newest]!
+    if (message.role === "user") out[newest] = { role: "user", content: marked(message.content) }
+    else if (message.role === "tool") {
+      out[newest] = { ...message, content: marked(message.content) as Array<typeof TextPart.Type> }
+    }
+  }
+  return out
+}
+
 /** The request body for a model request. */
 export const toRequestBody = (request: ModelRequest, settings: Settings): ChatCompletionRequest => {
   const maxTokens = request.options?.maxTokens ?? settings.maxTokens
@@ -386,7 +436,9 @@ export const toRequestBody = (request: ModelRequest, settings: Settings): ChatCo
   const level = request.options?.thinkingLevel
   return {
     model: settings.info.model,
-    messages: toChatMessages(request.systemPrompt, request.messages, settings),
+    messages: settings.promptCaching === true
+      ? markCacheBreakpoints(toChatMessages(request.systemPrompt, request.messages, settings))
+      : toChatMessages(request.systemPrompt, request.messages, settings),
     stream: true,
     ...(settings.includeUsage ? { stream_options: { include_usage: true } } : {}),
     ...(request.tools.length > 0
@@ -487,12 +539,13 @@ const makeDecoder = (settings: Settings, scrub: Scrub) => {
       return index
     }
 
-    /** True when every index between the first one seen and `wire` has been seen. */
+    /**
+     * True when every lower index has been seen. Indexes count from 0; a call whose predecessors never
+     * come (a server counting from 1) is released when the response ends.
+     */
     const inOrder = (wire: number): boolean => {
-      if (byIndex.size === 0) return true
-      const lowest = Math.min(...byIndex.keys())
-      if (wire < lowest) return true // too late to come first: append
-      for (let i = lowest; i < wire; i++) if (!byIndex.has(i)) return false
+      if (wire > 10_000) return false // not a real position: released at the end
+      for (let i = 0; i < wire; i++) if (!byIndex.has(i)) return false
       return true
     }
 
