@@ -173,6 +173,13 @@ export class ResponseBuilder {
     this.content[index] = { ...block, thinkingSignature: (block.thinkingSignature ?? "") + piece }
   }
 
+  /** Replaces a thinking block's signature (one that arrives whole, possibly more than once). */
+  setSignature(index: number, signature: string): void {
+    const block = this.content[index]
+    if (block?.type !== "thinking") return
+    this.content[index] = { ...block, thinkingSignature: signature }
+  }
+
   openToolCall(id: string, name: string, initialArguments: Record<string, unknown> = {}): number {
     this.start()
     const index = this.content.push({ type: "toolCall", id, name, arguments: initialArguments }) - 1
