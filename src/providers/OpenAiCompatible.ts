@@ -598,7 +598,8 @@ const makeDecoder = (settings: Settings, scrub: Scrub) => {
     const releaseHeld = (all: boolean) => {
       for (const wire of [...held.keys()].sort((a, b) => a - b)) {
         if (!all && !inOrder(wire)) break
-        const pieces = held.get(wire)!
+        const pieces = held.get(wire)
+        if (pieces === undefined) continue // released by a nested call
         held.delete(wire)
         for (const piece of pieces) onToolCall(piece, true)
       }
