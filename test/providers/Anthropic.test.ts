@@ -580,7 +580,9 @@ describe("Anthropic: end to end", () => {
               content: [
                 { type: "text", text: "naïve ✓ 日本" },
                 { type: "image", source: { type: "base64", media_type: "image/png", data: PNG } }
-              ]
+              ],
+              // the newest user turn is a cache breakpoint (prompt caching is on by default)
+              cache_control: { type: "ephemeral" }
             }
           ]
         }
