@@ -132,6 +132,7 @@ const decodeErrorBody = Schema.decodeUnknownOption(Schema.fromJsonString(ErrorBo
 export interface ErrorBodyInfo {
   readonly message: string
   readonly type?: string | undefined
+  readonly code?: string | undefined
 }
 
 /** Reads an error body of a known shape; `undefined` when the text is not one. */
@@ -141,8 +142,9 @@ export const parseErrorBody = (body: string): ErrorBodyInfo | undefined => {
   const value = parsed.value
   if ("error" in value) {
     if (typeof value.error === "string") return { message: value.error }
-    const type = value.error.type ?? (typeof value.error.code === "string" ? value.error.code : undefined)
-    return { message: value.error.message, ...(type ? { type } : {}) }
+    const code = typeof value.error.code === "string" ? value.error.code : undefined
+    const type = value.error.type ?? code
+    return { message: value.error.message, ...(type ? { type } : {}), ...(code ? { code } : {}) }
   }
   return { message: "message" in value ? value.message : value.detail }
 }
@@ -220,7 +222,7 @@ const statusFailure = (
       if (shouldRetry === "false") retryable = false
       else if (shouldRetry === "true") retryable = true
       // A billing limit, not a rate limit: waiting does not help, and retrying only delays the bad news.
-      if (info?.type === "insufficient_quota") retryable = false
+      if (info?.type === "insufficient_quota" || info?.code === "insufficient_quota") retryable = false
       const retryAfter = retryAfterOf(response.headers)
       const tooLong = retryable && transport.retryTimes > 0 && retryAfter !== undefined &&
         Duration.isGreaterThan(retryAfter, transport.maxDelay)
