@@ -261,6 +261,13 @@ describe("issue 11.2: retries that listen to the server", () => {
       expect(error.message).toContain("You exceeded your current quota")
       expect(error.message).toContain("insufficient_quota")
       expect(server.requests).toHaveLength(1)
+      // Some servers name it only in `code`.
+      const byCode = yield* runOpenAi([{
+        status: 429,
+        body: JSON.stringify({ error: { message: "Quota exceeded", type: "requests", code: "insufficient_quota" } })
+      }, { body: openAiTextStream() }])
+      expect(failureOf(byCode.exit).retryable).toBe(false)
+      expect(byCode.server.requests).toHaveLength(1)
     }))
 
   it.live("two retries by default, like the official clients", () =>
