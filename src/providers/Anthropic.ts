@@ -34,12 +34,25 @@ import {
 // Wire format: the request
 // ---------------------------------------------------------------------------------------------------------
 
+/** A prompt-cache breakpoint: the prefix up to and including the block it marks is cached. */
+export const CacheControl = Schema.Struct({
+  type: Schema.Literal("ephemeral"),
+  ttl: Schema.optionalKey(Schema.Literals(["5m", "1h"]))
+})
+/** @since 0.1.0 */
+export type CacheControl = typeof CacheControl.Type
+
 /** A text block. */
-export const TextBlock = Schema.Struct({ type: Schema.Literal("text"), text: Schema.String })
+export const TextBlock = Schema.Struct({
+  type: Schema.Literal("text"),
+  text: Schema.String,
+  cache_control: Schema.optionalKey(CacheControl)
+})
 /** An image block, base64-encoded. */
 export const ImageBlock = Schema.Struct({
   type: Schema.Literal("image"),
-  source: Schema.Struct({ type: Schema.Literal("base64"), media_type: Schema.String, data: Schema.String })
+  source: Schema.Struct({ type: Schema.Literal("base64"), media_type: Schema.String, data: Schema.String }),
+  cache_control: Schema.optionalKey(CacheControl)
 })
 /** A thinking block sent back with its signature. */
 export const ThinkingBlock = Schema.Struct({
@@ -54,14 +67,16 @@ export const ToolUseBlock = Schema.Struct({
   type: Schema.Literal("tool_use"),
   id: Schema.String,
   name: Schema.String,
-  input: Schema.Record(Schema.String, Schema.Unknown)
+  input: Schema.Record(Schema.String, Schema.Unknown),
+  cache_control: Schema.optionalKey(CacheControl)
 })
 /** A tool result, in a user message. Its content may hold images. */
 export const ToolResultBlock = Schema.Struct({
   type: Schema.Literal("tool_result"),
   tool_use_id: Schema.String,
   content: Schema.optionalKey(Schema.Array(Schema.Union([TextBlock, ImageBlock]))),
-  is_error: Schema.optionalKey(Schema.Boolean)
+  is_error: Schema.optionalKey(Schema.Boolean),
+  cache_control: Schema.optionalKey(CacheControl)
 })
 /** Any block of a request message. */
 export const ContentBlock = Schema.Union([
@@ -87,7 +102,8 @@ export type MessageParam = typeof MessageParam.Type
 export const ToolDefinition = Schema.Struct({
   name: Schema.String,
   description: Schema.optionalKey(Schema.String),
-  input_schema: Schema.Record(Schema.String, Schema.Unknown)
+  input_schema: Schema.Record(Schema.String, Schema.Unknown),
+  cache_control: Schema.optionalKey(CacheControl)
 })
 
 /** The request body of a streaming Messages call. */
@@ -207,6 +223,35 @@ const EventSchemas = {
   error: ErrorEvent
 } as const
 
+/** A whole message, as a server that ignored `stream: true` sends it. */
+export const MessageResponse = Schema.Struct({
+  type: Schema.Literal("message"),
+  id: nullable(Schema.String),
+  model: nullable(Schema.String),
+  content: Schema.Array(Typed),
+  stop_reason: nullable(Schema.String),
+  usage: nullable(WireUsage)
+})
+
+const decodeMessageResponse = Schema.decodeUnknownOption(Schema.fromJsonString(MessageResponse))
+
+/** A whole message as the stream events that would have carried it. */
+const messageAsEvents = (body: string): ReadonlyArray<Sse.Event> | undefined => {
+  const parsed = decodeMessageResponse(body)
+  if (parsed._tag === "None") return undefined
+  const message = parsed.value
+  const events: Array<{ readonly type: string; readonly [key: string]: unknown }> = [
+    { type: "message_start", message: { id: message.id, model: message.model, usage: message.usage } },
+    ...message.content.flatMap((content_block, index) => [
+      { type: "content_block_start", index, content_block },
+      { type: "content_block_stop", index }
+    ]),
+    { type: "message_delta", delta: { stop_reason: message.stop_reason ?? "end_turn" } },
+    { type: "message_stop" }
+  ]
+  return events.map((event) => ({ _tag: "Event", event: event.type, id: undefined, data: JSON.stringify(event) }))
+}
+
 /** Any stream event's data: read for its `type` first. */
 export const EventEnvelope = Schema.Struct({ type: Schema.String })
 
@@ -250,6 +295,15 @@ export interface Options extends TransportOptions {
   readonly betas?: ReadonlyArray<string> | undefined
   /** Prices per million tokens, to compute `usage.cost`. */
   readonly pricing?: Pricing | undefined
+  /**
+   * Prompt caching: mark the system prompt, the tools and the newest user turn as cache breakpoints (3 of
+   * the 4 the API allows), so each turn re-reads the transcript from the cache instead of paying for it
+   * again. Reads and writes show in `usage.cacheRead` / `usage.cacheWrite`. Default true; false sends no
+   * `cache_control` at all.
+   */
+  readonly promptCaching?: boolean | undefined
+  /** How long cached prefixes live: `"5m"` (the API's default, sent as nothing) or `"1h"`. */
+  readonly cacheTtl?: "5m" | "1h" | undefined
 }
 
 interface Settings {
@@ -258,6 +312,8 @@ interface Settings {
   readonly maxTokens: number
   readonly temperature: number | undefined
   readonly pricing: Pricing | undefined
+  /** The breakpoint to mark, or none: prompt caching off. */
+  readonly cacheControl?: CacheControl | undefined
 }
 
 const settingsOf = (options: Options): Settings => ({
@@ -265,7 +321,10 @@ const settingsOf = (options: Options): Settings => ({
   url: `${(options.baseUrl ?? DEFAULT_BASE_URL).replace(/\/+$/, "")}/v1/messages`,
   maxTokens: options.maxTokens ?? 8192,
   temperature: options.temperature,
-  pricing: options.pricing
+  pricing: options.pricing,
+  cacheControl: options.promptCaching === false
+    ? undefined
+    : { type: "ephemeral", ...(options.cacheTtl === "1h" ? { ttl: "1h" as const } : {}) }
 })
 
 // ---------------------------------------------------------------------------------------------------------
@@ -364,6 +423,27 @@ export const toMessageParams = (messages: ReadonlyArray<Message>, info: ModelInf
   return out
 }
 
+/**
+ * The messages with a cache breakpoint on the last block of the newest user turn (a prompt, or tool
+ * results). Thinking blocks cannot carry one; a user turn never holds them.
+ */
+const markNewestUserTurn = (messages: Array<MessageParam>, cacheControl: CacheControl): Array<MessageParam> => {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i]!
+    if (message.role !== "user") continue
+    const blocks: Array<ContentBlock> = typeof message.content === "string"
+      ? [{ type: "text", text: message.content }]
+      : [...message.content]
+    const last = blocks[blocks.length - 1]
+    if (last === undefined || last.type === "thinking" || last.type === "redacted_thinking") return messages
+    blocks[blocks.length - 1] = { ...last, cache_control: cacheControl }
+    const out = messages.slice()
+    out[i] = { role: "user", content: blocks }
+    return out
+  }
+  return messages
+}
+
 /** The request body for a model request. */
 export const toRequestBody = (request: ModelRequest, settings: Settings): MessagesRequest => {
   const level = request.options?.thinkingLevel
@@ -372,17 +452,23 @@ export const toRequestBody = (request: ModelRequest, settings: Settings): Messag
   // The budget counts against max_tokens, which must exceed it.
   const maxTokens = budget !== undefined && requested <= budget ? budget + requested : requested
   const temperature = request.options?.temperature ?? settings.temperature
+  const cache = settings.cacheControl
+  const messages = toMessageParams(request.messages, settings.info)
   return {
     model: settings.info.model,
     max_tokens: maxTokens,
-    messages: toMessageParams(request.messages, settings.info),
-    ...(request.systemPrompt.length > 0 ? { system: [{ type: "text" as const, text: request.systemPrompt }] } : {}),
+    messages: cache === undefined ? messages : markNewestUserTurn(messages, cache),
+    ...(request.systemPrompt.length > 0
+      ? { system: [{ type: "text" as const, text: request.systemPrompt, ...(cache ? { cache_control: cache } : {}) }] }
+      : {}),
     ...(request.tools.length > 0
       ? {
-        tools: request.tools.map((tool) => ({
+        tools: request.tools.map((tool, i) => ({
           name: tool.name,
           description: tool.description,
-          input_schema: { type: "object", ...tool.parameters }
+          input_schema: { type: "object", ...tool.parameters },
+          // One breakpoint after the last tool caches them all.
+          ...(cache !== undefined && i === request.tools.length - 1 ? { cache_control: cache } : {})
         }))
       }
       : {}),
@@ -565,7 +651,7 @@ const makeDecoder = (settings: Settings, scrub: Scrub) => {
       return undefined
     }
 
-    return { builder, onEvent, onEnd, ended: () => stopped }
+    return { builder, onEvent, onEnd, ended: () => stopped, fromJson: messageAsEvents }
   }
 }
 

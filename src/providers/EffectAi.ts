@@ -20,11 +20,19 @@ import {
 } from "effect/ai"
 import type { AssistantMessageEvent } from "../AssistantMessageEvent.ts"
 import type { ToolResultContent } from "../Message.ts"
-import { Model, ModelError, type ModelErrorReason, type ModelInfo, type ModelRequest, type ModelShape } from "../Model.ts"
+import {
+  Model,
+  ModelError,
+  type ModelErrorReason,
+  type ModelInfo,
+  type ModelOptions,
+  type ModelRequest,
+  type ModelShape
+} from "../Model.ts"
 import * as Tool from "../Tool.ts"
 import { type DuplicateToolName, type RegisteredTool, ToolRegistry } from "../ToolRegistry.ts"
 import { makeUsage, type Pricing, ResponseBuilder } from "./internal/builder.ts"
-import { sanitizeTranscript } from "./internal/transcript.ts"
+import { isSameModel, sanitizeTranscript } from "./internal/transcript.ts"
 
 // ---------------------------------------------------------------------------------------------------------
 // LanguageModel → Model
@@ -40,10 +48,49 @@ export interface Options {
   readonly model?: string | undefined
   /** Prices per million tokens, to compute `usage.cost`. */
   readonly pricing?: Pricing | undefined
+  /**
+   * How a request's temperature, token limit and thinking level reach the `LanguageModel`, whose
+   * settings are provider-specific: given the options, return the response stream with them applied,
+   * e.g. `(options, parts) => parts.pipe(Stream.provideService(OpenAiLanguageModel.Config, {
+   * temperature: options.temperature, max_output_tokens: options.maxTokens }))`. The options are also
+   * always available to the `LanguageModel` as the {@link RequestOptions} reference.
+   */
+  readonly applyOptions?: ((options: ModelOptions, parts: PartStream) => PartStream) | undefined
 }
 
-/** Our messages as an `effect/ai` prompt (encoded form). */
-export const toPrompt = (request: Pick<ModelRequest, "systemPrompt" | "messages">): Prompt.Prompt => {
+/** The response stream of a `LanguageModel`, as the bridge consumes it. */
+export type PartStream = Stream.Stream<Response.StreamPart<any>, unknown>
+
+/**
+ * The options of the request being served (temperature, token limit, thinking level), provided to the
+ * `LanguageModel`'s stream so that an implementation or wrapper can read them without knowing this library.
+ */
+export const RequestOptions = Context.Reference<ModelOptions>("effect-agent/EffectAi/RequestOptions", {
+  defaultValue: () => ({})
+})
+
+/** The tag that marks a thinking signature as this bridge's: the reasoning parts' provider metadata, as JSON. */
+const SIGNATURE_PREFIX = "effect-ai:"
+
+/** A thinking block's signature back as the options of a reasoning part; `undefined` when it is not ours. */
+const reasoningOptions = (signature: string | undefined): Prompt.ReasoningPartEncoded["options"] | undefined => {
+  if (signature === undefined || !signature.startsWith(SIGNATURE_PREFIX)) return undefined
+  try {
+    const value: unknown = JSON.parse(signature.slice(SIGNATURE_PREFIX.length))
+    return typeof value === "object" && value !== null && !Array.isArray(value) ? value as any : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Our messages as an `effect/ai` prompt (encoded form). With `info`, reasoning this same model produced
+ * goes back with the provider metadata it came with (signatures, encrypted content) as its options.
+ */
+export const toPrompt = (
+  request: Pick<ModelRequest, "systemPrompt" | "messages">,
+  info?: ModelInfo | undefined
+): Prompt.Prompt => {
   const messages: Array<Prompt.MessageEncoded> = []
   if (request.systemPrompt.length > 0) messages.push({ role: "system", content: request.systemPrompt })
   const file = (block: { readonly data: string; readonly mimeType: string }): Prompt.FilePartEncoded => ({
@@ -68,7 +115,10 @@ export const toPrompt = (request: Pick<ModelRequest, "systemPrompt" | "messages"
             if (block.text.length > 0) content.push({ type: "text", text: block.text })
           } else if (block.type === "thinking") {
             if (block.redacted !== true && block.thinking.length > 0) {
-              content.push({ type: "reasoning", text: block.thinking })
+              const options = info !== undefined && isSameModel(message, info)
+                ? reasoningOptions(block.thinkingSignature)
+                : undefined
+              content.push({ type: "reasoning", text: block.thinking, ...(options !== undefined ? { options } : {}) })
             }
           } else {
             content.push({
@@ -179,6 +229,17 @@ const mapFinish = (
       return { stopReason: "error", errorMessage: "The response was stopped by the provider's content filter" }
     case "error":
       return { stopReason: "error", errorMessage: "The provider ended the response with an error" }
+    case "pause":
+      // Not an answer: the provider stopped a long turn (e.g. server tools) and expects to be called again.
+      return {
+        stopReason: "error",
+        errorMessage: "The provider paused the turn (finish reason \"pause\"): send the conversation again to continue"
+      }
+    case "other":
+      return {
+        stopReason: "error",
+        errorMessage: "The provider ended the response for a reason it did not name (finish reason \"other\")"
+      }
     default:
       return { stopReason: hasToolCalls ? "toolUse" : "stop" }
   }
@@ -189,6 +250,18 @@ const makePartHandler = (info: ModelInfo, pricing: Pricing | undefined) => {
   const builder = new ResponseBuilder(info, Date.now())
   const byId = new Map<string, number>()
   let finished = false
+
+  /** The provider metadata of each reasoning block, merged over its parts: signatures often come last. */
+  const reasoningMetadata = new Map<number, Record<string, Record<string, unknown>>>()
+  const keepMetadata = (index: number, metadata: Response.ProviderMetadata | undefined) => {
+    if (metadata === undefined || Object.keys(metadata).length === 0) return
+    const merged = { ...reasoningMetadata.get(index) }
+    for (const [provider, fields] of Object.entries(metadata)) {
+      if (fields !== null && typeof fields === "object") merged[provider] = { ...merged[provider], ...fields }
+    }
+    reasoningMetadata.set(index, merged)
+    builder.setSignature(index, `${SIGNATURE_PREFIX}${JSON.stringify(merged)}`)
+  }
 
   const openOrGet = (kind: "text" | "reasoning", id: string): number => {
     const key = `${kind}:${id}`
@@ -218,14 +291,20 @@ const makePartHandler = (info: ModelInfo, pricing: Pricing | undefined) => {
         break
       }
       case "reasoning-start":
-        openOrGet("reasoning", part.id)
+        keepMetadata(openOrGet("reasoning", part.id), part.metadata)
         break
-      case "reasoning-delta":
-        builder.appendThinking(openOrGet("reasoning", part.id), part.delta)
+      case "reasoning-delta": {
+        const index = openOrGet("reasoning", part.id)
+        keepMetadata(index, part.metadata)
+        builder.appendThinking(index, part.delta)
         break
+      }
       case "reasoning-end": {
         const index = byId.get(`reasoning:${part.id}`)
-        if (index !== undefined) builder.close(index)
+        if (index !== undefined) {
+          keepMetadata(index, part.metadata)
+          builder.close(index)
+        }
         break
       }
       case "tool-params-start":
@@ -260,7 +339,9 @@ const makePartHandler = (info: ModelInfo, pricing: Pricing | undefined) => {
         builder.usage = makeUsage({
           input: usage.inputTokens.uncached ??
             Math.max(0, (usage.inputTokens.total ?? 0) - cacheRead - cacheWrite),
-          output: usage.outputTokens.total ?? 0,
+          // Reasoning tokens are output tokens: counted even when the provider gives no total.
+          output: usage.outputTokens.total ??
+            (usage.outputTokens.text ?? 0) + (usage.outputTokens.reasoning ?? 0),
           cacheRead,
           cacheWrite
         }, pricing)
@@ -290,26 +371,29 @@ const makePartHandler = (info: ModelInfo, pricing: Pricing | undefined) => {
 }
 
 /**
- * Streams one request through an `effect/ai` `LanguageModel`. Per-request options (temperature, token
- * limit, thinking level) are the `LanguageModel`'s own configuration and are not passed on.
+ * Streams one request through an `effect/ai` `LanguageModel`. The request's options (temperature, token
+ * limit, thinking level) are provided as {@link RequestOptions} and handed to `applyOptions`, since each
+ * provider has its own settings for them.
  */
 export const streamWith = (
   languageModel: LanguageModel.LanguageModel,
   info: ModelInfo,
   pricing: Pricing | undefined,
-  request: ModelRequest
+  request: ModelRequest,
+  applyOptions?: ((options: ModelOptions, parts: PartStream) => PartStream) | undefined
 ): Stream.Stream<AssistantMessageEvent, ModelError> =>
   Stream.suspend(() => {
     const handler = makePartHandler(info, pricing)
+    const requestOptions: ModelOptions = request.options ?? {}
     const options = {
-      prompt: toPrompt(request),
+      prompt: toPrompt(request, info),
       disableToolCallResolution: true,
       toolCallValidation: "deferred",
       ...(request.tools.length > 0 ? { toolkit: toolkitOf(request) } : {})
     }
-    const parts = (languageModel.streamText as (options: unknown) => Stream.Stream<Response.StreamPart<any>, unknown>)(
-      options
-    )
+    const raw = (languageModel.streamText as (options: unknown) => PartStream)(options)
+    const configured = applyOptions === undefined ? raw : applyOptions(requestOptions, raw)
+    const parts = configured.pipe(Stream.provideService(RequestOptions, requestOptions))
     return parts.pipe(
       Stream.mapError(toModelError),
       Stream.mapEffect((part) => {
@@ -333,7 +417,10 @@ export const make = (options: Options = {}): Effect.Effect<ModelShape, never, La
       provider: options.provider ?? "effect-ai",
       model: options.model ?? "unknown"
     }
-    return Model.of({ info, stream: (request) => streamWith(languageModel, info, options.pricing, request) })
+    return Model.of({
+      info,
+      stream: (request) => streamWith(languageModel, info, options.pricing, request, options.applyOptions)
+    })
   })
 
 /** A {@link Model} layer over the `LanguageModel` the layer is given. */

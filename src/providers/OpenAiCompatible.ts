@@ -17,6 +17,7 @@ import { makeUsage, type Pricing, ResponseBuilder } from "./internal/builder.ts"
 import { isSameModel, sanitizeTranscript, takeToolResults } from "./internal/transcript.ts"
 import {
   decodeJsonData,
+  errorBodyMessage,
   type EventDecoder,
   failure,
   makeSseModel,
@@ -30,8 +31,18 @@ import {
 // Wire format: the request
 // ---------------------------------------------------------------------------------------------------------
 
-/** A text part of a user message. */
-export const TextPart = Schema.Struct({ type: Schema.Literal("text"), text: Schema.String })
+/**
+ * A prompt-cache breakpoint, for servers that take Anthropic-style explicit caching in this format
+ * (OpenRouter for Anthropic models).
+ */
+export const CacheControl = Schema.Struct({ type: Schema.Literal("ephemeral") })
+
+/** A text part of a message. */
+export const TextPart = Schema.Struct({
+  type: Schema.Literal("text"),
+  text: Schema.String,
+  cache_control: Schema.optionalKey(CacheControl)
+})
 /** An image part of a user message, as a data URL. */
 export const ImagePart = Schema.Struct({
   type: Schema.Literal("image_url"),
@@ -39,7 +50,10 @@ export const ImagePart = Schema.Struct({
 })
 
 /** The system prompt. */
-export const SystemMessage = Schema.Struct({ role: Schema.Literal("system"), content: Schema.String })
+export const SystemMessage = Schema.Struct({
+  role: Schema.Literal("system"),
+  content: Schema.Union([Schema.String, Schema.Array(TextPart)])
+})
 /** A user message: plain text, or text and image parts. */
 export const UserMessage = Schema.Struct({
   role: Schema.Literal("user"),
@@ -66,7 +80,7 @@ export const AssistantMessage = Schema.Struct({
 export const ToolMessage = Schema.Struct({
   role: Schema.Literal("tool"),
   tool_call_id: Schema.String,
-  content: Schema.String
+  content: Schema.Union([Schema.String, Schema.Array(TextPart)])
 })
 /** Any message of a request. */
 export const ChatMessage = Schema.Union([SystemMessage, UserMessage, AssistantMessage, ToolMessage])
@@ -137,9 +151,14 @@ export const ChunkChoice = Schema.Struct({
   usage: nullable(ChunkUsage)
 })
 
-/** One `data:` payload of the stream (besides the final `[DONE]`). Some servers report errors this way. */
+/**
+ * One `data:` payload of the stream (besides the final `[DONE]`). Some servers report errors this way:
+ * an `error` field (OpenAI, OpenRouter), or vLLM's `{"object": "error", "message": …}`.
+ */
 export const ChatCompletionChunk = Schema.Struct({
   id: nullable(Schema.String),
+  object: nullable(Schema.String),
+  message: nullable(Schema.String),
   model: nullable(Schema.String),
   choices: nullable(Schema.Array(ChunkChoice)),
   usage: nullable(ChunkUsage),
@@ -150,6 +169,31 @@ export const ChatCompletionChunk = Schema.Struct({
 })
 /** @since 0.1.0 */
 export type ChatCompletionChunk = typeof ChatCompletionChunk.Type
+
+/** A whole response, as a server that ignored `stream: true` sends it. */
+export const ChatCompletion = Schema.Struct({
+  id: nullable(Schema.String),
+  model: nullable(Schema.String),
+  choices: Schema.Array(Schema.Struct({
+    message: Schema.Struct({
+      content: nullable(Schema.String),
+      reasoning_content: nullable(Schema.String),
+      reasoning: nullable(Schema.String),
+      tool_calls: nullable(Schema.Array(Schema.Struct({
+        id: nullable(Schema.String),
+        type: nullable(Schema.String),
+        function: Schema.Struct({
+          name: Schema.String,
+          arguments: Schema.Union([Schema.String, Schema.Record(Schema.String, Schema.Unknown)])
+        })
+      })))
+    }),
+    finish_reason: nullable(Schema.String)
+  })),
+  usage: nullable(ChunkUsage)
+})
+/** @since 0.1.0 */
+export type ChatCompletion = typeof ChatCompletion.Type
 
 // ---------------------------------------------------------------------------------------------------------
 // Options
@@ -186,6 +230,12 @@ export interface Options extends TransportOptions {
   readonly temperature?: number | undefined
   /** Prices per million tokens, to compute `usage.cost`. */
   readonly pricing?: Pricing | undefined
+  /**
+   * Mark the system prompt and the newest user turn with `cache_control` breakpoints, as OpenRouter asks
+   * for Anthropic models (other servers cache on their own, or reject the field). Default true for an
+   * `anthropic/…` model on OpenRouter, false elsewhere.
+   */
+  readonly promptCaching?: boolean | undefined
 }
 
 interface Settings {
@@ -197,7 +247,10 @@ interface Settings {
   readonly maxTokens: number | undefined
   readonly temperature: number | undefined
   readonly pricing: Pricing | undefined
+  readonly promptCaching?: boolean | undefined
 }
+
+const isOpenRouter = (baseUrl: string) => /^https:\/\/openrouter\.ai(\/|$)/.test(baseUrl)
 
 const isOpenAi = (baseUrl: string) => /^https:\/\/api\.openai\.com(\/|$)/.test(baseUrl)
 
@@ -215,7 +268,8 @@ const settingsOf = (options: Options): Settings => {
     replayReasoning: options.replayReasoning ?? true,
     maxTokens: options.maxTokens,
     temperature: options.temperature,
-    pricing: options.pricing
+    pricing: options.pricing,
+    promptCaching: options.promptCaching ?? (isOpenRouter(baseUrl) && options.model.startsWith("anthropic/"))
   }
 }
 
@@ -348,6 +402,33 @@ export const toChatMessages = (
   return out
 }
 
+const EPHEMERAL = { type: "ephemeral" } as const
+
+/** The messages with cache breakpoints on the system prompt and on the newest user turn (prompt or tool result). */
+const markCacheBreakpoints = (messages: Array<ChatMessage>): Array<ChatMessage> => {
+  const out = messages.slice()
+  const marked = (content: string | ReadonlyArray<typeof TextPart.Type | typeof ImagePart.Type>) => {
+    const parts = typeof content === "string" ? [{ type: "text" as const, text: content }] : [...content]
+    const index = parts.findLastIndex((part) => part.type === "text")
+    if (index >= 0) parts[index] = { ...(parts[index] as typeof TextPart.Type), cache_control: EPHEMERAL }
+    return parts
+  }
+  const system = out.findIndex((message) => message.role === "system")
+  if (system >= 0) {
+    const message = out[system] as typeof SystemMessage.Type
+    out[system] = { role: "system", content: marked(message.content) as Array<typeof TextPart.Type> }
+  }
+  const newest = out.findLastIndex((message) => message.role === "user" || message.role === "tool")
+  if (newest >= 0) {
+    const message = out[newest]!
+    if (message.role === "user") out[newest] = { role: "user", content: marked(message.content) }
+    else if (message.role === "tool") {
+      out[newest] = { ...message, content: marked(message.content) as Array<typeof TextPart.Type> }
+    }
+  }
+  return out
+}
+
 /** The request body for a model request. */
 export const toRequestBody = (request: ModelRequest, settings: Settings): ChatCompletionRequest => {
   const maxTokens = request.options?.maxTokens ?? settings.maxTokens
@@ -355,7 +436,9 @@ export const toRequestBody = (request: ModelRequest, settings: Settings): ChatCo
   const level = request.options?.thinkingLevel
   return {
     model: settings.info.model,
-    messages: toChatMessages(request.systemPrompt, request.messages, settings),
+    messages: settings.promptCaching === true
+      ? markCacheBreakpoints(toChatMessages(request.systemPrompt, request.messages, settings))
+      : toChatMessages(request.systemPrompt, request.messages, settings),
     stream: true,
     ...(settings.includeUsage ? { stream_options: { include_usage: true } } : {}),
     ...(request.tools.length > 0
@@ -400,13 +483,45 @@ const mapFinishReason = (
   }
 }
 
+const decodeCompletion = Schema.decodeUnknownOption(Schema.fromJsonString(ChatCompletion))
+
+/** A whole response as the stream chunks that would have carried it. */
+const completionAsEvents = (body: string): ReadonlyArray<Sse.Event> | undefined => {
+  const parsed = decodeCompletion(body)
+  if (parsed._tag === "None" || parsed.value.choices.length === 0) return undefined
+  const completion = parsed.value
+  const choice = completion.choices[0]!
+  const { tool_calls, ...message } = choice.message
+  const chunk: ChatCompletionChunk = {
+    ...(completion.id != null ? { id: completion.id } : {}),
+    ...(completion.model != null ? { model: completion.model } : {}),
+    choices: [{
+      index: 0,
+      delta: {
+        ...message,
+        ...(tool_calls != null ? { tool_calls: tool_calls.map((call, index) => ({ index, ...call })) } : {})
+      },
+      finish_reason: choice.finish_reason ?? "stop"
+    }],
+    ...(completion.usage != null ? { usage: completion.usage } : {})
+  }
+  return [{ _tag: "Event", event: "message", id: undefined, data: JSON.stringify(chunk) }]
+}
+
 const makeDecoder = (settings: Settings, scrub: Scrub) => {
   const decodeChunk = decodeJsonData(ChatCompletionChunk, LABEL, scrub)
   return (): EventDecoder => {
     const builder = new ResponseBuilder(settings.info, Date.now())
     let text: number | undefined
     let thinking: number | undefined
-    const toolCalls = new Map<number | string, number>()
+    /** Wire `index` → content index of the latest call with that index. */
+    const byIndex = new Map<number, number>()
+    /** Calls without an index, by id. */
+    const byId = new Map<string, number>()
+    /** Every call's content index, in the order opened. */
+    const opened: Array<number> = []
+    /** Pieces of calls whose index arrived before a lower one: held so that calls come out in index order. */
+    const held = new Map<number, Array<typeof ToolCallDelta.Type>>()
     let finishReason: string | undefined
     let done = false
 
@@ -417,21 +532,81 @@ const makeDecoder = (settings: Settings, scrub: Scrub) => {
       thinking = undefined
     }
 
-    const onToolCall = (delta: typeof ToolCallDelta.Type) => {
-      const key = delta.index ?? delta.id ?? `#${toolCalls.size}`
-      let index = toolCalls.get(key)
-      if (index === undefined && delta.id != null) index = toolCalls.get(delta.id)
-      if (index === undefined) {
-        closeProse()
-        index = builder.openToolCall(delta.id ?? "", delta.function?.name ?? "")
-        toolCalls.set(key, index)
-      } else {
-        builder.completeToolCall(index, { id: delta.id ?? undefined, name: delta.function?.name ?? undefined })
-      }
-      if (delta.id != null) toolCalls.set(delta.id, index)
+    const open = (delta: typeof ToolCallDelta.Type): number => {
+      closeProse()
+      const index = builder.openToolCall(delta.id ?? "", delta.function?.name ?? "")
+      opened.push(index)
+      return index
+    }
+
+    /**
+     * True when every lower index has been seen. Indexes count from 0; a call whose predecessors never
+     * come (a server counting from 1) is released when the response ends.
+     */
+    const inOrder = (wire: number): boolean => {
+      if (wire > 10_000) return false // not a real position: released at the end
+      for (let i = 0; i < wire; i++) if (!byIndex.has(i)) return false
+      return true
+    }
+
+    const appendArguments = (index: number, delta: typeof ToolCallDelta.Type) => {
       const args = delta.function?.arguments
       if (args != null) builder.appendToolArguments(index, typeof args === "string" ? args : JSON.stringify(args))
     }
+
+    const onToolCall = (delta: typeof ToolCallDelta.Type, force = false) => {
+      const wire = delta.index
+      if (wire == null) {
+        // No index: the id says which call, or the piece continues the last call.
+        let index = delta.id != null ? byId.get(delta.id) : opened[opened.length - 1]
+        if (index === undefined) {
+          index = open(delta)
+          if (delta.id != null) byId.set(delta.id, index)
+        } else {
+          builder.completeToolCall(index, { id: delta.id ?? undefined, name: delta.function?.name ?? undefined })
+        }
+        appendArguments(index, delta)
+        return
+      }
+      const existing = byIndex.get(wire)
+      if (existing !== undefined) {
+        const block = builder.block(existing)
+        const current = block?.type === "toolCall" ? block.id : ""
+        if (delta.id != null && delta.id !== "" && current !== "" && delta.id !== current) {
+          // Same index, another id: another call (some servers number every call 0).
+          const index = open(delta)
+          byIndex.set(wire, index)
+          appendArguments(index, delta)
+          return
+        }
+        builder.completeToolCall(existing, { id: delta.id ?? undefined, name: delta.function?.name ?? undefined })
+        appendArguments(existing, delta)
+        return
+      }
+      const pending = held.get(wire)
+      if (pending !== undefined || (!force && !inOrder(wire))) {
+        held.set(wire, [...(pending ?? []), delta])
+        return
+      }
+      const index = open(delta)
+      byIndex.set(wire, index)
+      appendArguments(index, delta)
+      releaseHeld(false)
+    }
+
+    /** Opens held calls whose turn has come; with `all`, every held call, in index order. */
+    const releaseHeld = (all: boolean) => {
+      for (const wire of [...held.keys()].sort((a, b) => a - b)) {
+        if (!all && !inOrder(wire)) break
+        const pieces = held.get(wire)
+        if (pieces === undefined) continue // released by a nested call
+        held.delete(wire)
+        for (const piece of pieces) onToolCall(piece, true)
+      }
+    }
+
+    const serverError = (message: string) =>
+      failure("stream", scrub(`${LABEL}: the server reported an error while streaming: ${message}`))
 
     const onEvent = (event: Sse.Event): ProviderFailure | undefined => {
       const data = event.data.trim()
@@ -440,12 +615,13 @@ const makeDecoder = (settings: Settings, scrub: Scrub) => {
         return undefined
       }
       if (data === "") return undefined
+      if (event.event === "error") return serverError(errorBodyMessage(data))
       const chunk = decodeChunk(data)
       if (chunk instanceof ProviderFailure) return chunk
       if (chunk.error != null) {
-        const message = typeof chunk.error === "string" ? chunk.error : chunk.error.message
-        return failure("stream", scrub(`${LABEL}: the server reported an error while streaming: ${message}`))
+        return serverError(typeof chunk.error === "string" ? chunk.error : chunk.error.message)
       }
+      if (chunk.object === "error") return serverError(chunk.message ?? data)
       builder.start()
       if (chunk.id != null && builder.responseId === undefined) builder.responseId = chunk.id
       if (chunk.model != null && builder.responseModel === undefined) builder.responseModel = chunk.model
@@ -492,9 +668,10 @@ const makeDecoder = (settings: Settings, scrub: Scrub) => {
       if (finishReason === undefined) {
         return failure("stream", `${LABEL}: the stream ended before the response was complete`)
       }
+      releaseHeld(true)
       // Servers that give no id to a tool call: make one, the loop needs ids to pair results.
       let n = 0
-      for (const index of toolCalls.values()) {
+      for (const index of opened) {
         const block = builder.block(index)
         if (block?.type === "toolCall" && block.id === "") {
           builder.completeToolCall(index, { id: `call_${builder.responseId ?? "local"}_${n++}` })
@@ -504,7 +681,7 @@ const makeDecoder = (settings: Settings, scrub: Scrub) => {
       return undefined
     }
 
-    return { builder, onEvent, onEnd, ended: () => done }
+    return { builder, onEvent, onEnd, ended: () => done, fromJson: completionAsEvents }
   }
 }
 

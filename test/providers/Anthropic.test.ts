@@ -226,9 +226,15 @@ describe("Anthropic: the request", () => {
         model: "claude-test",
         // max_tokens must exceed the thinking budget: the answer keeps its 1000 on top of it
         max_tokens: 1000 + 2048,
-        messages: [{ role: "user", content: "hi" }],
-        system: [{ type: "text", text: "Be brief." }],
-        tools: [{ name: "add", description: addTool.description, input_schema: addTool.parameters }],
+        // prompt caching is on by default: breakpoints on the newest user turn, the system prompt, the tools
+        messages: [{ role: "user", content: [{ type: "text", text: "hi", cache_control: { type: "ephemeral" } }] }],
+        system: [{ type: "text", text: "Be brief.", cache_control: { type: "ephemeral" } }],
+        tools: [{
+          name: "add",
+          description: addTool.description,
+          input_schema: addTool.parameters,
+          cache_control: { type: "ephemeral" }
+        }],
         stream: true,
         // thinking on: no temperature
         thinking: { type: "enabled", budget_tokens: 2048 }
@@ -574,7 +580,9 @@ describe("Anthropic: end to end", () => {
               content: [
                 { type: "text", text: "naïve ✓ 日本" },
                 { type: "image", source: { type: "base64", media_type: "image/png", data: PNG } }
-              ]
+              ],
+              // the newest user turn is a cache breakpoint (prompt caching is on by default)
+              cache_control: { type: "ephemeral" }
             }
           ]
         }

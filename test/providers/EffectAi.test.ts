@@ -1,5 +1,5 @@
 import { assert, describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Schema, Stream } from "effect"
+import { Context, Effect, Exit, Layer, Option, Schema, Stream } from "effect"
 import { AiError, LanguageModel, type Prompt, type Response, Tool as AiTool, Toolkit } from "effect/ai"
 import type { AgentEvent } from "../../src/AgentEvent.ts"
 import * as EventSink from "../../src/EventSink.ts"
@@ -308,5 +308,109 @@ describe("EffectAi: a Toolkit as our tools", () => {
       )
       expect(batch.messages.map((m) => [m.toolCallId, m.isError])).toEqual([["w1", false]])
       expect(batch.messages[0]!.content).toEqual([{ type: "text", text: "{\"city\":\"Oslo\",\"temperature\":21}" }])
+    }))
+})
+
+describe("issue 11.7: the effect/ai bridge carries what it used to drop", () => {
+  class FakeConfig extends Context.Service<FakeConfig, { readonly temperature?: number; readonly maxOutput?: number }>()(
+    "test/FakeConfig"
+  ) {}
+
+  const textParts = (usage: typeof Response.Usage.Encoded = { inputTokens: {}, outputTokens: {} }, reason: Response.FinishReason = "stop") =>
+    Stream.fromIterable<Response.StreamPartEncoded>([
+      { type: "text-start", id: "t" },
+      { type: "text-delta", id: "t", delta: "ok" },
+      { type: "text-end", id: "t" },
+      { type: "finish", reason, usage }
+    ])
+
+  it.effect("temperature, max tokens and thinking level reach the LanguageModel", () =>
+    Effect.gen(function*() {
+      const reached: Array<unknown> = []
+      // A LanguageModel that, like the vendor ones, reads its settings from the context of the stream.
+      const languageModel = Layer.effect(
+        LanguageModel.LanguageModel,
+        LanguageModel.make({
+          generateText: () => Effect.die("not used"),
+          streamText: () =>
+            Stream.unwrap(Effect.gen(function*() {
+              reached.push({ options: yield* EffectAi.RequestOptions, config: Option.getOrUndefined(yield* Effect.serviceOption(FakeConfig)) })
+              return textParts()
+            }))
+        })
+      )
+      const options = { temperature: 0.2, maxTokens: 321, thinkingLevel: "high" } as const
+      yield* collect(request([user("x")], { options })).pipe(
+        Effect.provide(EffectAi.layer({
+          applyOptions: (options, parts) =>
+            parts.pipe(Stream.provideService(FakeConfig, {
+              ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
+              ...(options.maxTokens !== undefined ? { maxOutput: options.maxTokens } : {})
+            }))
+        })),
+        Effect.provide(languageModel)
+      )
+      expect(reached).toEqual([{
+        options,
+        config: { temperature: 0.2, maxOutput: 321 }
+      }])
+    }))
+
+  it.effect("a reasoning signature survives a round trip, for the same model only", () =>
+    Effect.gen(function*() {
+      const seen: Array<LanguageModel.ProviderOptions> = []
+      let call = 0
+      const layer = EffectAi.layer({ provider: "fake", model: "fake-model" }).pipe(
+        Layer.provide(fakeLanguageModel(() =>
+          call++ === 0
+            ? Stream.fromIterable<Response.StreamPartEncoded>([
+              { type: "reasoning-start", id: "r", metadata: { anthropic: { type: "thinking" } } },
+              { type: "reasoning-delta", id: "r", delta: "Let me see." },
+              { type: "reasoning-end", id: "r", metadata: { anthropic: { signature: "EqQBsig==" } } },
+              { type: "finish", reason: "stop", usage: { inputTokens: {}, outputTokens: {} } }
+            ])
+            : textParts(), seen))
+      )
+      const first = checkProtocol(yield* collect(request([user("x")])).pipe(Effect.provide(layer)))
+      const thinking = first.content[0]!
+      assert(thinking.type === "thinking")
+      expect(thinking.thinking).toBe("Let me see.")
+      expect(thinking.thinkingSignature).toBeDefined()
+      yield* collect(request([user("x"), first, user("and?")])).pipe(Effect.provide(layer))
+      const reasoning = (seen[1]!.prompt.content[1]!.content as ReadonlyArray<any>)[0]
+      expect(reasoning.type).toBe("reasoning")
+      expect(reasoning.options).toEqual({ anthropic: { type: "thinking", signature: "EqQBsig==" } })
+      // Another model's reasoning goes back without the signature it could not verify.
+      const other = EffectAi.toPrompt(
+        { systemPrompt: "", messages: [user("x"), { ...first, model: "other-model" }] },
+        { api: "effect-ai", provider: "fake", model: "fake-model" }
+      )
+      expect((other.content[1]!.content as ReadonlyArray<any>)[0].options).toEqual({})
+    }))
+
+  it.effect("pause and other finish reasons are not flattened to stop", () =>
+    Effect.gen(function*() {
+      const finishWith = (reason: Response.FinishReason) =>
+        collect(request([user("x")])).pipe(
+          Effect.provide(EffectAi.layer()),
+          Effect.provide(fakeLanguageModel(() => textParts(undefined, reason)))
+        )
+      const paused = checkProtocol(yield* finishWith("pause"))
+      expect(paused.stopReason).toBe("error")
+      expect(paused.errorMessage).toMatch(/paused/)
+      const other = checkProtocol(yield* finishWith("other"))
+      expect(other.stopReason).toBe("error")
+      expect(other.errorMessage).toMatch(/"other"/)
+    }))
+
+  it.effect("reasoning tokens are kept when the provider gives no output total", () =>
+    Effect.gen(function*() {
+      const events = yield* collect(request([user("x")])).pipe(
+        Effect.provide(EffectAi.layer()),
+        Effect.provide(fakeLanguageModel(() =>
+          textParts({ inputTokens: { total: 10 }, outputTokens: { text: 5, reasoning: 40 } })
+        ))
+      )
+      expect(checkProtocol(events).usage).toMatchObject({ input: 10, output: 45, totalTokens: 55 })
     }))
 })

@@ -11,6 +11,15 @@ import { emptyUsage } from "../../Message.ts"
 import type { ModelInfo } from "../../Model.ts"
 import { parseArguments } from "./partialJson.ts"
 
+const isJson = (text: string): boolean => {
+  try {
+    JSON.parse(text)
+    return true
+  } catch {
+    return false
+  }
+}
+
 /** Prices in dollars per million tokens, to fill in `usage.cost`. */
 export interface Pricing {
   readonly input: number
@@ -164,6 +173,13 @@ export class ResponseBuilder {
     this.content[index] = { ...block, thinkingSignature: (block.thinkingSignature ?? "") + piece }
   }
 
+  /** Replaces a thinking block's signature (one that arrives whole, possibly more than once). */
+  setSignature(index: number, signature: string): void {
+    const block = this.content[index]
+    if (block?.type !== "thinking") return
+    this.content[index] = { ...block, thinkingSignature: signature }
+  }
+
   openToolCall(id: string, name: string, initialArguments: Record<string, unknown> = {}): number {
     this.start()
     const index = this.content.push({ type: "toolCall", id, name, arguments: initialArguments }) - 1
@@ -199,7 +215,10 @@ export class ResponseBuilder {
     this.content[index] = { ...block, arguments: args }
   }
 
-  /** Ends a block with its `*_end` event. A tool call's arguments are parsed from all of their text. */
+  /**
+   * Ends a block with its `*_end` event. A tool call's arguments are parsed from all of their text; when
+   * that text is not valid JSON the call keeps it as `rawArguments`.
+   */
   close(index: number): void {
     if (!this.open.delete(index)) return
     const block = this.content[index]!
@@ -218,7 +237,12 @@ export class ResponseBuilder {
       case "toolCall": {
         const text = this.argumentText.get(index) ?? ""
         this.argumentText.delete(index)
-        const toolCall: ToolCall = text.trim() === "" ? block : { ...block, arguments: parseArguments(text) }
+        const toolCall: ToolCall = text.trim() === ""
+          ? block
+          : isJson(text)
+          ? { ...block, arguments: parseArguments(text) }
+          // What could be salvaged stays in `arguments`; the raw text tells the tool layer it was not JSON.
+          : { ...block, arguments: parseArguments(text), rawArguments: text }
         this.content[index] = toolCall
         this.events.push({ type: "toolcall_end", contentIndex: index, toolCall, partial: this.snapshot() })
         break

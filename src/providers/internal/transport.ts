@@ -10,6 +10,7 @@ import type { Scope } from "effect"
 import { Sse } from "effect/encoding"
 import { HttpClient, type HttpClientError, HttpClientRequest, type HttpClientResponse } from "effect/http"
 import type { AssistantMessageEvent } from "../../AssistantMessageEvent.ts"
+import type { AssistantMessage } from "../../Message.ts"
 import {
   ModelError,
   type ModelErrorReason,
@@ -25,13 +26,13 @@ import type { ResponseBuilder } from "./builder.ts"
 
 /** How transient faults are retried. Only faults that happen before the first event are retried. */
 export interface RetryOptions {
-  /** Retries after the first attempt. Default 3; 0 disables retrying. */
+  /** Retries after the first attempt. Default 2, as in the official clients; 0 disables retrying. */
   readonly times?: number | undefined
   /** The first backoff delay, doubled (with jitter) for each retry. Default 1 second. */
   readonly baseDelay?: Duration.Input | undefined
   /**
    * The longest wait between attempts. A `retry-after` asking for longer is not honoured: the call fails
-   * at once. Default 60 seconds.
+   * at once, and its error message says how long the server asked to wait. Default 60 seconds.
    */
   readonly maxDelay?: Duration.Input | undefined
 }
@@ -46,6 +47,11 @@ export interface TransportOptions {
   readonly retry?: RetryOptions | undefined
   /** Extra request headers (e.g. for a proxy). */
   readonly headers?: Readonly<Record<string, string>> | undefined
+  /**
+   * Send the current trace as `traceparent` and `b3` headers. Default false: a third-party API has no use
+   * for them, and they tell it about your tracing.
+   */
+  readonly propagateTracing?: boolean | undefined
 }
 
 /** {@link TransportOptions} with every default applied. */
@@ -55,15 +61,20 @@ export interface Transport {
   readonly baseDelay: Duration.Duration
   readonly maxDelay: Duration.Duration
   readonly headers: Readonly<Record<string, string>>
+  readonly propagateTracing: boolean
 }
 
 export const resolveTransport = (options: TransportOptions): Transport => ({
   idleTimeout: Duration.fromInputUnsafe(options.idleTimeout ?? Duration.minutes(5)),
-  retryTimes: Math.max(0, Math.floor(options.retry?.times ?? 3)),
+  retryTimes: Math.max(0, Math.floor(options.retry?.times ?? DEFAULT_RETRIES)),
   baseDelay: Duration.fromInputUnsafe(options.retry?.baseDelay ?? Duration.seconds(1)),
   maxDelay: Duration.fromInputUnsafe(options.retry?.maxDelay ?? Duration.seconds(60)),
-  headers: options.headers ?? {}
+  headers: options.headers ?? {},
+  propagateTracing: options.propagateTracing ?? false
 })
+
+/** Retries after the first attempt unless told otherwise: the official OpenAI and Anthropic clients' default. */
+export const DEFAULT_RETRIES = 2
 
 // ---------------------------------------------------------------------------------------------------------
 // Faults
@@ -117,20 +128,34 @@ const ErrorBody = Schema.Union([
 ])
 const decodeErrorBody = Schema.decodeUnknownOption(Schema.fromJsonString(ErrorBody))
 
+/** What an error body says: its message and, when it names one, its error type (`insufficient_quota`, …). */
+export interface ErrorBodyInfo {
+  readonly message: string
+  readonly type?: string | undefined
+  readonly code?: string | undefined
+}
+
+/** Reads an error body of a known shape; `undefined` when the text is not one. */
+export const parseErrorBody = (body: string): ErrorBodyInfo | undefined => {
+  const parsed = decodeErrorBody(body)
+  if (Option.isNone(parsed)) return undefined
+  const value = parsed.value
+  if ("error" in value) {
+    if (typeof value.error === "string") return { message: value.error }
+    const code = typeof value.error.code === "string" ? value.error.code : undefined
+    const type = value.error.type ?? code
+    return { message: value.error.message, ...(type ? { type } : {}), ...(code ? { code } : {}) }
+  }
+  return { message: "message" in value ? value.message : value.detail }
+}
+
+const shorten = (text: string, max: number) => text.length > max ? `${text.slice(0, max)}…` : text
+
 /** The human-readable message of an error body, or the body itself (shortened) when it has no known shape. */
 export const errorBodyMessage = (body: string): string => {
-  const parsed = decodeErrorBody(body)
-  if (Option.isSome(parsed)) {
-    const value = parsed.value
-    if ("error" in value) {
-      if (typeof value.error === "string") return value.error
-      const type = value.error.type ?? (typeof value.error.code === "string" ? value.error.code : undefined)
-      return type ? `${value.error.message} (${type})` : value.error.message
-    }
-    return "message" in value ? value.message : value.detail
-  }
-  const trimmed = body.trim()
-  return trimmed.length > 500 ? `${trimmed.slice(0, 500)}…` : trimmed
+  const info = parseErrorBody(body)
+  if (info !== undefined) return info.type ? `${info.message} (${info.type})` : info.message
+  return shorten(body.trim(), 500)
 }
 
 /** The wait a response asks for: `retry-after-ms`, or `retry-after` in seconds or as an HTTP date. */
@@ -179,18 +204,34 @@ const statusFailure = (
     Effect.orElseSucceed(() => ""),
     Effect.map((body) => {
       const status = response.status
+      const info = parseErrorBody(body)
       const detail = errorBodyMessage(body) || `status ${status}`
-      const [reason, retryable]: [ModelErrorReason, boolean] = status === 401 || status === 403
+      let [reason, retryable]: [ModelErrorReason, boolean] = status === 401 || status === 403
         ? ["auth", false]
         : status === 429
         ? ["rate-limit", true]
         : status === 408
         ? ["timeout", true]
+        : status === 409 // a lock timeout, retried by the official clients
+        ? ["http", true]
         : status >= 500
         ? ["http", true]
         : ["http", false]
+      // The server knows better than its status code (the official clients obey this header too).
+      const shouldRetry = response.headers["x-should-retry"]?.trim().toLowerCase()
+      if (shouldRetry === "false") retryable = false
+      else if (shouldRetry === "true") retryable = true
+      // A billing limit, not a rate limit: waiting does not help, and retrying only delays the bad news.
+      if (info?.type === "insufficient_quota" || info?.code === "insufficient_quota") retryable = false
       const retryAfter = retryAfterOf(response.headers)
-      return failure(reason, scrub(`${label} request failed with HTTP ${status}: ${detail}`), {
+      const tooLong = retryable && transport.retryTimes > 0 && retryAfter !== undefined &&
+        Duration.isGreaterThan(retryAfter, transport.maxDelay)
+      const note = tooLong
+        ? ` (the server asked to wait ${formatDuration(retryAfter)} before retrying, longer than the ${
+          formatDuration(transport.maxDelay)
+        } allowed by retry.maxDelay, so it was not retried)`
+        : ""
+      return failure(reason, scrub(`${label} request failed with HTTP ${status}: ${detail}${note}`), {
         status,
         retryable,
         ...(retryAfter !== undefined ? { retryAfter } : {})
@@ -226,6 +267,11 @@ export interface EventDecoder {
   readonly ended: () => boolean
   /** Called when the body is over (or {@link ended}): finishes the message, or fails if it was cut short. */
   readonly onEnd: () => ProviderFailure | undefined
+  /**
+   * A JSON body that came instead of a stream (the server ignored `stream: true`) as the events its
+   * stream would have carried; `undefined` when it is not a complete response of this API.
+   */
+  readonly fromJson?: ((body: string) => ReadonlyArray<Sse.Event> | undefined) | undefined
 }
 
 export interface SseCall {
@@ -242,16 +288,71 @@ export interface SseCall {
 const formatDuration = (duration: Duration.Duration): string => Duration.format(duration)
 
 /**
+ * SSE text as events. A `retry:` field only tells a browser how long to wait before reconnecting; it is
+ * dropped here, where `Sse.decode` would fail the stream on it (and whether it did would depend on where
+ * the network split the bytes).
+ */
+const sseEvents = <E>(text: Stream.Stream<string, E>, label: string): Stream.Stream<Sse.Event, E | ProviderFailure> =>
+  Stream.suspend(() => {
+    let buffer: Array<Sse.Event> = []
+    const parser = Sse.makeParser((event) => {
+      if (event._tag === "Event") buffer.push(event)
+    })
+    return text.pipe(
+      Stream.mapEffect((chunk) => {
+        const error = parser.feed(chunk)
+        if (error !== undefined) return Effect.fail(failure("decode", `${label}: ${error.message}`))
+        const out = buffer
+        buffer = []
+        return Effect.succeed(out)
+      }),
+      Stream.flattenIterable
+    )
+  })
+
+const isJsonResponse = (response: HttpClientResponse.HttpClientResponse) => {
+  const type = response.headers["content-type"]?.toLowerCase() ?? ""
+  return type.includes("json") && !type.includes("event-stream")
+}
+
+/** What a failed call had streamed, for its error message: the text and the tool calls so far. */
+export const describePartial = (message: AssistantMessage): string | undefined => {
+  const text = message.content.flatMap((block) => block.type === "text" ? [block.text] : []).join("")
+  const calls = message.content.flatMap((block) =>
+    block.type === "toolCall" ? [`${block.name || "?"}(${shorten(JSON.stringify(block.arguments), 300)})`] : []
+  )
+  const parts = [
+    ...(text.length > 0 ? [`text so far: ${JSON.stringify(shorten(text, 4000))}`] : []),
+    ...(calls.length > 0 ? [`tool calls so far: ${calls.join(", ")}`] : [])
+  ]
+  return parts.length > 0 ? parts.join("; ") : undefined
+}
+
+const withPartial = (error: ModelError, partial: AssistantMessage | undefined): ModelError => {
+  const described = partial === undefined ? undefined : describePartial(partial)
+  if (described === undefined) return error
+  return new ModelError({
+    reason: error.reason,
+    message: `${error.message} [partial response kept: ${described}]`,
+    ...(error.status !== undefined ? { status: error.status } : {}),
+    ...(error.retryable !== undefined ? { retryable: error.retryable } : {})
+  })
+}
+
+/**
  * One model call as a stream of events. The request's lifetime is the stream's: interrupting or ending
- * the stream aborts it.
+ * the stream aborts it. A fault before any content was streamed is retried (the `start` event is held
+ * back until content follows, so a retry never repeats it); after content it fails the stream, and the
+ * error message says what had been streamed.
  */
 export const streamSse = (call: SseCall): Stream.Stream<AssistantMessageEvent, ModelError> =>
   Stream.suspend(() => {
     const { label, scrub, transport } = call
     let emitted = false
+    let current: EventDecoder | undefined
     const attempt = Stream.unwrap(Effect.gen(function*() {
       const request = yield* call.request
-      const response = yield* call.client.execute(request).pipe(
+      const execute = call.client.execute(request).pipe(
         Effect.mapError((error) => networkFailure(label, "the request failed", error, scrub)),
         Effect.timeoutOrElse({
           duration: transport.idleTimeout,
@@ -261,41 +362,83 @@ export const streamSse = (call: SseCall): Stream.Stream<AssistantMessageEvent, M
             )
         })
       )
+      const response = yield* (transport.propagateTracing
+        ? execute
+        : Effect.provideService(execute, HttpClient.TracerPropagationEnabled, false))
       if (response.status < 200 || response.status >= 300) {
         return yield* Effect.fail(yield* statusFailure(label, response, transport, scrub))
       }
       const decoder = call.decoder()
-      const body: Stream.Stream<Uint8Array, ProviderFailure> = response.stream.pipe(
-        Stream.mapError((error) => networkFailure(label, "the connection was lost while streaming", error, scrub)),
-        Stream.timeoutOrElse({
-          duration: transport.idleTimeout,
-          orElse: () =>
-            Stream.fail(
-              failure(
-                "timeout",
-                `${label}: the stream stalled (no data for ${formatDuration(transport.idleTimeout)})`
+      current = decoder
+      let held: Array<AssistantMessageEvent> = []
+      // `start` alone is not content: hold it so that a retry before content does not start twice.
+      const release = (events: Array<AssistantMessageEvent>): Array<AssistantMessageEvent> => {
+        if (held.length === 0 && events.length === 0) return events
+        if (events.every((event) => event.type === "start")) {
+          held.push(...events)
+          return []
+        }
+        const out = held.length > 0 ? [...held, ...events] : events
+        held = []
+        return out
+      }
+      const events: Stream.Stream<Sse.Event, ProviderFailure> = isJsonResponse(response)
+        ? Stream.fromEffect(
+          response.text.pipe(
+            Effect.mapError((error) => networkFailure(label, "the connection was lost while reading", error, scrub)),
+            Effect.timeoutOrElse({
+              duration: transport.idleTimeout,
+              orElse: () =>
+                Effect.fail(failure("timeout", `${label}: the body stalled (${formatDuration(transport.idleTimeout)})`))
+            }),
+            Effect.flatMap((body) => {
+              const converted = decoder.fromJson?.(body)
+              if (converted !== undefined) return Effect.succeed(converted)
+              const info = parseErrorBody(body)
+              return Effect.fail(
+                info !== undefined
+                  ? failure(
+                    "http",
+                    scrub(`${label}: the server answered with an error instead of a stream: ${errorBodyMessage(body)}`),
+                    { status: response.status }
+                  )
+                  : failure(
+                    "decode",
+                    scrub(`${label}: the server answered with JSON instead of a stream: ${shorten(body.trim(), 500)}`),
+                    { status: response.status }
+                  )
               )
-            )
-        })
-      )
-      return body.pipe(
-        Stream.decodeText(),
-        Stream.pipeThroughChannel(Sse.decode<ProviderFailure, unknown>()),
-        Stream.mapError((error) =>
-          error instanceof ProviderFailure
-            ? error
-            : Sse.Retry.is(error)
-            ? failure("stream", `${label}: the server asked to reconnect`)
-            : failure("decode", `${label}: ${error.message}`)
-        ),
+            })
+          )
+        ).pipe(Stream.flattenIterable)
+        : sseEvents(
+          response.stream.pipe(
+            Stream.mapError((error) =>
+              networkFailure(label, "the connection was lost while streaming", error, scrub)
+            ),
+            Stream.timeoutOrElse({
+              duration: transport.idleTimeout,
+              orElse: () =>
+                Stream.fail(
+                  failure(
+                    "timeout",
+                    `${label}: the stream stalled (no data for ${formatDuration(transport.idleTimeout)})`
+                  )
+                )
+            }),
+            Stream.decodeText()
+          ),
+          label
+        )
+      return events.pipe(
         Stream.mapEffect((event) => {
           const fault = decoder.onEvent(event)
-          return fault === undefined ? Effect.succeed(decoder.builder.drain()) : Effect.fail(fault)
+          return fault === undefined ? Effect.succeed(release(decoder.builder.drain())) : Effect.fail(fault)
         }),
         Stream.takeUntil(() => decoder.ended()),
         Stream.concat(Stream.suspend(() => {
           const fault = decoder.onEnd()
-          return fault === undefined ? Stream.succeed(decoder.builder.drain()) : Stream.fail(fault)
+          return fault === undefined ? Stream.succeed(release(decoder.builder.drain())) : Stream.fail(fault)
         })),
         Stream.flattenIterable
       )
@@ -307,7 +450,7 @@ export const streamSse = (call: SseCall): Stream.Stream<AssistantMessageEvent, M
         })
       ),
       Stream.retry(retrySchedule(transport, () => emitted)),
-      Stream.mapError((fault) => fault.error)
+      Stream.mapError((fault) => emitted ? withPartial(fault.error, current?.builder.snapshot()) : fault.error)
     )
   })
 

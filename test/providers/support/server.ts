@@ -24,7 +24,7 @@ export interface Reply {
   /** The body, written in pieces of `chunkSize` bytes (default: at once). */
   readonly body?: string | Uint8Array
   readonly chunkSize?: number
-  /** Pause between pieces, in ms. Default 2 when chunked. */
+  /** Pause between pieces, in ms. Default 2 when chunked; 0 only yields to the event loop. */
   readonly delayMs?: number
   /** After the body: end the response (default), drop the connection, or keep it open forever. */
   readonly after?: "end" | "destroy" | "hang"
@@ -126,7 +126,8 @@ const play = async (reply: Reply, res: http.ServerResponse) => {
   for (let offset = 0; offset < body.length; offset += Math.max(1, size)) {
     if (res.destroyed) return
     res.write(body.subarray(offset, offset + Math.max(1, size)))
-    if (size < body.length) await sleep(reply.delayMs ?? 2)
+    // A pause of 0 still yields to the event loop, so each piece leaves as its own write.
+    if (size < body.length) await (reply.delayMs === 0 ? new Promise((resolve) => setImmediate(resolve)) : sleep(reply.delayMs ?? 2))
   }
   switch (reply.after ?? "end") {
     case "end":
