@@ -29,6 +29,7 @@ import {
   type Scrub,
   type TransportOptions
 } from "./internal/transport.ts"
+import { withPricing } from "./ModelCatalogue.ts"
 
 // ---------------------------------------------------------------------------------------------------------
 // Wire format: the request
@@ -248,7 +249,7 @@ export interface Options extends TransportOptions {
   readonly temperature?: number | undefined
   /** `anthropic-beta` features to enable. */
   readonly betas?: ReadonlyArray<string> | undefined
-  /** Prices per million tokens, to compute `usage.cost`. */
+  /** Prices per million tokens, to compute `usage.cost`. Default: the model's `ModelCatalogue` entry, if any. */
   readonly pricing?: Pricing | undefined
 }
 
@@ -574,7 +575,10 @@ const makeDecoder = (settings: Settings, scrub: Scrub) => {
 // ---------------------------------------------------------------------------------------------------------
 
 /** A model service talking to Anthropic's Messages API. */
-export const make = (options: Options): Effect.Effect<ModelShape, never, HttpClient.HttpClient> => {
+export const make = (options: Options): Effect.Effect<ModelShape, never, HttpClient.HttpClient> =>
+  Effect.flatMap(withPricing(options), makePriced)
+
+const makePriced = (options: Options): Effect.Effect<ModelShape, never, HttpClient.HttpClient> => {
   const settings = settingsOf(options)
   return makeSseModel({
     label: LABEL,

@@ -23,6 +23,7 @@ import type { ToolResultContent } from "../Message.ts"
 import { Model, ModelError, type ModelErrorReason, type ModelInfo, type ModelRequest, type ModelShape } from "../Model.ts"
 import * as Tool from "../Tool.ts"
 import { type DuplicateToolName, type RegisteredTool, ToolRegistry } from "../ToolRegistry.ts"
+import { ModelCatalogue, pricingFor } from "./ModelCatalogue.ts"
 import { makeUsage, type Pricing, ResponseBuilder } from "./internal/builder.ts"
 import { sanitizeTranscript } from "./internal/transcript.ts"
 
@@ -38,7 +39,7 @@ export interface Options {
   readonly provider?: string | undefined
   /** Default `unknown`; set it to the model the `LanguageModel` talks to. */
   readonly model?: string | undefined
-  /** Prices per million tokens, to compute `usage.cost`. */
+  /** Prices per million tokens, to compute `usage.cost`. Default: the `model`'s `ModelCatalogue` entry, if any. */
   readonly pricing?: Pricing | undefined
 }
 
@@ -333,7 +334,8 @@ export const make = (options: Options = {}): Effect.Effect<ModelShape, never, La
       provider: options.provider ?? "effect-ai",
       model: options.model ?? "unknown"
     }
-    return Model.of({ info, stream: (request) => streamWith(languageModel, info, options.pricing, request) })
+    const pricing = pricingFor(yield* ModelCatalogue, info.model, options.pricing)
+    return Model.of({ info, stream: (request) => streamWith(languageModel, info, pricing, request) })
   })
 
 /** A {@link Model} layer over the `LanguageModel` the layer is given. */

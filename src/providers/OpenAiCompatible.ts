@@ -25,6 +25,7 @@ import {
   type Scrub,
   type TransportOptions
 } from "./internal/transport.ts"
+import { withPricing } from "./ModelCatalogue.ts"
 
 // ---------------------------------------------------------------------------------------------------------
 // Wire format: the request
@@ -184,7 +185,7 @@ export interface Options extends TransportOptions {
   readonly maxTokens?: number | undefined
   /** Temperature when the request sets none. */
   readonly temperature?: number | undefined
-  /** Prices per million tokens, to compute `usage.cost`. */
+  /** Prices per million tokens, to compute `usage.cost`. Default: the model's `ModelCatalogue` entry, if any. */
   readonly pricing?: Pricing | undefined
 }
 
@@ -513,7 +514,10 @@ const makeDecoder = (settings: Settings, scrub: Scrub) => {
 // ---------------------------------------------------------------------------------------------------------
 
 /** A model service talking to an OpenAI-compatible server. */
-export const make = (options: Options): Effect.Effect<ModelShape, never, HttpClient.HttpClient> => {
+export const make = (options: Options): Effect.Effect<ModelShape, never, HttpClient.HttpClient> =>
+  Effect.flatMap(withPricing(options), makePriced)
+
+const makePriced = (options: Options): Effect.Effect<ModelShape, never, HttpClient.HttpClient> => {
   const settings = settingsOf(options)
   return makeSseModel({
     label: LABEL,
