@@ -7,7 +7,7 @@
 let sequence = 0
 
 /** One SSE event per payload, named by its `type` as the API does, with a `sequence_number`. */
-export const responsesSse = (events: ReadonlyArray<{ readonly type: string }>): string => {
+export const responsesSse = (events: ReadonlyArray<{ readonly type: string } & Record<string, unknown>>): string => {
   sequence = 0
   return events
     .map((event) => `event: ${event.type}\ndata: ${JSON.stringify({ ...event, sequence_number: sequence++ })}\n\n`)
