@@ -639,8 +639,9 @@ const makeDecoder = (settings: Settings, scrub: Scrub) => {
         case "response.failed": {
           const error = response.error
           const detail = error != null ? `${error.message}${error.code != null ? ` (${error.code})` : ""}` : "no reason given"
+          // Retried by the transport only while nothing has been streamed.
           return failure("stream", scrub(`${LABEL}: the response failed: ${detail}`), {
-            retryable: error?.code === "server_error" && !builder.hasStarted
+            retryable: error?.code === "server_error"
           })
         }
         default:
