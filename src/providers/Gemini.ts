@@ -414,7 +414,7 @@ const makeDecoder = (settings: Settings, scrub: Scrub) => {
         builder.close(index)
         return
       }
-      if (part.text == null) return
+      if (part.text == null || (part.text === "" && signature === undefined)) return
       const kind = part.thought === true ? "thinking" : "text"
       if (part.text === "" && signature !== undefined && prose !== undefined) {
         // A signature sent on its own, after the text it signs.

@@ -194,6 +194,10 @@ export const ModelCatalogue = Context.Reference<Catalogue>("effect-agent/ModelCa
   defaultValue: () => builtIn
 })
 
+/** The entry for a model id in the catalogue in effect (see {@link lookup}), or `undefined`. */
+export const entryFor = (modelId: string): Effect.Effect<CatalogueEntry | undefined> =>
+  Effect.map(ModelCatalogue, (catalogue) => lookup(catalogue, modelId))
+
 /** A layer that replaces the whole catalogue. */
 export const layer = (catalogue: Catalogue): Layer.Layer<never> => Layer.succeed(ModelCatalogue, catalogue)
 

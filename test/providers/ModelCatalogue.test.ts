@@ -85,6 +85,18 @@ describe("ModelCatalogue: lookup", () => {
     expect(contextWindow("my-local-model", custom)).toBe(32_768)
   })
 
+  it.effect("entryFor reads the catalogue in effect, with what a layer added", () =>
+    Effect.gen(function*() {
+      expect((yield* ModelCatalogue.entryFor("gpt-4o-2024-08-06"))?.contextWindow).toBe(128_000)
+      expect(yield* ModelCatalogue.entryFor("my-local-model")).toBeUndefined()
+      const added = yield* ModelCatalogue.entryFor("my-local-model").pipe(
+        Effect.provide(ModelCatalogue.layerWith([
+          { id: "my-local-model", vendor: "local", contextWindow: 8192, maxOutput: 2048, pricing: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 } }
+        ]))
+      )
+      expect(added?.contextWindow).toBe(8192)
+    }))
+
   it("pricingFor: explicit prices win, else the catalogue, else none", () => {
     const explicit = { input: 9, output: 9 }
     expect(ModelCatalogue.pricingFor(builtIn, "gpt-4.1", explicit)).toBe(explicit)
