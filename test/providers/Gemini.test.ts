@@ -108,6 +108,26 @@ describe("Gemini: streaming", () => {
       checkFull(yield* collect(request([user("hi")])).pipe(Effect.provide(inMemory(geminiSse(geminiFullChunks, "\n"), size))))
     }))
 
+  it.effect.prop(
+    "any split of the bytes decodes to the same message",
+    { sizes: Schema.NonEmptyArray(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 200 }))) },
+    ({ sizes }) =>
+      Effect.gen(function*() {
+        const bytes = new TextEncoder().encode(fullBody)
+        const chunks: Array<Uint8Array> = []
+        for (let offset = 0, i = 0; offset < bytes.length; i++) {
+          const size = sizes[i % sizes.length]!
+          chunks.push(bytes.subarray(offset, offset + size))
+          offset += size
+        }
+        const layer = Gemini.layer({ model: MODEL, baseUrl: "http://memory/v1", apiKey: Redacted.make(KEY) }).pipe(
+          Layer.provide(memoryClient(() => ({ chunks })))
+        )
+        checkFull(yield* collect(request([user("hi")])).pipe(Effect.provide(layer)))
+      }),
+    { arbitrary: { runs: 25 } }
+  )
+
   it.effect("a catalogued model's message carries its cost", () =>
     Effect.gen(function*() {
       const message = checkFull(yield* collect(request([user("hi")])).pipe(Effect.provide(inMemory(fullBody, 64))))
