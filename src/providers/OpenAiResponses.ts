@@ -326,6 +326,13 @@ const replayableReasoning = (signature: string | undefined): ReasoningItem | und
     : undefined
 }
 
+const PiTextSignature = Schema.fromJsonString(Schema.Struct({ id: Schema.String }))
+const decodePiTextSignature = Schema.decodeUnknownOption(PiTextSignature)
+
+// A message item's id: ours keep it as the text's signature; pi writes `{"v":1,"id":…}` there.
+const messageIdOf = (signature: string): string =>
+  signature.startsWith("{") ? Option.getOrElse(Option.map(decodePiTextSignature(signature), (s) => s.id), () => signature) : signature
+
 // pi writes a Responses call's ids as `call_id|item_id`; ours keeps the item id in `thoughtSignature`.
 const callIdOf = (id: string) => id.split("|")[0]!
 const itemIdOf = (call: { readonly id: string; readonly thoughtSignature?: string | undefined }) =>
@@ -362,7 +369,7 @@ const assistantItems = (message: AssistantMessage, info: ModelInfo): Array<Input
             ? {
               type: "message",
               role: "assistant",
-              id: block.textSignature,
+              id: messageIdOf(block.textSignature),
               status: "completed",
               content: [{ type: "output_text", text: block.text, annotations: [] }]
             }

@@ -282,7 +282,14 @@ describe("OpenAiResponses: the request", () => {
         // A call as pi records it: `call_id|item_id`.
         { type: "toolCall", id: "call_9|fc_9", name: "add", arguments: {} }
       ], INFO),
-      toolResult("call_9|fc_9", "add", [])
+      toolResult("call_9|fc_9", "add", []),
+      // A turn as pi records it: the message id as JSON in the text's signature, the call's item id after `|`.
+      assistant([
+        { type: "thinking", thinking: "", thinkingSignature: JSON.stringify({ id: "rs_p", type: "reasoning", summary: [], encrypted_content: "enc" }) },
+        { type: "text", text: "From pi.", textSignature: JSON.stringify({ v: 1, id: "msg_p" }) },
+        { type: "toolCall", id: "call_p|fc_p", name: "add", arguments: { a: 1, b: 1 } }
+      ], INFO),
+      toolResult("call_p|fc_p", "add", [{ type: "text", text: "2" }])
     ]
     const wire = OpenAiResponses.toInputItems(messages, INFO)
     const image = { type: "input_image", image_url: `data:image/png;base64,${PNG}`, detail: "auto" }
@@ -315,7 +322,11 @@ describe("OpenAiResponses: the request", () => {
       { type: "message", role: "user", content: [{ type: "input_text", text: "Stop." }] },
       { type: "message", role: "assistant", content: "Done." },
       { type: "function_call", call_id: "call_9", name: "add", arguments: "{}" },
-      { type: "function_call_output", call_id: "call_9", output: "(no output)" }
+      { type: "function_call_output", call_id: "call_9", output: "(no output)" },
+      { type: "reasoning", id: "rs_p", summary: [], encrypted_content: "enc" },
+      { type: "message", role: "assistant", id: "msg_p", status: "completed", content: [{ type: "output_text", text: "From pi.", annotations: [] }] },
+      { type: "function_call", id: "fc_p", call_id: "call_p", name: "add", arguments: "{\"a\":1,\"b\":1}" },
+      { type: "function_call_output", call_id: "call_p", output: "2" }
     ])
     for (const item of wire) Schema.decodeUnknownSync(OpenAiResponses.InputItem)(item)
     // Every call sent is answered, and every answer follows its call.
