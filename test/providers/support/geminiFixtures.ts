@@ -8,7 +8,7 @@ export const geminiSse = (chunks: ReadonlyArray<unknown>, eol = "\r\n"): string 
   chunks.map((chunk) => `data: ${JSON.stringify(chunk)}${eol}${eol}`).join("")
 
 export const MODEL_VERSION = "gemini-2.5-flash-001"
-export const SIGNATURE = "CiQBVKhc7jT1y1nN/Zq8+9w0vYx2aBc=="
+export const SIGNATURE = "CiQBVKhc7jT1y1nN/Zq8+9w0vYx2aBc="
 
 export const geminiChunk = (
   parts: ReadonlyArray<Record<string, unknown>>,
