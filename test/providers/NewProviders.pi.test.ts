@@ -13,7 +13,7 @@ import { Model } from "../../src/Model.ts"
 import * as Gemini from "../../src/providers/Gemini.ts"
 import * as OpenAiResponses from "../../src/providers/OpenAiResponses.ts"
 import { request, user } from "./support/fixtures.ts"
-import { geminiChunk, geminiFullChunks, geminiSse, geminiText } from "./support/geminiFixtures.ts"
+import { geminiChunk, geminiFullChunks, geminiSse, geminiText, SIGNATURE } from "./support/geminiFixtures.ts"
 import { checkProtocol } from "./support/protocol.ts"
 import { completed, incomplete, responsesFullEvents, responsesSse, responsesText, usage } from "./support/responsesFixtures.ts"
 import { startServer } from "./support/server.ts"
@@ -146,3 +146,87 @@ describe("Gemini: ours and pi's decode the same bytes alike", () => {
       }))
   }
 })
+
+// ---------------------------------------------------------------------------------------------------------
+// The next request: the model's own turn goes back the same way
+// ---------------------------------------------------------------------------------------------------------
+
+/** Runs a turn and the one after it (with a text result per call) through pi, and returns the second request. */
+const piSecondRequest = (model: Parameters<typeof complete>[0]) =>
+  Effect.promise(async () => {
+    const ctx: Parameters<typeof complete>[1] = { ...context, messages: [...context.messages] }
+    const first = await complete(model, ctx, { apiKey: "k-test" })
+    ctx.messages.push(first)
+    for (const block of first.content) {
+      if (block.type === "toolCall") {
+        ctx.messages.push({
+          role: "toolResult",
+          toolCallId: block.id,
+          toolName: block.name,
+          content: [{ type: "text", text: "42" }],
+          isError: false,
+          timestamp: 3
+        })
+      }
+    }
+    await complete(model, ctx, { apiKey: "k-test" })
+  })
+
+/** The same through ours. */
+const oursSecondRequest = (layer: Layer.Layer<Model>) =>
+  Effect.gen(function*() {
+    const first = checkProtocol(
+      yield* Model.use((model) => Stream.runCollect(model.stream(request([user("hi")])))).pipe(Effect.provide(layer))
+    )
+    const results = first.content.flatMap((block) =>
+      block.type === "toolCall"
+        ? [{
+          role: "toolResult" as const,
+          toolCallId: block.id,
+          toolName: block.name,
+          content: [{ type: "text" as const, text: "42" }],
+          isError: false,
+          timestamp: 3
+        }]
+        : []
+    )
+    yield* Model.use((model) => Stream.runCollect(model.stream(request([user("hi"), first, ...results])))).pipe(
+      Effect.provide(layer)
+    )
+  })
+
+describe("the model's own turn goes back as pi sends it", () => {
+  it.live("Responses: the reasoning item with its encrypted content, the message and the calls with their item ids", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer
+      const reply = [{ body: responsesSse(responsesFullEvents) }, { body: responsesSse(responsesText()) }]
+      server.replies = [...reply, ...reply]
+      yield* piSecondRequest({ ...getModel("openai", "gpt-5-mini"), baseUrl: `${server.url}/v1` })
+      yield* oursSecondRequest(
+        OpenAiResponses.layer({ model: "gpt-5-mini", baseUrl: `${server.url}/v1` }).pipe(Layer.provide(FetchHttpClient.layer))
+      )
+      const turn = (body: any) =>
+        (body.input as Array<any>).filter((item) =>
+          item.type === "reasoning" || item.type === "function_call" || item.role === "assistant"
+        )
+      expect(turn(server.requests[3]!.body)).toEqual(turn(server.requests[1]!.body))
+      expect(turn(server.requests[3]!.body).map((item: any) => item.type)).toEqual(["reasoning", "message", "function_call", "function_call"])
+    }))
+
+  it.live("Gemini: thought, text and calls, the call with its thought signature", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer
+      const reply = [{ body: geminiSse(geminiFullChunks) }, { body: geminiSse(geminiText()) }]
+      server.replies = [...reply, ...reply]
+      yield* piSecondRequest({ ...getModel("google", "gemini-2.5-flash"), baseUrl: `${server.url}/v1beta` })
+      yield* oursSecondRequest(
+        Gemini.layer({ model: "gemini-2.5-flash", baseUrl: `${server.url}/v1beta`, apiKey: Redacted.make("k-test") }).pipe(
+          Layer.provide(FetchHttpClient.layer)
+        )
+      )
+      const modelTurn = (body: any) => (body.contents as Array<any>).find((content) => content.role === "model")
+      expect(modelTurn(server.requests[3]!.body)).toEqual(modelTurn(server.requests[1]!.body))
+      expect(modelTurn(server.requests[3]!.body).parts[2].thoughtSignature).toBe(SIGNATURE)
+    }))
+})
+
