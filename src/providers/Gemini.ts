@@ -161,8 +161,8 @@ export const DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1bet
 export const API = "google-generative-ai"
 
 /**
- * The signature Gemini documents for a function call it did not make itself (e.g. one from another model
- * in the transcript): Gemini 3 refuses an unsigned function call in the model's turn otherwise.
+ * The signature Gemini documents for a function call it did not sign itself (e.g. one from another model
+ * in the transcript): Gemini 3 refuses a model turn whose first function call is unsigned otherwise.
  */
 export const SKIP_SIGNATURE = "skip_thought_signature_validator"
 
@@ -232,6 +232,7 @@ const THINKING_LEVEL: Record<Exclude<ThinkingLevel, "off">, string> = {
 const modelContent = (message: AssistantMessage, info: ModelInfo): Content | undefined => {
   const sameModel = isSameModel(message, info)
   const parts: Array<Part> = []
+  let firstCall = true
   for (const block of message.content) {
     switch (block.type) {
       case "thinking":
@@ -257,14 +258,14 @@ const modelContent = (message: AssistantMessage, info: ModelInfo): Content | und
         break
       }
       case "toolCall": {
-        const signature = sameModel ? block.thoughtSignature : undefined
+        // Gemini 3 checks the first call of each model turn (of parallel calls only the first is signed):
+        // when that one has no signature of its own, it gets the documented skip value.
+        const own = sameModel ? block.thoughtSignature : undefined
+        const signature = own ?? (firstCall && isGemini3(info.model) ? SKIP_SIGNATURE : undefined)
+        firstCall = false
         parts.push({
           functionCall: { name: block.name, args: block.arguments },
-          ...(signature !== undefined
-            ? { thoughtSignature: signature }
-            : isGemini3(info.model)
-            ? { thoughtSignature: SKIP_SIGNATURE }
-            : {})
+          ...(signature !== undefined ? { thoughtSignature: signature } : {})
         })
         break
       }

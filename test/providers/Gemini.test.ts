@@ -283,14 +283,42 @@ describe("Gemini: the request", () => {
     expect(answers).toEqual(calls)
   })
 
-  it("on Gemini 3, a function call with no signature of its own carries the documented skip signature", () => {
+  it("on Gemini 3, a turn whose first call has no signature of its own gets the documented skip value there only", () => {
     const info = { ...INFO, model: "gemini-3-pro-preview" }
     const wire = Gemini.toContents([
       user("go"),
-      assistant([{ type: "toolCall", id: "toolu_1", name: "add", arguments: {} }], { api: "anthropic-messages", provider: "anthropic", model: "claude" }),
-      toolResult("toolu_1", "add", [{ type: "text", text: "0" }])
+      // Another model's parallel calls: none is signed.
+      assistant([
+        { type: "toolCall", id: "toolu_1", name: "add", arguments: {} },
+        { type: "toolCall", id: "toolu_2", name: "add", arguments: { a: 1 } }
+      ], { api: "anthropic-messages", provider: "anthropic", model: "claude" }),
+      toolResult("toolu_1", "add", [{ type: "text", text: "0" }]),
+      toolResult("toolu_2", "add", [{ type: "text", text: "1" }]),
+      // Gemini's own parallel calls: only the first is signed, and the rest stay unsigned.
+      assistant([
+        { type: "toolCall", id: "c1", name: "add", arguments: {}, thoughtSignature: SIGNATURE },
+        { type: "toolCall", id: "c2", name: "add", arguments: {} }
+      ], info),
+      toolResult("c1", "add", [{ type: "text", text: "0" }]),
+      toolResult("c2", "add", [{ type: "text", text: "0" }])
     ], info)
-    expect(wire[1]).toEqual({ role: "model", parts: [{ functionCall: { name: "add", args: {} }, thoughtSignature: Gemini.SKIP_SIGNATURE }] })
+    expect(wire[1]).toEqual({
+      role: "model",
+      parts: [
+        { functionCall: { name: "add", args: {} }, thoughtSignature: Gemini.SKIP_SIGNATURE },
+        { functionCall: { name: "add", args: { a: 1 } } }
+      ]
+    })
+    expect(wire[3]).toEqual({
+      role: "model",
+      parts: [{ functionCall: { name: "add", args: {} }, thoughtSignature: SIGNATURE }, { functionCall: { name: "add", args: {} } }]
+    })
+    // Gemini 2.5 gets no made-up signature.
+    const older = Gemini.toContents([
+      user("go"),
+      assistant([{ type: "toolCall", id: "toolu_1", name: "add", arguments: {} }], { api: "anthropic-messages", provider: "anthropic", model: "claude" })
+    ], INFO)
+    expect(older[1]).toEqual({ role: "model", parts: [{ functionCall: { name: "add", args: {} } }] })
   })
 })
 
