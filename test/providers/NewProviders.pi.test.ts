@@ -49,7 +49,7 @@ const normalize = (message: AnyMessage, withCallIds: boolean) => ({
   }
 })
 
-const SIZES = [11, 97]
+const SIZES = [23, 500]
 const context = { systemPrompt: "", messages: [{ role: "user" as const, content: "hi", timestamp: 1 }] }
 
 const compare = (
