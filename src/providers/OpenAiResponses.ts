@@ -268,7 +268,8 @@ export interface Options extends TransportOptions {
   readonly provider?: string | undefined
   /**
    * Whether the model reasons, so its encrypted reasoning is asked for (`include`) and sent back. Default:
-   * true for ids starting `o<digit>`, `gpt-5`, `gpt-oss` or `codex` (other models refuse the `include`).
+   * true for ids starting `o<digit>`, `gpt-5` (not its `-chat` variants), `gpt-oss` or `codex` (other models
+   * refuse the `include`).
    */
   readonly reasoning?: boolean | undefined
   /** Token limit when the request sets none. */
@@ -288,7 +289,14 @@ interface Settings {
   readonly pricing: Pricing | undefined
 }
 
-const isReasoningModel = (model: string) => /^(o\d|gpt-5|gpt-oss|codex)/.test(model.slice(model.lastIndexOf("/") + 1))
+/**
+ * Whether a model id names a reasoning model, the default of {@link Options.reasoning}: ids starting
+ * `o<digit>`, `gpt-5`, `gpt-oss` or `codex` (after any routing prefix), except GPT-5's `-chat` variants.
+ */
+export const isReasoningModel = (model: string): boolean => {
+  const bare = model.slice(model.lastIndexOf("/") + 1)
+  return /^(o\d|gpt-5|gpt-oss|codex)/.test(bare) && !/-chat(-|$)/.test(bare)
+}
 
 const settingsOf = (options: Options): Settings => ({
   info: { api: API, provider: options.provider ?? "openai", model: options.model },

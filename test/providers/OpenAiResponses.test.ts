@@ -246,6 +246,10 @@ describe("OpenAiResponses: the request", () => {
       expect(seen[0]!.body.include).toBeUndefined()
       expect(seen[0]!.body.reasoning).toBeUndefined()
       expect(seen[0]!.body.store).toBe(false)
+      // Which models reason, by id.
+      const includes = OpenAiResponses.isReasoningModel
+      expect(["o3", "o4-mini", "gpt-5", "gpt-5.1-codex", "openai/gpt-oss-120b", "codex-mini-latest"].filter((m) => !includes(m))).toEqual([])
+      expect(["gpt-4.1", "gpt-4o-mini", "gpt-5-chat-latest", "gpt-5.1-chat-latest"].filter((m) => includes(m))).toEqual([])
     }))
 
   it("converts every message kind to input items", () => {
