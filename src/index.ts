@@ -36,5 +36,5 @@ export * as ScriptedModel from "./ScriptedModel.ts"
 export * as Session from "./Session.ts"
 /** The built-in tools (read, ls, find, grep, write, edit, bash) confined to a workspace. */
 export * as BuiltinTools from "./tools/index.ts"
-/** Model providers: OpenAI-compatible, Anthropic, and the bridge to effect/ai. */
+/** Model providers: OpenAI-compatible, OpenAI Responses, Anthropic, Gemini, the bridge to effect/ai, and the model catalogue. */
 export * as Providers from "./providers/index.ts"

@@ -40,7 +40,7 @@ const SYSTEM_PROMPT = [
 class RunFailed extends Schema.TaggedError<RunFailed>()("RunFailed", { message: Schema.String }) {}
 
 const flags = {
-  provider: Flag.Literals("provider", ["openai-compatible", "anthropic"]).pipe(
+  provider: Flag.Literals("provider", ["openai-compatible", "anthropic", "openai-responses", "gemini"]).pipe(
     Flag.withDescription("The model provider. Without it, the embedded scripted demo runs."),
     Flag.optional
   ),

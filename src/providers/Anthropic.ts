@@ -29,6 +29,7 @@ import {
   type Scrub,
   type TransportOptions
 } from "./internal/transport.ts"
+import { withPricing } from "./ModelCatalogue.ts"
 
 // ---------------------------------------------------------------------------------------------------------
 // Wire format: the request
@@ -293,7 +294,7 @@ export interface Options extends TransportOptions {
   readonly temperature?: number | undefined
   /** `anthropic-beta` features to enable. */
   readonly betas?: ReadonlyArray<string> | undefined
-  /** Prices per million tokens, to compute `usage.cost`. */
+  /** Prices per million tokens, to compute `usage.cost`. Default: the model's `ModelCatalogue` entry, if any. */
   readonly pricing?: Pricing | undefined
   /**
    * Prompt caching: mark the system prompt, the tools and the newest user turn as cache breakpoints (3 of
@@ -660,7 +661,10 @@ const makeDecoder = (settings: Settings, scrub: Scrub) => {
 // ---------------------------------------------------------------------------------------------------------
 
 /** A model service talking to Anthropic's Messages API. */
-export const make = (options: Options): Effect.Effect<ModelShape, never, HttpClient.HttpClient> => {
+export const make = (options: Options): Effect.Effect<ModelShape, never, HttpClient.HttpClient> =>
+  Effect.flatMap(withPricing(options), makePriced)
+
+const makePriced = (options: Options): Effect.Effect<ModelShape, never, HttpClient.HttpClient> => {
   const settings = settingsOf(options)
   return makeSseModel({
     label: LABEL,

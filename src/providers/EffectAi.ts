@@ -31,6 +31,7 @@ import {
 } from "../Model.ts"
 import * as Tool from "../Tool.ts"
 import { type DuplicateToolName, type RegisteredTool, ToolRegistry } from "../ToolRegistry.ts"
+import { ModelCatalogue, pricingFor } from "./ModelCatalogue.ts"
 import { makeUsage, type Pricing, ResponseBuilder } from "./internal/builder.ts"
 import { isSameModel, sanitizeTranscript } from "./internal/transcript.ts"
 
@@ -46,7 +47,7 @@ export interface Options {
   readonly provider?: string | undefined
   /** Default `unknown`; set it to the model the `LanguageModel` talks to. */
   readonly model?: string | undefined
-  /** Prices per million tokens, to compute `usage.cost`. */
+  /** Prices per million tokens, to compute `usage.cost`. Default: the `model`'s `ModelCatalogue` entry, if any. */
   readonly pricing?: Pricing | undefined
   /**
    * How a request's temperature, token limit and thinking level reach the `LanguageModel`, whose
@@ -417,9 +418,10 @@ export const make = (options: Options = {}): Effect.Effect<ModelShape, never, La
       provider: options.provider ?? "effect-ai",
       model: options.model ?? "unknown"
     }
+    const pricing = pricingFor(yield* ModelCatalogue, info.model, options.pricing)
     return Model.of({
       info,
-      stream: (request) => streamWith(languageModel, info, options.pricing, request, options.applyOptions)
+      stream: (request) => streamWith(languageModel, info, pricing, request, options.applyOptions)
     })
   })
 

@@ -26,6 +26,7 @@ import {
   type Scrub,
   type TransportOptions
 } from "./internal/transport.ts"
+import { withPricing } from "./ModelCatalogue.ts"
 
 // ---------------------------------------------------------------------------------------------------------
 // Wire format: the request
@@ -228,7 +229,7 @@ export interface Options extends TransportOptions {
   readonly maxTokens?: number | undefined
   /** Temperature when the request sets none. */
   readonly temperature?: number | undefined
-  /** Prices per million tokens, to compute `usage.cost`. */
+  /** Prices per million tokens, to compute `usage.cost`. Default: the model's `ModelCatalogue` entry, if any. */
   readonly pricing?: Pricing | undefined
   /**
    * Mark the system prompt and the newest user turn with `cache_control` breakpoints, as OpenRouter asks
@@ -690,7 +691,10 @@ const makeDecoder = (settings: Settings, scrub: Scrub) => {
 // ---------------------------------------------------------------------------------------------------------
 
 /** A model service talking to an OpenAI-compatible server. */
-export const make = (options: Options): Effect.Effect<ModelShape, never, HttpClient.HttpClient> => {
+export const make = (options: Options): Effect.Effect<ModelShape, never, HttpClient.HttpClient> =>
+  Effect.flatMap(withPricing(options), makePriced)
+
+const makePriced = (options: Options): Effect.Effect<ModelShape, never, HttpClient.HttpClient> => {
   const settings = settingsOf(options)
   return makeSseModel({
     label: LABEL,

@@ -7,14 +7,19 @@ import { Config, Effect, Layer, Schema } from "effect"
 import type { HttpClient } from "effect/http"
 import type { Model } from "../Model.ts"
 import * as Anthropic from "./Anthropic.ts"
+import * as Gemini from "./Gemini.ts"
 import * as OpenAiCompatible from "./OpenAiCompatible.ts"
+import * as OpenAiResponses from "./OpenAiResponses.ts"
 
 export * as Anthropic from "./Anthropic.ts"
 export * as EffectAi from "./EffectAi.ts"
+export * as Gemini from "./Gemini.ts"
+export * as ModelCatalogue from "./ModelCatalogue.ts"
 export * as OpenAiCompatible from "./OpenAiCompatible.ts"
+export * as OpenAiResponses from "./OpenAiResponses.ts"
 
 /** The providers that can be picked by name. */
-export const ProviderName = Schema.Literals(["openai-compatible", "anthropic"])
+export const ProviderName = Schema.Literals(["openai-compatible", "anthropic", "openai-responses", "gemini"])
 /** @since 0.1.0 */
 export type ProviderName = typeof ProviderName.Type
 
@@ -23,7 +28,8 @@ export const providerNames: ReadonlyArray<ProviderName> = ProviderName.literals
 
 /**
  * The {@link Model} layer of the named provider, configured from the environment: `OPENAI_*` for
- * `"openai-compatible"`, `ANTHROPIC_*` for `"anthropic"` (see each provider's `config`).
+ * `"openai-compatible"` and `"openai-responses"`, `ANTHROPIC_*` for `"anthropic"`, `GEMINI_*` for
+ * `"gemini"` (see each provider's `config`).
  */
 export const layerConfig = (name: ProviderName): Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> => {
   switch (name) {
@@ -31,6 +37,10 @@ export const layerConfig = (name: ProviderName): Layer.Layer<Model, Config.Confi
       return OpenAiCompatible.layerConfig
     case "anthropic":
       return Anthropic.layerConfig
+    case "openai-responses":
+      return OpenAiResponses.layerConfig
+    case "gemini":
+      return Gemini.layerConfig
   }
 }
 

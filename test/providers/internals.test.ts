@@ -136,10 +136,10 @@ describe("picking a provider by name", () => {
         })).provider
       ).toBe("anthropic")
       expect((yield* infoOf(Providers.layerFromEnv, { OPENAI_MODEL: "m" })).provider).toBe("openai")
-      const unknown = yield* Effect.flip(infoOf(Providers.layerFromEnv, { EFFECT_AGENT_PROVIDER: "gemini" }))
+      const unknown = yield* Effect.flip(infoOf(Providers.layerFromEnv, { EFFECT_AGENT_PROVIDER: "no-such-provider" }))
       expect((unknown as { _tag: string })._tag).toBe("ConfigError")
       const missing = yield* Effect.flip(infoOf(Providers.layerConfig("anthropic"), { ANTHROPIC_MODEL: "m" }))
       expect((missing as { _tag: string })._tag).toBe("ConfigError")
-      expect(Providers.providerNames).toEqual(["openai-compatible", "anthropic"])
+      expect(Providers.providerNames).toEqual(["openai-compatible", "anthropic", "openai-responses", "gemini"])
     }))
 })

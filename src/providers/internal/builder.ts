@@ -173,11 +173,24 @@ export class ResponseBuilder {
     this.content[index] = { ...block, thinkingSignature: (block.thinkingSignature ?? "") + piece }
   }
 
-  /** Replaces a thinking block's signature (one that arrives whole, possibly more than once). */
+  /**
+   * Sets the opaque token a provider wants back with a block: a text's `textSignature`, a thinking block's
+   * `thinkingSignature`, a tool call's `thoughtSignature`. No event of its own: the next snapshot shows it.
+   */
   setSignature(index: number, signature: string): void {
     const block = this.content[index]
-    if (block?.type !== "thinking") return
-    this.content[index] = { ...block, thinkingSignature: signature }
+    if (block === undefined || signature.length === 0) return
+    switch (block.type) {
+      case "text":
+        this.content[index] = { ...block, textSignature: signature }
+        break
+      case "thinking":
+        this.content[index] = { ...block, thinkingSignature: signature }
+        break
+      case "toolCall":
+        this.content[index] = { ...block, thoughtSignature: signature }
+        break
+    }
   }
 
   openToolCall(id: string, name: string, initialArguments: Record<string, unknown> = {}): number {
