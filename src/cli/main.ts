@@ -25,6 +25,7 @@ import type { Message } from "../Message.ts"
 import type { Model } from "../Model.ts"
 import * as Session from "../Session.ts"
 import { approvalHook, type ApprovalMode } from "./Approval.ts"
+import { terminalSafe } from "./internal/terminalText.ts"
 import * as Demo from "./Demo.ts"
 import * as LiveView from "./LiveView.ts"
 import { providerLayer, type ProviderName } from "./provider.ts"
@@ -153,7 +154,7 @@ const view = (options: Options) =>
 const session = Effect.fn("session")(function*(options: Options, root: string, demo: boolean) {
   const path = yield* Path.Path
   const stdio = yield* Stdio.Stdio
-  const say = (line: string) => options.json ? Effect.void : Console.log(line)
+  const say = (line: string) => options.json ? Effect.void : Console.log(terminalSafe(line))
 
   const resumed: ReadonlyArray<Message> = Option.isSome(options.resume)
     ? yield* Session.load(path.resolve(options.resume.value))
@@ -256,7 +257,7 @@ const reportFailure = (cause: Cause.Cause<unknown>) => {
   if (Cause.hasInterruptsOnly(cause)) return Effect.void
   const error = Cause.squash(cause)
   if (!Runtime.getErrorReported(error)) return Effect.void
-  return Console.error(`effect-agent: ${error instanceof Error ? error.message : Cause.pretty(cause)}`)
+  return Console.error(`effect-agent: ${terminalSafe(error instanceof Error ? error.message : Cause.pretty(cause))}`)
 }
 
 /** Runs the command on `process.argv`. */
