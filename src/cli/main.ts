@@ -27,6 +27,7 @@ import * as Session from "../Session.ts"
 import { approvalHook, type ApprovalMode } from "./Approval.ts"
 import { terminalSafe } from "./internal/terminalText.ts"
 import * as Demo from "./Demo.ts"
+import { makeJsonLineEncoder } from "./JsonLines.ts"
 import * as LiveView from "./LiveView.ts"
 import { providerLayer, type ProviderName } from "./provider.ts"
 import { workspaceTools } from "./tools.ts"
@@ -142,8 +143,9 @@ const view = (options: Options) =>
     const reported = isTty ? yield* terminal.columns : 0
     const columns = reported >= 40 ? reported : 100
     if (options.json) {
+      const encoder = makeJsonLineEncoder()
       return {
-        handle: (event: AgentEvent) => Effect.sync(() => process.stdout.write(JSON.stringify(event) + "\n")),
+        handle: (event: AgentEvent) => Effect.sync(() => void process.stdout.write(encoder.encode(event) + "\n")),
         pause: <A, E, R>(effect: Effect.Effect<A, E, R>) => effect,
         close: Effect.void
       } satisfies LiveView.LiveView
