@@ -19,6 +19,8 @@ import {
   Terminal
 } from "effect"
 import { Command, Flag, Prompt } from "effect/cli"
+import { realpathSync } from "node:fs"
+import { pathToFileURL } from "node:url"
 import * as Agent from "../Agent.ts"
 import type { AgentEvent } from "../AgentEvent.ts"
 import type { Message } from "../Message.ts"
@@ -29,7 +31,8 @@ import { terminalSafe } from "./internal/terminalText.ts"
 import * as Demo from "./Demo.ts"
 import { makeJsonLineEncoder } from "./JsonLines.ts"
 import * as LiveView from "./LiveView.ts"
-import { providerLayer, type ProviderName } from "./provider.ts"
+import { providerLayer, providerSettings, type ProviderSettings } from "./provider.ts"
+import { existingWorkspace, promptTask, toolTimeoutSeconds } from "./startup.ts"
 import { workspaceTools } from "./tools.ts"
 
 const SYSTEM_PROMPT = [
@@ -63,7 +66,7 @@ const flags = {
   workspace: Flag.String("workspace").pipe(
     Flag.withAlias("w"),
     Flag.withDescription(
-      "The folder the tools work in. Default: a new sample project in a temporary folder (demo), or the current folder (with a provider)."
+      "The folder the tools work in; it must exist. Default: a new sample project in a temporary folder (demo), or the current folder (with a provider)."
     ),
     Flag.optional
   ),
@@ -86,38 +89,32 @@ const flags = {
     Flag.withDefault(false)
   ),
   toolTimeout: Flag.Int("tool-timeout").pipe(
-    Flag.withDescription("Seconds a tool call may run before it is stopped (default: 120)."),
+    Flag.withDescription("Seconds a tool call may run before it is stopped, a positive whole number (default: 120)."),
     Flag.withDefault(120)
   )
 }
 
 type Options = Command.Command.Config.Infer<typeof flags>
 
-/** The workspace folder: given, the current folder (provider), or a fresh sample project (demo). */
-const resolveWorkspace = Effect.fn("resolveWorkspace")(function*(options: Options, demo: boolean) {
+/**
+ * The workspace folder: the given one (which must exist), the current folder (provider), or a fresh
+ * sample project (demo).
+ */
+const resolveWorkspace = Effect.fn("resolveWorkspace")(function*(given: string | undefined, demo: boolean) {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
-  const root = Option.isSome(options.workspace)
-    ? path.resolve(options.workspace.value)
+  const root = given !== undefined
+    ? given
     : demo
     ? yield* fs.makeTempDirectory({ prefix: "effect-agent-demo-" })
     : path.resolve(".")
-  yield* fs.makeDirectory(root, { recursive: true })
   if (demo) yield* Demo.writeSampleProject(root)
   return root
 })
 
 /** The model: a real provider when one is named, else the demo. */
-const modelLayer = (options: Options): Layer.Layer<Model, unknown> =>
-  Option.match(options.provider, {
-    onNone: () => Demo.demoModel,
-    onSome: (name: ProviderName) =>
-      providerLayer(name, {
-        baseUrl: Option.getOrUndefined(options.baseUrl),
-        model: Option.getOrUndefined(options.model),
-        apiKey: Option.getOrUndefined(options.apiKey)
-      })
-  })
+const modelLayer = (settings: ProviderSettings | undefined): Layer.Layer<Model> =>
+  settings === undefined ? Demo.demoModel : providerLayer(settings)
 
 /**
  * Throws away keys typed before a question appears, so a stray "y" cannot approve a command the person has
@@ -237,14 +234,26 @@ const session = Effect.fn("session")(function*(options: Options, root: string, d
  */
 const run = Effect.fn("effect-agent")(function*(options: Options) {
   const demo = Option.isNone(options.provider)
-  const root = yield* resolveWorkspace(options, demo)
+  // Every check comes first: nothing is created or run until the input is known to be usable.
+  const settings = Option.isSome(options.provider)
+    ? yield* providerSettings(options.provider.value, {
+      baseUrl: Option.getOrUndefined(options.baseUrl),
+      model: Option.getOrUndefined(options.model),
+      apiKey: Option.getOrUndefined(options.apiKey)
+    })
+    : undefined
+  yield* toolTimeoutSeconds(options.toolTimeout)
+  if (Option.isSome(options.prompt)) yield* promptTask(options.prompt.value)
+  const given = Option.isSome(options.workspace) ? yield* existingWorkspace(options.workspace.value) : undefined
+  const root = yield* resolveWorkspace(given, demo)
   yield* session(options, root, demo).pipe(
-    Effect.provide(Layer.mergeAll(modelLayer(options), workspaceTools(root))),
+    Effect.provide(Layer.mergeAll(modelLayer(settings), workspaceTools(root))),
     Effect.onInterrupt(() => Console.error("\ninterrupted: the run was aborted and the session saved"))
   )
 })
 
-const command = Command.make("effect-agent", flags, run).pipe(
+/** The `effect-agent` command (exported so tests can run it in-process with `Command.runWith`). */
+export const command = Command.make("effect-agent", flags, run).pipe(
     Command.withDescription(
       "An agent that works on a folder with built-in tools (read, ls, find, grep, write, edit, bash). Without --provider it runs a scripted demo on a sample project."
     )
@@ -268,4 +277,11 @@ export const main = Command.run(command, { version: "0.1.0" }).pipe(
   Effect.provide(NodeServices.layer)
 )
 
-NodeRuntime.runMain(main, { disableErrorReporting: true })
+/** Runs {@link main} as the process: exit code, signals. */
+export const runAsProcess = (): void => NodeRuntime.runMain(main, { disableErrorReporting: true })
+
+// Run when started as the program (`node src/cli/main.ts`); the installed `bin` calls `runAsProcess`
+// itself, and a test importing this module runs nothing.
+if (process.argv[1] !== undefined && pathToFileURL(realpathSync(process.argv[1])).href === import.meta.url) {
+  runAsProcess()
+}

@@ -4,6 +4,7 @@ import { FetchHttpClient } from "effect/http"
 import { Model } from "../Model.ts"
 import * as Anthropic from "../providers/Anthropic.ts"
 import * as OpenAiCompatible from "../providers/OpenAiCompatible.ts"
+import { UsageError } from "./startup.ts"
 
 /** The providers the command line can use. */
 export type ProviderName = "openai-compatible" | "anthropic"
@@ -15,41 +16,80 @@ export interface ProviderFlags {
   readonly apiKey: Redacted.Redacted<string> | undefined
 }
 
-const orConfig = <A>(flag: A | undefined, config: Config.Config<A>): Effect.Effect<A, Config.ConfigError> =>
-  flag !== undefined ? Effect.succeed(flag) : config
+/** Everything a provider needs, resolved from the flags and the environment. */
+export type ProviderSettings =
+  | {
+    readonly name: "openai-compatible"
+    readonly model: string
+    readonly baseUrl: string
+    readonly apiKey: Redacted.Redacted<string> | undefined
+  }
+  | {
+    readonly name: "anthropic"
+    readonly model: string
+    readonly baseUrl: string
+    readonly apiKey: Redacted.Redacted<string>
+  }
 
-const optionalKey = (
-  flag: Redacted.Redacted<string> | undefined,
-  name: string
-): Effect.Effect<Redacted.Redacted<string> | undefined, Config.ConfigError> =>
-  flag !== undefined
-    ? Effect.succeed(flag)
-    : Effect.map(Config.Redacted(name).pipe(Config.option), (key) => Option.getOrUndefined(key))
+const PREFIX: Record<ProviderName, string> = { "openai-compatible": "OPENAI", anthropic: "ANTHROPIC" }
+
+/** The flag's value, else the variable's; unset or unreadable, a one-line error naming both. */
+const setting = <A>(
+  name: ProviderName,
+  what: string,
+  flag: string,
+  value: A | undefined,
+  variable: string,
+  config: Config.Config<A>
+): Effect.Effect<A, UsageError> =>
+  value !== undefined ? Effect.succeed(value) : Effect.mapError(config, () =>
+    new UsageError({
+      flag,
+      message: `--provider ${name} needs ${what}: pass ${flag}, or set ${variable} in the environment.`
+    }))
 
 /**
- * The model layer of a named provider over `fetch`. The model name and base URL come from `--model` and
- * `--base-url` or `OPENAI_MODEL` / `OPENAI_BASE_URL` (`ANTHROPIC_*`); the key from `--api-key` or
- * `OPENAI_API_KEY` / `ANTHROPIC_API_KEY`.
+ * The settings of a named provider. The model name and base URL come from `--model` and `--base-url` or
+ * `OPENAI_MODEL` / `OPENAI_BASE_URL` (`ANTHROPIC_*`); the key from `--api-key` or `OPENAI_API_KEY` /
+ * `ANTHROPIC_API_KEY`. A model is always required, a key only by Anthropic (local OpenAI-compatible servers
+ * need none); a missing one is a {@link UsageError} naming the flag and the variable.
  */
-export const providerLayer = (name: ProviderName, flags: ProviderFlags): Layer.Layer<Model, Config.ConfigError> => {
-  const make = name === "openai-compatible"
-    ? Effect.gen(function*() {
-      const model = yield* orConfig(flags.model, Config.String("OPENAI_MODEL"))
-      const baseUrl = yield* orConfig(
-        flags.baseUrl,
-        Config.String("OPENAI_BASE_URL").pipe(Config.withDefault(OpenAiCompatible.DEFAULT_BASE_URL))
-      )
-      const apiKey = yield* optionalKey(flags.apiKey, "OPENAI_API_KEY")
-      return yield* OpenAiCompatible.make({ model, baseUrl, ...(apiKey !== undefined ? { apiKey } : {}) })
+export const providerSettings = Effect.fn("providerSettings")(function*(name: ProviderName, flags: ProviderFlags) {
+  const prefix = PREFIX[name]
+  const model = yield* setting(name, "a model", "--model", flags.model, `${prefix}_MODEL`, Config.String(`${prefix}_MODEL`))
+  const defaultBaseUrl = name === "anthropic" ? Anthropic.DEFAULT_BASE_URL : OpenAiCompatible.DEFAULT_BASE_URL
+  const baseUrl = yield* setting(
+    name,
+    "a base URL",
+    "--base-url",
+    flags.baseUrl,
+    `${prefix}_BASE_URL`,
+    Config.String(`${prefix}_BASE_URL`).pipe(Config.withDefault(defaultBaseUrl))
+  )
+  const keyConfig = Config.Redacted(`${prefix}_API_KEY`)
+  if (name === "anthropic") {
+    const apiKey = yield* setting(name, "an API key", "--api-key", flags.apiKey, `${prefix}_API_KEY`, keyConfig)
+    return { name, model, baseUrl, apiKey } satisfies ProviderSettings as ProviderSettings
+  }
+  const apiKey = yield* setting(
+    name,
+    "an API key",
+    "--api-key",
+    flags.apiKey,
+    `${prefix}_API_KEY`,
+    keyConfig.pipe(Config.option, Config.map(Option.getOrUndefined))
+  )
+  return { name, model, baseUrl, apiKey } satisfies ProviderSettings as ProviderSettings
+})
+
+/** The model layer of a provider over `fetch`, from resolved settings. */
+export const providerLayer = (settings: ProviderSettings): Layer.Layer<Model> => {
+  const make = settings.name === "openai-compatible"
+    ? OpenAiCompatible.make({
+      model: settings.model,
+      baseUrl: settings.baseUrl,
+      ...(settings.apiKey !== undefined ? { apiKey: settings.apiKey } : {})
     })
-    : Effect.gen(function*() {
-      const model = yield* orConfig(flags.model, Config.String("ANTHROPIC_MODEL"))
-      const baseUrl = yield* orConfig(
-        flags.baseUrl,
-        Config.String("ANTHROPIC_BASE_URL").pipe(Config.withDefault(Anthropic.DEFAULT_BASE_URL))
-      )
-      const apiKey = yield* orConfig(flags.apiKey, Config.Redacted("ANTHROPIC_API_KEY"))
-      return yield* Anthropic.make({ model, baseUrl, apiKey, maxTokens: 8192 })
-    })
+    : Anthropic.make({ model: settings.model, baseUrl: settings.baseUrl, apiKey: settings.apiKey, maxTokens: 8192 })
   return Layer.effect(Model, make).pipe(Layer.provide(FetchHttpClient.layer))
 }
