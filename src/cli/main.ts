@@ -155,17 +155,25 @@ const session = Effect.fn("session")(function*(options: Options, root: string, d
   const stdio = yield* Stdio.Stdio
   const say = (line: string) => options.json ? Effect.void : Console.log(terminalSafe(line))
 
-  const resumed: ReadonlyArray<Message> = Option.isSome(options.resume)
-    ? yield* Session.load(path.resolve(options.resume.value))
-    : []
+  const resumePath = Option.isSome(options.resume) ? path.resolve(options.resume.value) : undefined
+  // Read (and validate) before anything is written or locked: a bad file is refused untouched.
+  const saved = resumePath === undefined ? undefined : yield* Session.read(resumePath)
   const sessionPath = Option.isSome(options.session)
     ? path.resolve(options.session.value)
-    : Option.isSome(options.resume)
-    ? path.resolve(options.resume.value)
-    : yield* Session.newSessionPath(path.join(root, ".effect-agent", "sessions"))
+    : resumePath ?? (yield* Session.newSessionPath(path.join(root, ".effect-agent", "sessions")))
+  // Locks the file for this run (another agent on it is refused) and drops a line cut by a crash.
   const transcript = yield* Session.writer(sessionPath)
+  if (saved?.cutLine !== undefined) {
+    yield* Console.error(`effect-agent: warning: ${terminalSafe(Session.cutLineWarning(resumePath!, saved.cutLine))}`)
+  }
+  // Resuming the locked file itself: read it again now that no other agent can be adding to it.
+  const resumed: ReadonlyArray<Message> = saved === undefined
+    ? []
+    : resumePath === sessionPath
+    ? (yield* Session.read(sessionPath)).messages
+    : saved.messages
   // Resuming into another file: that file gets the whole transcript, not only what this run adds.
-  if (Option.isSome(options.resume) && path.resolve(options.resume.value) !== sessionPath) {
+  if (resumePath !== undefined && resumePath !== sessionPath) {
     for (const message of resumed) yield* transcript.append(message)
   }
 
