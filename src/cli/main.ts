@@ -7,7 +7,6 @@ import {
   Cause,
   Console,
   Effect,
-  FileSystem,
   Layer,
   Option,
   Path,
@@ -91,6 +90,10 @@ const flags = {
   toolTimeout: Flag.Int("tool-timeout").pipe(
     Flag.withDescription("Seconds a tool call may run before it is stopped, a positive whole number (default: 120)."),
     Flag.withDefault(120)
+  ),
+  keep: Flag.Boolean("keep").pipe(
+    Flag.withDescription("Keep the demo's temporary folder (and its session) after the run; by default it is removed."),
+    Flag.withDefault(false)
   )
 }
 
@@ -98,16 +101,17 @@ type Options = Command.Command.Config.Infer<typeof flags>
 
 /**
  * The workspace folder: the given one (which must exist), the current folder (provider), or a fresh
- * sample project (demo).
+ * sample project in a temporary folder (demo) that is removed when the run's scope closes unless `--keep`.
  */
-const resolveWorkspace = Effect.fn("resolveWorkspace")(function*(given: string | undefined, demo: boolean) {
-  const fs = yield* FileSystem.FileSystem
+const resolveWorkspace = Effect.fn("resolveWorkspace")(function*(given: string | undefined, demo: boolean, options: Options) {
   const path = yield* Path.Path
-  const root = given !== undefined
-    ? given
-    : demo
-    ? yield* fs.makeTempDirectory({ prefix: "effect-agent-demo-" })
-    : path.resolve(".")
+  if (given === undefined && demo) {
+    return yield* Demo.temporaryWorkspace(
+      options.keep,
+      (root) => options.json ? Effect.void : Console.log(terminalSafe(`demo folder removed: ${root} (--keep keeps it)`))
+    )
+  }
+  const root = given ?? path.resolve(".")
   if (demo) yield* Demo.writeSampleProject(root)
   return root
 })
@@ -150,7 +154,7 @@ const view = (options: Options) =>
     return yield* LiveView.make({ live, color, columns, write: (text) => void process.stdout.write(text) })
   })
 
-const session = Effect.fn("session")(function*(options: Options, root: string, demo: boolean) {
+const session = Effect.fn("session")(function*(options: Options, root: string, demo: boolean, temporary: boolean) {
   const path = yield* Path.Path
   const stdio = yield* Stdio.Stdio
   const say = (line: string) => options.json ? Effect.void : Console.log(terminalSafe(line))
@@ -194,7 +198,12 @@ const session = Effect.fn("session")(function*(options: Options, root: string, d
     }
     : { _tag: "NoTerminal" }
 
-  yield* say(`workspace: ${root}${demo ? " (sample project, scripted demo model)" : ""}`)
+  const removed = temporary && !options.keep
+  yield* say(
+    `workspace: ${root}${
+      demo ? ` (sample project, scripted demo model${removed ? "; removed at the end, --keep keeps it" : ""})` : ""
+    }`
+  )
   yield* say(`session:   ${sessionPath}${resumed.length > 0 ? ` (resumed, ${resumed.length} messages)` : ""}`)
 
   const agent = yield* Agent.make({
@@ -230,7 +239,7 @@ const session = Effect.fn("session")(function*(options: Options, root: string, d
 
   const state = yield* SubscriptionRef.get(agent.state)
   const last = state.messages.findLast((m) => m.role === "assistant")
-  yield* say(`\nsession saved: ${sessionPath}`)
+  if (!removed) yield* say(`\nsession saved: ${sessionPath}`)
   if (last !== undefined && last.role === "assistant" && last.stopReason === "error") {
     return yield* new RunFailed({ message: `The model failed: ${String(last.errorMessage)}` })
   }
@@ -253,12 +262,12 @@ const run = Effect.fn("effect-agent")(function*(options: Options) {
   yield* toolTimeoutSeconds(options.toolTimeout)
   if (Option.isSome(options.prompt)) yield* promptTask(options.prompt.value)
   const given = Option.isSome(options.workspace) ? yield* existingWorkspace(options.workspace.value) : undefined
-  const root = yield* resolveWorkspace(given, demo)
-  yield* session(options, root, demo).pipe(
+  const root = yield* resolveWorkspace(given, demo, options)
+  yield* session(options, root, demo, demo && given === undefined).pipe(
     Effect.provide(Layer.mergeAll(modelLayer(settings), workspaceTools(root))),
     Effect.onInterrupt(() => Console.error("\ninterrupted: the run was aborted and the session saved"))
   )
-})
+}, (effect) => Effect.scoped(effect))
 
 /** The `effect-agent` command (exported so tests can run it in-process with `Command.runWith`). */
 export const command = Command.make("effect-agent", flags, run).pipe(
