@@ -6,6 +6,7 @@ import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import {
   Cause,
   Console,
+  Exit,
   Effect,
   Layer,
   Option,
@@ -26,6 +27,7 @@ import type { Message } from "../Message.ts"
 import type { Model } from "../Model.ts"
 import * as Session from "../Session.ts"
 import { approvalHook, type ApprovalMode } from "./Approval.ts"
+import { interruptedExitCode, interruptOnStopSignals, receivedSignal, stopAsCtrlC } from "./internal/signals.ts"
 import { terminalSafe } from "./internal/terminalText.ts"
 import * as Demo from "./Demo.ts"
 import { makeJsonLineEncoder } from "./JsonLines.ts"
@@ -192,6 +194,8 @@ const session = Effect.fn("session")(function*(options: Options, root: string, d
       ask: (question) =>
         ui.pause(Effect.andThen(discardTypeAhead, Prompt.run(Prompt.Confirm({ message: question, initial: false }))))
           .pipe(
+            // Ctrl-C (or Ctrl-D) at the question stops the run as Ctrl-C does anywhere else: it is not a "no".
+            Effect.catchTag("QuitError", () => stopAsCtrlC),
             Effect.catch(() => Effect.succeed(false)),
             Effect.provide(promptEnvironment)
           )
@@ -265,7 +269,10 @@ const run = Effect.fn("effect-agent")(function*(options: Options) {
   const root = yield* resolveWorkspace(given, demo, options)
   yield* session(options, root, demo, demo && given === undefined).pipe(
     Effect.provide(Layer.mergeAll(modelLayer(settings), workspaceTools(root))),
-    Effect.onInterrupt(() => Console.error("\ninterrupted: the run was aborted and the session saved"))
+    Effect.onInterrupt(() => {
+      const signal = receivedSignal()
+      return Console.error(`\ninterrupted${signal === undefined ? "" : ` (${signal})`}: the run was aborted and the session saved`)
+    })
   )
 }, (effect) => Effect.scoped(effect))
 
@@ -294,8 +301,16 @@ export const main = Command.run(command, { version: "0.1.0" }).pipe(
   Effect.provide(NodeServices.layer)
 )
 
-/** Runs {@link main} as the process: exit code, signals. */
-export const runAsProcess = (): void => NodeRuntime.runMain(main, { disableErrorReporting: true })
+/**
+ * Runs {@link main} as the process. SIGINT, SIGTERM and SIGHUP each abort the run cleanly; the exit code is
+ * then 128 + the signal's number (130 for Ctrl-C).
+ */
+export const runAsProcess = (): void =>
+  NodeRuntime.runMain(interruptOnStopSignals(main), {
+    disableErrorReporting: true,
+    teardown: (exit, onExit) =>
+      Runtime.defaultTeardown(exit, (code) => onExit(code === 130 && Exit.hasInterrupts(exit) ? interruptedExitCode() : code))
+  })
 
 // Run when started as the program (`node src/cli/main.ts`); the installed `bin` calls `runAsProcess`
 // itself, and a test importing this module runs nothing.

@@ -2,6 +2,8 @@
  * Ctrl-C during a run: SIGINT sent to the command when the demo's `demo-check` bash call reports its first
  * progress. The run is aborted, every started call still gets its end event and result message, the
  * session holds every completed message, no process of the check is left, and the exit code is 130.
+ * SIGTERM (`kill`) and SIGHUP (the terminal was closed) get the same clean shutdown (issue 16 item 7), with
+ * the exit code a shell gives for them (128 + the signal's number).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
@@ -18,8 +20,10 @@ import {
   TEST_TIMEOUT_MS
 } from "./support.ts"
 
-describe("SIGINT during the demo's check", () => {
-  const ws = tempDir("sigint")
+const SIGNALS: ReadonlyArray<readonly [NodeJS.Signals, number]> = [["SIGINT", 130], ["SIGTERM", 143], ["SIGHUP", 129]]
+
+for (const [signal, exitCode] of SIGNALS) describe(`${signal} during the demo's check`, () => {
+  const ws = tempDir(signal.toLowerCase())
   let run: RunResult
   let events: Array<any>
   let sent = false
@@ -36,7 +40,7 @@ describe("SIGINT during the demo's check", () => {
         if (event.type === "tool_execution_update" && event.toolCallId === "demo-check") {
           checkPid = event.partialResult?.details?.pid
           sent = true
-          child.kill("SIGINT")
+          child.kill(signal)
         }
       }
     })
@@ -52,10 +56,10 @@ describe("SIGINT during the demo's check", () => {
     expect(typeof checkPid).toBe("number")
   })
 
-  it("exits with code 130 and says the run was interrupted", () => {
+  it(`exits with code ${exitCode} and says the run was interrupted`, () => {
     expect(run.signal).toBeNull()
-    expect(run.code).toBe(130)
-    expect(run.stderr).toContain("interrupted")
+    expect(run.code).toBe(exitCode)
+    expect(run.stderr).toContain(`interrupted (${signal})`)
     expect(run.stderr).not.toMatch(/\bat file:\/\//)
   })
 
