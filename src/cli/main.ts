@@ -6,8 +6,8 @@ import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import {
   Cause,
   Console,
-  Exit,
   Effect,
+  Exit,
   Layer,
   Option,
   Path,
@@ -312,8 +312,14 @@ export const runAsProcess = (): void =>
       Runtime.defaultTeardown(exit, (code) => onExit(code === 130 && Exit.hasInterrupts(exit) ? interruptedExitCode() : code))
   })
 
-// Run when started as the program (`node src/cli/main.ts`); the installed `bin` calls `runAsProcess`
-// itself, and a test importing this module runs nothing.
-if (process.argv[1] !== undefined && pathToFileURL(realpathSync(process.argv[1])).href === import.meta.url) {
-  runAsProcess()
+/** Whether Node was started with this file as its program (`node src/cli/main.ts`, `npm start`). */
+const isProgram = (): boolean => {
+  try {
+    return process.argv[1] !== undefined && pathToFileURL(realpathSync(process.argv[1])).href === import.meta.url
+  } catch {
+    return false // no such file: Node was started some other way (`-e`, a REPL)
+  }
 }
+
+// The installed `bin` calls `runAsProcess` itself, and a test importing this module runs nothing.
+if (isProgram()) runAsProcess()
