@@ -52,9 +52,12 @@ export const interruptOnStopSignals = <A, E, R>(effect: Effect.Effect<A, E, R>):
 
 /**
  * Stops the command as Ctrl-C does, from inside it: for a Ctrl-C read as a key (a prompt has the terminal
- * in raw mode, so the terminal does not send SIGINT itself). Never completes; the run is interrupted.
+ * in raw mode, so the terminal does not send SIGINT itself). Never completes; the run is interrupted. With
+ * no SIGINT listener (the command run in-process, not as the program) signalling would kill the whole
+ * process, so only the calling fiber is interrupted then.
  */
-export const stopAsCtrlC: Effect.Effect<never> = Effect.andThen(
-  Effect.sync(() => process.kill(process.pid, "SIGINT")),
-  Effect.never
+export const stopAsCtrlC: Effect.Effect<never> = Effect.suspend(() =>
+  process.listenerCount("SIGINT") === 0
+    ? Effect.interrupt
+    : Effect.andThen(Effect.sync(() => process.kill(process.pid, "SIGINT")), Effect.never)
 )
