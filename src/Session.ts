@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import { Effect, FileSystem, Path, Schema, type Scope } from "effect"
+import { Effect, FileSystem, Option, Path, Schema, type Scope } from "effect"
 import { hostname } from "node:os"
 import { type AgentMessage, isMessage, Message } from "./Message.ts"
 
@@ -101,6 +101,9 @@ export interface SessionWriter {
   readonly append: (message: AgentMessage) => Effect.Effect<void, SessionFileError>
 }
 
+/** How long a lock file that names no holder is taken to be in the middle of being written. */
+const FRESH_LOCK_MILLIS = 2_000
+
 /** Whether process `pid` is alive on this machine (a process of another user counts as alive). */
 const isAlive = (pid: number): boolean => {
   try {
@@ -139,7 +142,13 @@ const lockFile = (path: string): Effect.Effect<void, SessionFileError | SessionI
       }
       const pid = typeof holder.pid === "number" ? holder.pid : undefined
       const holderHost = typeof holder.host === "string" ? holder.host : host
-      const live = pid !== undefined && (holderHost !== host || isAlive(pid))
+      // A lock without a pid may be one another process has just created and not yet written: only an old
+      // one is stale.
+      const age = yield* fs.stat(lock).pipe(
+        Effect.map((info) => Option.match(info.mtime, { onNone: () => Infinity, onSome: (at) => Date.now() - at.getTime() })),
+        Effect.orElseSucceed(() => Infinity)
+      )
+      const live = pid !== undefined ? holderHost !== host || isAlive(pid) : age < FRESH_LOCK_MILLIS
       if (live || attempt > 0) {
         return yield* new SessionInUse({
           path,

@@ -7,6 +7,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, FileSystem, Path } from "effect"
 import { TestClock } from "effect/testing"
 import { spawnSync } from "node:child_process"
+import { utimesSync } from "node:fs"
 import { hostname } from "node:os"
 import { type CustomMessage, emptyUsage, type Message } from "../src/Message.ts"
 import * as Session from "../src/Session.ts"
@@ -329,8 +330,14 @@ describe("Session", () => {
         const stale = path.join(dir, "stale.jsonl")
         yield* fs.writeFileString(`${stale}.lock`, JSON.stringify({ pid: dead, host: hostname() }))
         yield* Effect.scoped(Session.writer(stale))
+        // A lock naming no holder: being written right now (refused), or left half-written by a crash long
+        // ago (taken over).
         const garbled = path.join(dir, "garbled.jsonl")
-        yield* fs.writeFileString(`${garbled}.lock`, "{\"pid\": 12") // cut by a crash
+        yield* fs.writeFileString(`${garbled}.lock`, "{\"pid\": 12")
+        const fresh = yield* Effect.exit(Effect.scoped(Session.writer(garbled)))
+        assert.isTrue(Exit.isFailure(fresh), "a lock being written is respected")
+        const past = new Date(Date.now() - 60_000)
+        utimesSync(`${garbled}.lock`, past, past)
         yield* Effect.scoped(Session.writer(garbled))
 
         const remote = path.join(dir, "remote.jsonl")
