@@ -45,12 +45,12 @@ export const writeSampleProject = Effect.fn("Demo.writeSampleProject")(function*
 
 /**
  * A new temporary folder (under the system's temporary folder) holding the sample project. Unless `keep`,
- * it is removed with everything in it (the session too) when the scope closes, however the run ended;
- * `onRemoved` is told its path then.
+ * it is removed with everything in it (the session too) when the scope closes, however the run ended.
+ * `report` is told, when the scope closes, where the folder is and whether it was removed.
  */
 export const temporaryWorkspace = (
   keep: boolean,
-  onRemoved: (root: string) => Effect.Effect<void>
+  report: (root: string, removed: boolean) => Effect.Effect<void>
 ): Effect.Effect<string, PlatformError.PlatformError, FileSystem.FileSystem | Path.Path | Scope.Scope> =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
@@ -58,9 +58,9 @@ export const temporaryWorkspace = (
       fs.makeTempDirectory({ prefix: "effect-agent-demo-" }),
       (root) =>
         keep
-          ? Effect.void
+          ? report(root, false)
           : fs.remove(root, { recursive: true, force: true }).pipe(
-            Effect.andThen(onRemoved(root)),
+            Effect.andThen(report(root, true)),
             Effect.catch(() => Effect.void)
           )
     )

@@ -108,10 +108,11 @@ type Options = Command.Command.Config.Infer<typeof flags>
 const resolveWorkspace = Effect.fn("resolveWorkspace")(function*(given: string | undefined, demo: boolean, options: Options) {
   const path = yield* Path.Path
   if (given === undefined && demo) {
-    return yield* Demo.temporaryWorkspace(
-      options.keep,
-      (root) => options.json ? Effect.void : Console.log(terminalSafe(`demo folder removed: ${root} (--keep keeps it)`))
-    )
+    return yield* Demo.temporaryWorkspace(options.keep, (root, removed) => {
+      const line = terminalSafe(removed ? `demo folder removed: ${root} (--keep keeps it)` : `demo folder kept: ${root}`)
+      // With --json, stdout holds only events: where a kept folder is goes to stderr, a removal is not told.
+      return !options.json ? Console.log(line) : removed ? Effect.void : Console.error(`effect-agent: ${line}`)
+    })
   }
   const root = given ?? path.resolve(".")
   if (demo) yield* Demo.writeSampleProject(root)

@@ -18,19 +18,23 @@ effectDescribe("Demo.temporaryWorkspace", () => {
         const fs = yield* FileSystem.FileSystem
         const removed: Array<string> = []
         const root = yield* Effect.scoped(Effect.gen(function*() {
-          const root = yield* Demo.temporaryWorkspace(false, (r) => Effect.sync(() => void removed.push(r)))
+          const root = yield* Demo.temporaryWorkspace(false, (r, gone) => Effect.sync(() => void removed.push(`${gone} ${r}`)))
           for (const [file] of Demo.SAMPLE_FILES) assert.isTrue(yield* fs.exists(join(root, file)), file)
           yield* fs.writeFileString(join(root, "made-by-the-run.txt"), "x")
           return root
         }))
         assert.isFalse(yield* fs.exists(root))
-        assert.deepStrictEqual(removed, [root])
+        assert.deepStrictEqual(removed, [`true ${root}`])
       }))
 
-    it.effect("with keep: the folder stays", () =>
+    it.effect("with keep: the folder stays, and where it is is told", () =>
       Effect.gen(function*() {
         const fs = yield* FileSystem.FileSystem
-        const root = yield* Effect.scoped(Demo.temporaryWorkspace(true, () => Effect.die("not removed")))
+        const told: Array<string> = []
+        const root = yield* Effect.scoped(
+          Demo.temporaryWorkspace(true, (r, gone) => Effect.sync(() => void told.push(`${gone} ${r}`)))
+        )
+        assert.deepStrictEqual(told, [`false ${root}`])
         assert.isTrue(yield* fs.exists(join(root, "src/math.ts")))
         yield* fs.remove(root, { recursive: true })
       }))
