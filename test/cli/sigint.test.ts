@@ -22,34 +22,61 @@ import {
 
 const SIGNALS: ReadonlyArray<readonly [NodeJS.Signals, number]> = [["SIGINT", 130], ["SIGTERM", 143], ["SIGHUP", 129]]
 
+interface Observed {
+  readonly run: RunResult
+  readonly events: Array<any>
+  readonly sent: boolean
+  readonly checkPid: number | undefined
+  /** Processes left in the workspace / in the check's process group right after the command exited. */
+  readonly leftInWorkspace: Array<{ pid: number; args: string }>
+  readonly leftInGroup: Array<string>
+}
+
+/** Runs the demo in `dir` and sends `signal` when the check reports its first progress. */
+const observe = async (signal: NodeJS.Signals, dir: string): Promise<Observed> => {
+  let sent = false
+  let checkPid: number | undefined
+  const run = await runCli(["--json", "--yes", "--workspace", dir], {
+    onLine: (line, child) => {
+      if (sent || line.trim() === "") return
+      const event = JSON.parse(line)
+      if (event.type === "tool_execution_update" && event.toolCallId === "demo-check") {
+        checkPid = event.partialResult?.details?.pid
+        sent = true
+        child.kill(signal)
+      }
+    }
+  })
+  // Look at once, before anything the check started could finish on its own.
+  const leftInWorkspace = processesIn(dir)
+  const leftInGroup = checkPid === undefined ? [] : processGroupMembers(checkPid)
+  return { run, events: parseJsonLines(run.stdout), sent, checkPid, leftInWorkspace, leftInGroup }
+}
+
+const workspaces = new Map(SIGNALS.map(([signal]) => [signal, tempDir(signal.toLowerCase())]))
+const observations = new Map<NodeJS.Signals, Promise<Observed>>()
+// The runs go at once: each mostly waits on the demo's pacing, so together they take about as long as one.
+beforeAll(() => {
+  for (const [signal] of SIGNALS) {
+    const observation = observe(signal, workspaces.get(signal)!.dir)
+    observation.catch(() => {}) // reported by the describe that awaits it, not as an unhandled rejection
+    observations.set(signal, observation)
+  }
+})
+afterAll(() => workspaces.forEach((ws) => ws.cleanup()))
+
 for (const [signal, exitCode] of SIGNALS) describe(`${signal} during the demo's check`, () => {
-  const ws = tempDir(signal.toLowerCase())
+  const ws = workspaces.get(signal)!
   let run: RunResult
   let events: Array<any>
   let sent = false
   let checkPid: number | undefined
-  /** Processes left in the workspace / in the check's process group right after the command exited. */
   let leftInWorkspace: Array<{ pid: number; args: string }> = []
   let leftInGroup: Array<string> = []
 
   beforeAll(async () => {
-    run = await runCli(["--json", "--yes", "--workspace", ws.dir], {
-      onLine: (line, child) => {
-        if (sent || line.trim() === "") return
-        const event = JSON.parse(line)
-        if (event.type === "tool_execution_update" && event.toolCallId === "demo-check") {
-          checkPid = event.partialResult?.details?.pid
-          sent = true
-          child.kill(signal)
-        }
-      }
-    })
-    // Look at once, before anything the check started could finish on its own.
-    leftInWorkspace = processesIn(ws.dir)
-    leftInGroup = checkPid === undefined ? [] : processGroupMembers(checkPid)
-    events = parseJsonLines(run.stdout)
+    ;({ run, events, sent, checkPid, leftInWorkspace, leftInGroup } = await observations.get(signal)!)
   }, TEST_TIMEOUT_MS)
-  afterAll(() => ws.cleanup())
 
   it("was sent during the check", () => {
     expect(sent).toBe(true)
