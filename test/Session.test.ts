@@ -6,6 +6,9 @@ import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, FileSystem, Path } from "effect"
 import { TestClock } from "effect/testing"
+import { spawnSync } from "node:child_process"
+import { utimesSync } from "node:fs"
+import { hostname } from "node:os"
 import { type CustomMessage, emptyUsage, type Message } from "../src/Message.ts"
 import * as Session from "../src/Session.ts"
 
@@ -158,11 +161,13 @@ describe("Session", () => {
       Effect.scoped(Effect.gen(function*() {
         const { path, dir } = yield* scratch
         const file = path.join(dir, "s.jsonl")
-        const first = yield* Session.writer(file)
-        yield* first.append(MESSAGES[0])
-        const notification: CustomMessage = { role: "notification", text: "build started", timestamp: 5 }
-        yield* first.append(notification)
-        // A second writer (a resumed session) keeps what is there.
+        yield* Effect.scoped(Effect.gen(function*() {
+          const first = yield* Session.writer(file)
+          yield* first.append(MESSAGES[0])
+          const notification: CustomMessage = { role: "notification", text: "build started", timestamp: 5 }
+          yield* first.append(notification)
+        }))
+        // A second writer (a resumed session, once the first run is over) keeps what is there.
         const second = yield* Session.writer(file)
         yield* second.append(MESSAGES[1])
         assert.deepStrictEqual(yield* Session.load(file), [MESSAGES[0], MESSAGES[1]])
@@ -262,6 +267,86 @@ describe("Session", () => {
         yield* writer.append(MESSAGES[1])
         const loaded = yield* Effect.exit(Session.load(file))
         assert.deepStrictEqual(loaded, Exit.succeed([MESSAGES[0], MESSAGES[1]]))
+      })))
+
+    // Issue 16 item 12: a crash while a line is written leaves it cut, with no newline after it.
+    it.effect("a last line cut by a crash is left out and reported; a bad last line that has its newline is still an error", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const { write } = yield* scratch
+        const whole = Session.encodeMessage(MESSAGES[2])
+        const cut = whole.slice(0, Math.floor(whole.length / 2))
+        const file = yield* write("cut.jsonl", lines(Session.encodeMessage(MESSAGES[0]), "", Session.encodeMessage(MESSAGES[1])) + cut)
+        const contents = yield* Session.read(file)
+        assert.deepStrictEqual(contents.messages, [MESSAGES[0], MESSAGES[1]])
+        assert.deepStrictEqual(contents.cutLine, { line: 4, text: cut })
+        assert.deepStrictEqual(yield* Session.load(file), [MESSAGES[0], MESSAGES[1]])
+        assert.include(Session.cutLineWarning(file, contents.cutLine!), `Session file ${file}, line 4: the last line was cut short`)
+        // The same text with its newline was written whole and is wrong: still an error naming the line.
+        const complete = yield* write("bad-last.jsonl", lines(Session.encodeMessage(MESSAGES[0]), cut))
+        assert.strictEqual((yield* loadFailure(complete)).line, 2)
+        // Nothing cut: no report.
+        assert.isUndefined((yield* Session.read(yield* write("ok.jsonl", lines(whole)))).cutLine)
+      })))
+
+    it.effect("a writer drops a cut last line byte for byte, so what it appends loads", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const { fs, write } = yield* scratch
+        const head = lines(Session.encodeMessage(MESSAGES[0]), Session.encodeMessage(MESSAGES[1]))
+        const file = yield* write("cut-append.jsonl", head + Session.encodeMessage(MESSAGES[2]).slice(0, 25))
+        yield* Effect.scoped(Effect.gen(function*() {
+          const writer = yield* Session.writer(file)
+          yield* writer.append(MESSAGES[3])
+        }))
+        assert.strictEqual(yield* fs.readFileString(file), head + Session.encodeMessage(MESSAGES[3]) + "\n")
+        assert.deepStrictEqual(yield* Session.load(file), [MESSAGES[0], MESSAGES[1], MESSAGES[3]])
+      })))
+
+    it.effect("a second writer on a file is refused while the first is open (no interleaved lines)", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const { fs, path, dir } = yield* scratch
+        const file = path.join(dir, "locked.jsonl")
+        yield* Effect.scoped(Effect.gen(function*() {
+          const first = yield* Session.writer(file)
+          yield* first.append(MESSAGES[0])
+          const second = yield* Effect.exit(Session.writer(file))
+          assert.isTrue(Exit.isFailure(second))
+          const reason = Exit.isFailure(second) ? second.cause.reasons[0] : undefined
+          const error = reason?._tag === "Fail" ? reason.error : undefined
+          assert.strictEqual(error?._tag, "SessionInUse")
+          assert.include(error?.message, `Session file ${file} is in use by another agent (pid ${process.pid})`)
+          yield* first.append(MESSAGES[1])
+        }))
+        // Released with the scope: the lock file is gone and a new writer may open the file.
+        assert.isFalse(yield* fs.exists(`${file}.lock`))
+        const third = yield* Session.writer(file)
+        yield* third.append(MESSAGES[3])
+        assert.deepStrictEqual(yield* Session.load(file), [MESSAGES[0], MESSAGES[1], MESSAGES[3]])
+      })))
+
+    it.effect("a lock left by a process that died is taken over; one from another host is respected", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const { fs, path, dir } = yield* scratch
+        const dead = spawnSync("true").pid!
+        const stale = path.join(dir, "stale.jsonl")
+        yield* fs.writeFileString(`${stale}.lock`, JSON.stringify({ pid: dead, host: hostname() }))
+        yield* Effect.scoped(Session.writer(stale))
+        // A lock naming no holder: being written right now (refused), or left half-written by a crash long
+        // ago (taken over).
+        const garbled = path.join(dir, "garbled.jsonl")
+        yield* fs.writeFileString(`${garbled}.lock`, "{\"pid\": 12")
+        const fresh = yield* Effect.exit(Effect.scoped(Session.writer(garbled)))
+        assert.isTrue(Exit.isFailure(fresh), "a lock being written is respected")
+        const past = new Date(Date.now() - 60_000)
+        utimesSync(`${garbled}.lock`, past, past)
+        yield* Effect.scoped(Session.writer(garbled))
+
+        const remote = path.join(dir, "remote.jsonl")
+        yield* fs.writeFileString(`${remote}.lock`, JSON.stringify({ pid: dead, host: "another-host.example" }))
+        const exit = yield* Effect.exit(Effect.scoped(Session.writer(remote)))
+        assert.isTrue(Exit.isFailure(exit))
+        const reason = Exit.isFailure(exit) ? exit.cause.reasons[0] : undefined
+        assert.isTrue(reason?._tag === "Fail" && reason.error._tag === "SessionInUse")
+        assert.isTrue(yield* fs.exists(`${remote}.lock`), "another host's lock is left alone")
       })))
 
     it.effect("newSessionPath names a .jsonl file under the folder by the current time", () =>

@@ -3,7 +3,7 @@
  * for real. Several reads and searches run in parallel, an edit runs sequentially, one call fails, one is
  * refused, a `bash` command streams its output, and then the model answers from what the tools returned.
  */
-import { Effect, FileSystem, Path } from "effect"
+import { Effect, FileSystem, Path, type PlatformError, type Scope } from "effect"
 import { type Message, text, type ToolResultMessage } from "../Message.ts"
 import type { ModelRequest } from "../Model.ts"
 import * as ScriptedModel from "../ScriptedModel.ts"
@@ -42,6 +42,31 @@ export const writeSampleProject = Effect.fn("Demo.writeSampleProject")(function*
   }
   return written
 })
+
+/**
+ * A new temporary folder (under the system's temporary folder) holding the sample project. Unless `keep`,
+ * it is removed with everything in it (the session too) when the scope closes, however the run ended.
+ * `report` is told, when the scope closes, where the folder is and whether it was removed.
+ */
+export const temporaryWorkspace = (
+  keep: boolean,
+  report: (root: string, removed: boolean) => Effect.Effect<void>
+): Effect.Effect<string, PlatformError.PlatformError, FileSystem.FileSystem | Path.Path | Scope.Scope> =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const root = yield* Effect.acquireRelease(
+      fs.makeTempDirectory({ prefix: "effect-agent-demo-" }),
+      (root) =>
+        keep
+          ? report(root, false)
+          : fs.remove(root, { recursive: true, force: true }).pipe(
+            Effect.andThen(report(root, true)),
+            Effect.catch(() => Effect.void)
+          )
+    )
+    yield* writeSampleProject(root)
+    return root
+  })
 
 const toolResults = (messages: ReadonlyArray<Message>): Array<ToolResultMessage> =>
   messages.filter((m): m is ToolResultMessage => m.role === "toolResult")

@@ -2,11 +2,13 @@
  * What the command line shows while an agent runs: streamed assistant text, a live lane per running tool
  * call (name, key argument, spinner, elapsed time, last progress line), a line per finished call, and after
  * each batch a timeline showing which calls overlapped. On a terminal it redraws in place with colours;
- * elsewhere it prints plain lines only.
+ * elsewhere it prints plain lines only. Nothing a model or a tool said reaches the terminal raw: control
+ * characters in it (escape sequences included) are printed as visible stand-ins.
  */
 import { Clock, Duration, Effect, type Scope } from "effect"
 import type { AgentEvent } from "../AgentEvent.ts"
 import type { ToolResultContent } from "../Message.ts"
+import { terminalSafe } from "./internal/terminalText.ts"
 
 /** How the view renders. */
 export interface ViewOptions {
@@ -38,25 +40,25 @@ interface Span {
 const SPINNER = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
 const KEY_ARGS = ["path", "pattern", "command", "query", "file", "url"]
 
-/** The argument that best names what a call does, shortened. */
+/** The argument that best names what a call does, shortened, on one line and without control characters. */
 export const keyArgument = (args: unknown, width = 40): string => {
   if (typeof args !== "object" || args === null) return ""
   const record = args as Record<string, unknown>
   const key = KEY_ARGS.find((k) => typeof record[k] === "string") ??
     Object.keys(record).find((k) => typeof record[k] === "string")
   if (key === undefined) return ""
-  const value = String(record[key]).replace(/\s+/g, " ")
+  const value = terminalSafe(String(record[key]).replace(/\s+/g, " "))
   return value.length > width ? value.slice(0, width - 1) + "…" : value
 }
 
 const firstLine = (text: string, width: number): string => {
-  const line = text.split("\n").find((l) => l.trim() !== "") ?? ""
+  const line = terminalSafe(text.split("\n").find((l) => l.trim() !== "") ?? "")
   return line.length > width ? line.slice(0, width - 1) + "…" : line
 }
 
 const lastLine = (text: string, width: number): string => {
   const lines = text.split("\n").filter((l) => l.trim() !== "")
-  const line = lines.at(-1) ?? ""
+  const line = terminalSafe(lines.at(-1) ?? "")
   return line.length > width ? line.slice(0, width - 1) + "…" : line
 }
 
@@ -151,14 +153,12 @@ export const make = (options: ViewOptions): Effect.Effect<LiveView, never, Scope
           switch (event.type) {
             case "message_update": {
               const update = event.assistantMessageEvent
-              if (update.type === "text_delta") {
+              if (update.type === "text_delta" || update.type === "thinking_delta") {
+                const delta = terminalSafe(update.delta)
+                if (delta === "") return
                 clear()
-                write(update.delta)
-                midLine = !update.delta.endsWith("\n")
-              } else if (update.type === "thinking_delta") {
-                clear()
-                write(paint(update.delta, "2;3"))
-                midLine = !update.delta.endsWith("\n")
+                write(update.type === "text_delta" ? delta : paint(delta, "2;3"))
+                midLine = !delta.endsWith("\n")
               } else if (update.type === "text_end" || update.type === "thinking_end") {
                 if (midLine) write("\n")
                 midLine = false
@@ -168,25 +168,26 @@ export const make = (options: ViewOptions): Effect.Effect<LiveView, never, Scope
             case "message_end": {
               const message = event.message
               if (message.role === "assistant" && (message.stopReason === "error" || message.stopReason === "aborted")) {
-                print(paint(`✗ ${message.stopReason}: ${String(message.errorMessage ?? "")}`, "31"), now)
+                print(paint(`✗ ${message.stopReason}: ${terminalSafe(String(message.errorMessage ?? ""))}`, "31"), now)
               }
               return
             }
             case "tool_execution_start": {
               const keyArg = keyArgument(event.args)
+              const name = terminalSafe(event.toolName)
               lanes.set(event.toolCallId, {
                 id: event.toolCallId,
-                name: event.toolName,
+                name,
                 keyArg,
                 startedAt: now,
                 progress: ""
               })
-              spans.push({ id: event.toolCallId, label: `${event.toolName} ${keyArg}`.trim(), start: now, end: undefined, isError: false })
+              spans.push({ id: event.toolCallId, label: `${name} ${keyArg}`.trim(), start: now, end: undefined, isError: false })
               if (live) {
                 clear()
                 draw(now)
               } else {
-                print(`▶ ${event.toolName} ${keyArg}`.trimEnd(), now)
+                print(`▶ ${name} ${keyArg}`.trimEnd(), now)
               }
               return
             }
@@ -216,7 +217,7 @@ export const make = (options: ViewOptions): Effect.Effect<LiveView, never, Scope
               const took = lane === undefined ? "" : ` ${formatMs(now - lane.startedAt)}`
               const mark = event.isError ? paint("✗", "31") : paint("✓", "32")
               print(
-                `${mark} ${event.toolName} ${lane?.keyArg ?? ""}${paint(took, "2")}${
+                `${mark} ${terminalSafe(event.toolName)} ${lane?.keyArg ?? ""}${paint(took, "2")}${
                   summary === "" ? "" : paint(` → ${summary}`, "2")
                 }`,
                 now

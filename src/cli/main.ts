@@ -7,7 +7,7 @@ import {
   Cause,
   Console,
   Effect,
-  FileSystem,
+  Exit,
   Layer,
   Option,
   Path,
@@ -19,15 +19,21 @@ import {
   Terminal
 } from "effect"
 import { Command, Flag, Prompt } from "effect/cli"
+import { realpathSync } from "node:fs"
+import { pathToFileURL } from "node:url"
 import * as Agent from "../Agent.ts"
 import type { AgentEvent } from "../AgentEvent.ts"
 import type { Message } from "../Message.ts"
 import type { Model } from "../Model.ts"
 import * as Session from "../Session.ts"
 import { approvalHook, type ApprovalMode } from "./Approval.ts"
+import { interruptedExitCode, interruptOnStopSignals, receivedSignal, stopAsCtrlC } from "./internal/signals.ts"
+import { terminalSafe } from "./internal/terminalText.ts"
 import * as Demo from "./Demo.ts"
+import { makeJsonLineEncoder } from "./JsonLines.ts"
 import * as LiveView from "./LiveView.ts"
-import { providerLayer, type ProviderName } from "./provider.ts"
+import { providerLayer, providerSettings, type ProviderSettings } from "./provider.ts"
+import { existingWorkspace, promptTask, toolTimeoutSeconds } from "./startup.ts"
 import { workspaceTools } from "./tools.ts"
 
 const SYSTEM_PROMPT = [
@@ -61,7 +67,7 @@ const flags = {
   workspace: Flag.String("workspace").pipe(
     Flag.withAlias("w"),
     Flag.withDescription(
-      "The folder the tools work in. Default: a new sample project in a temporary folder (demo), or the current folder (with a provider)."
+      "The folder the tools work in; it must exist. Default: a new sample project in a temporary folder (demo), or the current folder (with a provider)."
     ),
     Flag.optional
   ),
@@ -84,38 +90,38 @@ const flags = {
     Flag.withDefault(false)
   ),
   toolTimeout: Flag.Int("tool-timeout").pipe(
-    Flag.withDescription("Seconds a tool call may run before it is stopped (default: 120)."),
+    Flag.withDescription("Seconds a tool call may run before it is stopped, a positive whole number (default: 120)."),
     Flag.withDefault(120)
+  ),
+  keep: Flag.Boolean("keep").pipe(
+    Flag.withDescription("Keep the demo's temporary folder (and its session) after the run; by default it is removed."),
+    Flag.withDefault(false)
   )
 }
 
 type Options = Command.Command.Config.Infer<typeof flags>
 
-/** The workspace folder: given, the current folder (provider), or a fresh sample project (demo). */
-const resolveWorkspace = Effect.fn("resolveWorkspace")(function*(options: Options, demo: boolean) {
-  const fs = yield* FileSystem.FileSystem
+/**
+ * The workspace folder: the given one (which must exist), the current folder (provider), or a fresh
+ * sample project in a temporary folder (demo) that is removed when the run's scope closes unless `--keep`.
+ */
+const resolveWorkspace = Effect.fn("resolveWorkspace")(function*(given: string | undefined, demo: boolean, options: Options) {
   const path = yield* Path.Path
-  const root = Option.isSome(options.workspace)
-    ? path.resolve(options.workspace.value)
-    : demo
-    ? yield* fs.makeTempDirectory({ prefix: "effect-agent-demo-" })
-    : path.resolve(".")
-  yield* fs.makeDirectory(root, { recursive: true })
+  if (given === undefined && demo) {
+    return yield* Demo.temporaryWorkspace(options.keep, (root, removed) => {
+      const line = terminalSafe(removed ? `demo folder removed: ${root} (--keep keeps it)` : `demo folder kept: ${root}`)
+      // With --json, stdout holds only events: where a kept folder is goes to stderr, a removal is not told.
+      return !options.json ? Console.log(line) : removed ? Effect.void : Console.error(`effect-agent: ${line}`)
+    })
+  }
+  const root = given ?? path.resolve(".")
   if (demo) yield* Demo.writeSampleProject(root)
   return root
 })
 
 /** The model: a real provider when one is named, else the demo. */
-const modelLayer = (options: Options): Layer.Layer<Model, unknown> =>
-  Option.match(options.provider, {
-    onNone: () => Demo.demoModel,
-    onSome: (name: ProviderName) =>
-      providerLayer(name, {
-        baseUrl: Option.getOrUndefined(options.baseUrl),
-        model: Option.getOrUndefined(options.model),
-        apiKey: Option.getOrUndefined(options.apiKey)
-      })
-  })
+const modelLayer = (settings: ProviderSettings | undefined): Layer.Layer<Model> =>
+  settings === undefined ? Demo.demoModel : providerLayer(settings)
 
 /**
  * Throws away keys typed before a question appears, so a stray "y" cannot approve a command the person has
@@ -141,8 +147,9 @@ const view = (options: Options) =>
     const reported = isTty ? yield* terminal.columns : 0
     const columns = reported >= 40 ? reported : 100
     if (options.json) {
+      const encoder = makeJsonLineEncoder()
       return {
-        handle: (event: AgentEvent) => Effect.sync(() => process.stdout.write(JSON.stringify(event) + "\n")),
+        handle: (event: AgentEvent) => Effect.sync(() => void process.stdout.write(encoder.encode(event) + "\n")),
         pause: <A, E, R>(effect: Effect.Effect<A, E, R>) => effect,
         close: Effect.void
       } satisfies LiveView.LiveView
@@ -150,22 +157,30 @@ const view = (options: Options) =>
     return yield* LiveView.make({ live, color, columns, write: (text) => void process.stdout.write(text) })
   })
 
-const session = Effect.fn("session")(function*(options: Options, root: string, demo: boolean) {
+const session = Effect.fn("session")(function*(options: Options, root: string, demo: boolean, temporary: boolean) {
   const path = yield* Path.Path
   const stdio = yield* Stdio.Stdio
-  const say = (line: string) => options.json ? Effect.void : Console.log(line)
+  const say = (line: string) => options.json ? Effect.void : Console.log(terminalSafe(line))
 
-  const resumed: ReadonlyArray<Message> = Option.isSome(options.resume)
-    ? yield* Session.load(path.resolve(options.resume.value))
-    : []
+  const resumePath = Option.isSome(options.resume) ? path.resolve(options.resume.value) : undefined
+  // Read (and validate) before anything is written or locked: a bad file is refused untouched.
+  const saved = resumePath === undefined ? undefined : yield* Session.read(resumePath)
   const sessionPath = Option.isSome(options.session)
     ? path.resolve(options.session.value)
-    : Option.isSome(options.resume)
-    ? path.resolve(options.resume.value)
-    : yield* Session.newSessionPath(path.join(root, ".effect-agent", "sessions"))
+    : resumePath ?? (yield* Session.newSessionPath(path.join(root, ".effect-agent", "sessions")))
+  // Locks the file for this run (another agent on it is refused) and drops a line cut by a crash.
   const transcript = yield* Session.writer(sessionPath)
+  if (saved?.cutLine !== undefined) {
+    yield* Console.error(`effect-agent: warning: ${terminalSafe(Session.cutLineWarning(resumePath!, saved.cutLine))}`)
+  }
+  // Resuming the locked file itself: read it again now that no other agent can be adding to it.
+  const resumed: ReadonlyArray<Message> = saved === undefined
+    ? []
+    : resumePath === sessionPath
+    ? (yield* Session.read(sessionPath)).messages
+    : saved.messages
   // Resuming into another file: that file gets the whole transcript, not only what this run adds.
-  if (Option.isSome(options.resume) && path.resolve(options.resume.value) !== sessionPath) {
+  if (resumePath !== undefined && resumePath !== sessionPath) {
     for (const message of resumed) yield* transcript.append(message)
   }
 
@@ -180,13 +195,20 @@ const session = Effect.fn("session")(function*(options: Options, root: string, d
       ask: (question) =>
         ui.pause(Effect.andThen(discardTypeAhead, Prompt.run(Prompt.Confirm({ message: question, initial: false }))))
           .pipe(
+            // Ctrl-C (or Ctrl-D) at the question stops the run as Ctrl-C does anywhere else: it is not a "no".
+            Effect.catchTag("QuitError", () => stopAsCtrlC),
             Effect.catch(() => Effect.succeed(false)),
             Effect.provide(promptEnvironment)
           )
     }
     : { _tag: "NoTerminal" }
 
-  yield* say(`workspace: ${root}${demo ? " (sample project, scripted demo model)" : ""}`)
+  const removed = temporary && !options.keep
+  yield* say(
+    `workspace: ${root}${
+      demo ? ` (sample project, scripted demo model${removed ? "; removed at the end, --keep keeps it" : ""})` : ""
+    }`
+  )
   yield* say(`session:   ${sessionPath}${resumed.length > 0 ? ` (resumed, ${resumed.length} messages)` : ""}`)
 
   const agent = yield* Agent.make({
@@ -222,7 +244,7 @@ const session = Effect.fn("session")(function*(options: Options, root: string, d
 
   const state = yield* SubscriptionRef.get(agent.state)
   const last = state.messages.findLast((m) => m.role === "assistant")
-  yield* say(`\nsession saved: ${sessionPath}`)
+  if (!removed) yield* say(`\nsession saved: ${sessionPath}`)
   if (last !== undefined && last.role === "assistant" && last.stopReason === "error") {
     return yield* new RunFailed({ message: `The model failed: ${String(last.errorMessage)}` })
   }
@@ -234,14 +256,29 @@ const session = Effect.fn("session")(function*(options: Options, root: string, d
  */
 const run = Effect.fn("effect-agent")(function*(options: Options) {
   const demo = Option.isNone(options.provider)
-  const root = yield* resolveWorkspace(options, demo)
-  yield* session(options, root, demo).pipe(
-    Effect.provide(Layer.mergeAll(modelLayer(options), workspaceTools(root))),
-    Effect.onInterrupt(() => Console.error("\ninterrupted: the run was aborted and the session saved"))
+  // Every check comes first: nothing is created or run until the input is known to be usable.
+  const settings = Option.isSome(options.provider)
+    ? yield* providerSettings(options.provider.value, {
+      baseUrl: Option.getOrUndefined(options.baseUrl),
+      model: Option.getOrUndefined(options.model),
+      apiKey: Option.getOrUndefined(options.apiKey)
+    })
+    : undefined
+  yield* toolTimeoutSeconds(options.toolTimeout)
+  if (Option.isSome(options.prompt)) yield* promptTask(options.prompt.value)
+  const given = Option.isSome(options.workspace) ? yield* existingWorkspace(options.workspace.value) : undefined
+  const root = yield* resolveWorkspace(given, demo, options)
+  yield* session(options, root, demo, demo && given === undefined).pipe(
+    Effect.provide(Layer.mergeAll(modelLayer(settings), workspaceTools(root))),
+    Effect.onInterrupt(() => {
+      const signal = receivedSignal()
+      return Console.error(`\ninterrupted${signal === undefined ? "" : ` (${signal})`}: the run was aborted and the session saved`)
+    })
   )
-})
+}, (effect) => Effect.scoped(effect))
 
-const command = Command.make("effect-agent", flags, run).pipe(
+/** The `effect-agent` command (exported so tests can run it in-process with `Command.runWith`). */
+export const command = Command.make("effect-agent", flags, run).pipe(
     Command.withDescription(
       "An agent that works on a folder with built-in tools (read, ls, find, grep, write, edit, bash). Without --provider it runs a scripted demo on a sample project."
     )
@@ -256,7 +293,7 @@ const reportFailure = (cause: Cause.Cause<unknown>) => {
   if (Cause.hasInterruptsOnly(cause)) return Effect.void
   const error = Cause.squash(cause)
   if (!Runtime.getErrorReported(error)) return Effect.void
-  return Console.error(`effect-agent: ${error instanceof Error ? error.message : Cause.pretty(cause)}`)
+  return Console.error(`effect-agent: ${terminalSafe(error instanceof Error ? error.message : Cause.pretty(cause))}`)
 }
 
 /** Runs the command on `process.argv`. */
@@ -265,4 +302,25 @@ export const main = Command.run(command, { version: "0.1.0" }).pipe(
   Effect.provide(NodeServices.layer)
 )
 
-NodeRuntime.runMain(main, { disableErrorReporting: true })
+/**
+ * Runs {@link main} as the process. SIGINT, SIGTERM and SIGHUP each abort the run cleanly; the exit code is
+ * then 128 + the signal's number (130 for Ctrl-C).
+ */
+export const runAsProcess = (): void =>
+  NodeRuntime.runMain(interruptOnStopSignals(main), {
+    disableErrorReporting: true,
+    teardown: (exit, onExit) =>
+      Runtime.defaultTeardown(exit, (code) => onExit(code === 130 && Exit.hasInterrupts(exit) ? interruptedExitCode() : code))
+  })
+
+/** Whether Node was started with this file as its program (`node src/cli/main.ts`, `npm start`). */
+const isProgram = (): boolean => {
+  try {
+    return process.argv[1] !== undefined && pathToFileURL(realpathSync(process.argv[1])).href === import.meta.url
+  } catch {
+    return false // no such file: Node was started some other way (`-e`, a REPL)
+  }
+}
+
+// The installed `bin` calls `runAsProcess` itself, and a test importing this module runs nothing.
+if (isProgram()) runAsProcess()

@@ -1,14 +1,15 @@
-/** Picking the model provider for the command line: flags first, then the usual environment variables. */
-import { Config, Effect, Layer, Option, type Redacted } from "effect"
+/** The model provider the command line talks to, chosen by `--provider` and configured by flags or the environment. */
+import { Config, Effect, Layer, Option, Redacted } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { Model } from "../Model.ts"
 import * as Anthropic from "../providers/Anthropic.ts"
 import * as Gemini from "../providers/Gemini.ts"
+import type { ProviderName } from "../providers/index.ts"
 import * as OpenAiCompatible from "../providers/OpenAiCompatible.ts"
 import * as OpenAiResponses from "../providers/OpenAiResponses.ts"
+import { UsageError } from "./startup.ts"
 
-/** The providers the command line can use. */
-export type ProviderName = "openai-compatible" | "anthropic" | "openai-responses" | "gemini"
+export type { ProviderName } from "../providers/index.ts"
 
 /** What the flags say about the provider; anything missing comes from the environment. */
 export interface ProviderFlags {
@@ -17,69 +18,104 @@ export interface ProviderFlags {
   readonly apiKey: Redacted.Redacted<string> | undefined
 }
 
-const orConfig = <A>(flag: A | undefined, config: Config.Config<A>): Effect.Effect<A, Config.ConfigError> =>
-  flag !== undefined ? Effect.succeed(flag) : config
+/** Everything a provider needs, resolved from the flags and the environment. */
+export interface ProviderSettings {
+  readonly name: ProviderName
+  readonly model: string
+  readonly baseUrl: string
+  readonly apiKey: Redacted.Redacted<string> | undefined
+  /** Anthropic's token limit per response (`ANTHROPIC_MAX_TOKENS`); the provider's default when unset. */
+  readonly maxTokens: number | undefined
+}
 
-const optionalKey = (
-  flag: Redacted.Redacted<string> | undefined,
-  name: string
-): Effect.Effect<Redacted.Redacted<string> | undefined, Config.ConfigError> =>
-  flag !== undefined
-    ? Effect.succeed(flag)
-    : Effect.map(Config.Redacted(name).pipe(Config.option), (key) => Option.getOrUndefined(key))
+/** How each provider is read from the environment and built: the one list the command line uses. */
+const PROVIDERS: Record<ProviderName, {
+  readonly prefix: string
+  readonly defaultBaseUrl: string
+  readonly keyRequired: boolean
+}> = {
+  "openai-compatible": { prefix: "OPENAI", defaultBaseUrl: OpenAiCompatible.DEFAULT_BASE_URL, keyRequired: false },
+  "openai-responses": { prefix: "OPENAI", defaultBaseUrl: OpenAiResponses.DEFAULT_BASE_URL, keyRequired: false },
+  anthropic: { prefix: "ANTHROPIC", defaultBaseUrl: Anthropic.DEFAULT_BASE_URL, keyRequired: true },
+  gemini: { prefix: "GEMINI", defaultBaseUrl: Gemini.DEFAULT_BASE_URL, keyRequired: true }
+}
+
+/** The flag's value, else the variable's; unset or unreadable, a one-line error naming both. */
+const setting = <A>(
+  name: ProviderName,
+  what: string,
+  flag: string,
+  value: A | undefined,
+  variable: string,
+  config: Config.Config<A>
+): Effect.Effect<A, UsageError> =>
+  value !== undefined ? Effect.succeed(value) : Effect.mapError(config, () =>
+    new UsageError({
+      flag,
+      message: `--provider ${name} needs ${what}: pass ${flag}, or set ${variable} in the environment.`
+    }))
 
 /**
- * The model layer of a named provider over `fetch`. The model name and base URL come from `--model` and
- * `--base-url` or `OPENAI_MODEL` / `OPENAI_BASE_URL` (`ANTHROPIC_*`, `GEMINI_*`; `openai-responses` reads
- * `OPENAI_*`); the key from `--api-key` or `OPENAI_API_KEY` / `ANTHROPIC_API_KEY` / `GEMINI_API_KEY`.
+ * The settings of a named provider. The model name and base URL come from `--model` and `--base-url` or
+ * `<PREFIX>_MODEL` / `<PREFIX>_BASE_URL` (`OPENAI_` for both OpenAI APIs, `ANTHROPIC_`, `GEMINI_`); the key
+ * from `--api-key` or `<PREFIX>_API_KEY`. A model is always required, a key by Anthropic and Gemini (local
+ * OpenAI-compatible servers need none); a missing one is a {@link UsageError} naming the flag and the variable.
  */
-export const providerLayer = (name: ProviderName, flags: ProviderFlags): Layer.Layer<Model, Config.ConfigError> => {
-  if (name === "openai-responses" || name === "gemini") return newerProviderLayer(name, flags)
-  const make = name === "openai-compatible"
-    ? Effect.gen(function*() {
-      const model = yield* orConfig(flags.model, Config.String("OPENAI_MODEL"))
-      const baseUrl = yield* orConfig(
-        flags.baseUrl,
-        Config.String("OPENAI_BASE_URL").pipe(Config.withDefault(OpenAiCompatible.DEFAULT_BASE_URL))
-      )
-      const apiKey = yield* optionalKey(flags.apiKey, "OPENAI_API_KEY")
-      return yield* OpenAiCompatible.make({ model, baseUrl, ...(apiKey !== undefined ? { apiKey } : {}) })
-    })
-    : Effect.gen(function*() {
-      const model = yield* orConfig(flags.model, Config.String("ANTHROPIC_MODEL"))
-      const baseUrl = yield* orConfig(
-        flags.baseUrl,
-        Config.String("ANTHROPIC_BASE_URL").pipe(Config.withDefault(Anthropic.DEFAULT_BASE_URL))
-      )
-      const apiKey = yield* orConfig(flags.apiKey, Config.Redacted("ANTHROPIC_API_KEY"))
-      return yield* Anthropic.make({ model, baseUrl, apiKey, maxTokens: 8192 })
-    })
-  return Layer.effect(Model, make).pipe(Layer.provide(FetchHttpClient.layer))
+export const providerSettings = Effect.fn("providerSettings")(function*(name: ProviderName, flags: ProviderFlags) {
+  const { defaultBaseUrl, keyRequired, prefix } = PROVIDERS[name]
+  const model = yield* setting(name, "a model", "--model", flags.model, `${prefix}_MODEL`, Config.String(`${prefix}_MODEL`))
+  const baseUrl = yield* setting(
+    name,
+    "a base URL",
+    "--base-url",
+    flags.baseUrl,
+    `${prefix}_BASE_URL`,
+    Config.String(`${prefix}_BASE_URL`).pipe(Config.withDefault(defaultBaseUrl))
+  )
+  const keyConfig = Config.Redacted(`${prefix}_API_KEY`)
+  const apiKey: Redacted.Redacted<string> | undefined = yield* setting(
+    name,
+    "an API key",
+    "--api-key",
+    flags.apiKey,
+    `${prefix}_API_KEY`,
+    keyRequired ? keyConfig : keyConfig.pipe(Config.option, Config.map(Option.getOrUndefined))
+  )
+  const maxTokens = name === "anthropic"
+    ? yield* setting(
+      name,
+      "a positive whole number",
+      "ANTHROPIC_MAX_TOKENS",
+      undefined,
+      "ANTHROPIC_MAX_TOKENS",
+      Config.Int("ANTHROPIC_MAX_TOKENS").pipe(Config.option, Config.map(Option.getOrUndefined))
+    )
+    : undefined
+  return { name, model, baseUrl, apiKey, maxTokens } satisfies ProviderSettings
+})
+
+const build = (settings: ProviderSettings) => {
+  const { apiKey, baseUrl, model } = settings
+  const key = apiKey !== undefined ? { apiKey } : {}
+  switch (settings.name) {
+    case "openai-compatible":
+      return OpenAiCompatible.make({ model, baseUrl, ...key })
+    case "openai-responses":
+      return OpenAiResponses.make({ model, baseUrl, ...key })
+    case "anthropic":
+      return Anthropic.make({
+        model,
+        baseUrl,
+        apiKey: apiKey ?? Redacted.make(""),
+        ...(settings.maxTokens !== undefined ? { maxTokens: settings.maxTokens } : {})
+      })
+    case "gemini":
+      return Gemini.make({ model, baseUrl, apiKey: apiKey ?? Redacted.make("") })
+  }
 }
 
-/** The Responses and Gemini providers, read the same way: flags first, then their environment variables. */
-const newerProviderLayer = (
-  name: "openai-responses" | "gemini",
-  flags: ProviderFlags
-): Layer.Layer<Model, Config.ConfigError> => {
-  const make = name === "openai-responses"
-    ? Effect.gen(function*() {
-      const model = yield* orConfig(flags.model, Config.String("OPENAI_MODEL"))
-      const baseUrl = yield* orConfig(
-        flags.baseUrl,
-        Config.String("OPENAI_BASE_URL").pipe(Config.withDefault(OpenAiResponses.DEFAULT_BASE_URL))
-      )
-      const apiKey = yield* optionalKey(flags.apiKey, "OPENAI_API_KEY")
-      return yield* OpenAiResponses.make({ model, baseUrl, ...(apiKey !== undefined ? { apiKey } : {}) })
-    })
-    : Effect.gen(function*() {
-      const model = yield* orConfig(flags.model, Config.String("GEMINI_MODEL"))
-      const baseUrl = yield* orConfig(
-        flags.baseUrl,
-        Config.String("GEMINI_BASE_URL").pipe(Config.withDefault(Gemini.DEFAULT_BASE_URL))
-      )
-      const apiKey = yield* orConfig(flags.apiKey, Config.Redacted("GEMINI_API_KEY"))
-      return yield* Gemini.make({ model, baseUrl, apiKey })
-    })
-  return Layer.effect(Model, make).pipe(Layer.provide(FetchHttpClient.layer))
-}
+/** The model layer of a provider over `fetch`, from resolved settings. */
+export const providerLayer = (settings: ProviderSettings): Layer.Layer<Model> =>
+  Layer.effect(Model, build(settings)).pipe(
+    Layer.provide(FetchHttpClient.layer)
+  )

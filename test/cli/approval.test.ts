@@ -8,7 +8,18 @@ import { existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { SAMPLE_FILES } from "../../src/cli/Demo.ts"
-import { childEnv, MAIN, NODE, ROOT, RUN_TIMEOUT_MS, shellQuote, tempDir, TEST_TIMEOUT_MS } from "./support.ts"
+import {
+  childEnv,
+  defaultSessionFiles,
+  loadSessionOrThrow,
+  MAIN,
+  NODE,
+  ROOT,
+  RUN_TIMEOUT_MS,
+  shellQuote,
+  tempDir,
+  TEST_TIMEOUT_MS
+} from "./support.ts"
 
 const SCRIPT = "/usr/bin/script"
 // eslint-disable-next-line no-control-regex
@@ -127,6 +138,41 @@ describe.skipIf(!existsSync(SCRIPT))("approvals on a terminal (no --yes)", () =>
       expect(code).toBe(0)
       expect(text).toMatch(/✗ bash for i in 1 2 3.*The user declined this bash call/)
       expect(text).not.toContain("check 1/3")
+    } finally {
+      ws.cleanup()
+    }
+  }, TEST_TIMEOUT_MS)
+
+  // Issue 16 item 7: Ctrl-C at the question used to count as "no", and the model was asked again.
+  it("Ctrl-C at a question aborts the run: exit 130, every call settled, nothing more asked or run", async () => {
+    const ws = tempDir("approve-ctrl-c")
+    try {
+      const session = onTerminal(ws.dir)
+      await session.until((t) => EDIT_QUESTION.test(t), "the edit question")
+      session.type("\x03")
+      const code = await session.exit
+      const text = session.text()
+      expect(code).toBe(130)
+      expect(text).toContain("interrupted (SIGINT): the run was aborted and the session saved")
+      // The edit was not run, not declined, and the model was not asked for another response.
+      expect(text).not.toContain("The user declined")
+      expect(text).not.toMatch(/Allow bash/)
+      expect(text).not.toContain("Now let me clear the cache")
+      for (const [file, content] of SAMPLE_FILES) {
+        expect(readFileSync(join(ws.dir, file), "utf8"), file).toBe(content)
+      }
+      // Every call of the response got its result in the session: the edit and the read beside it.
+      const files = defaultSessionFiles(ws.dir)
+      expect(files).toHaveLength(1)
+      const messages = await loadSessionOrThrow(files[0])
+      const assistant = messages.findLast((m) => m.role === "assistant")!
+      const calls = assistant.role === "assistant" ? assistant.content.filter((b) => b.type === "toolCall") : []
+      expect(calls.map((c) => c.id).sort()).toEqual(["demo-edit", "demo-notes"])
+      for (const call of calls) {
+        const results = messages.filter((m) => m.role === "toolResult" && m.toolCallId === call.id)
+        expect(results, call.id).toHaveLength(1)
+      }
+      expect(messages.at(-1)?.role).toBe("toolResult")
     } finally {
       ws.cleanup()
     }

@@ -170,10 +170,16 @@ describe("demo --json --yes", () => {
     const updates = events.filter((e) => e.type === "tool_execution_update" && e.toolCallId === "demo-check")
     expect(updates.length).toBeGreaterThanOrEqual(1)
     expect(resultText(updates[0].partialResult)).toContain("check 1/3")
-    // Progress only grows, and ends as the final output.
+    // Progress only grows, so after the first update each line carries only the added text (issue 16
+    // item 10); rebuilt, each progress text extends the previous one.
+    const progress = [resultText(updates[0].partialResult)]
     for (let i = 1; i < updates.length; i++) {
-      expect(resultText(updates[i].partialResult).startsWith(resultText(updates[i - 1].partialResult))).toBe(true)
+      expect(updates[i].partialResult.content, `update ${i}`).toBeUndefined()
+      expect(typeof updates[i].textAppended, `update ${i}`).toBe("string")
+      progress.push(progress[i - 1] + updates[i].textAppended)
+      expect(progress[i].startsWith(progress[i - 1])).toBe(true)
     }
+    expect(progress.join("\n")).toContain("check 3/3")
 
     const final = endedMessages(events).at(-1)
     expect(final.role).toBe("assistant")

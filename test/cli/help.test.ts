@@ -14,7 +14,8 @@ const FLAGS: ReadonlyArray<{ readonly name: string; readonly alias?: string }> =
   { name: "--session" },
   { name: "--resume" },
   { name: "--sequential" },
-  { name: "--tool-timeout" }
+  { name: "--tool-timeout" },
+  { name: "--keep" }
 ]
 
 describe("--help", () => {

@@ -2,7 +2,11 @@
  * Session files from the command line: `--session FILE` writes there, `--resume FILE` continues a saved
  * session and keeps appending to it, and a corrupted or missing session file is a clear, non-zero error.
  */
+import { NodeServices } from "@effect/platform-node"
+import { Cause, Effect, Exit } from "effect"
+import { Command } from "effect/cli"
 import { copyFileSync, existsSync, readFileSync, writeFileSync } from "node:fs"
+import { hostname } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
@@ -16,6 +20,7 @@ import {
   tempDir,
   TEST_TIMEOUT_MS
 } from "./support.ts"
+import { command } from "../../src/cli/main.ts"
 
 describe("--session and --resume", () => {
   const ws = tempDir("session")
@@ -144,6 +149,42 @@ describe("--session and --resume", () => {
         expect(() => parseJsonLines(run.stdout)).not.toThrow()
       }, TEST_TIMEOUT_MS)
     }
+  })
+
+  // Issue 16 item 12.
+  it("--resume of a file whose last line was cut by a crash drops that line with a warning and goes on", async () => {
+    const file = join(ws.dir, "crashed.jsonl")
+    const lines = nonBlankLines(sessionFile)
+    const kept = lines.slice(0, 5).join("\n") + "\n"
+    writeFileSync(file, kept + lines[5].slice(0, 40))
+    const run = await runCli(["--json", "--yes", "--workspace", ws.dir, "--resume", file, "-p", "go on"])
+    expect(run.code).toBe(0)
+    expect(run.stderr.trim()).toBe(
+      `effect-agent: warning: Session file ${file}, line 6: the last line was cut short (a crash while it was written) and was dropped (40 characters).`
+    )
+    const added = endedMessages(parseJsonLines(run.stdout))
+    const text = readFileSync(file, "utf8")
+    expect(text.startsWith(kept)).toBe(true)
+    expect(await loadSessionOrThrow(file)).toHaveLength(5 + added.length)
+    expect(existsSync(`${file}.lock`)).toBe(false)
+  }, TEST_TIMEOUT_MS)
+
+  it("a session file another live agent is writing is refused, untouched (in-process)", async () => {
+    const file = join(ws.dir, "busy.jsonl")
+    copyFileSync(sessionFile, file)
+    // The lock of a live process: this one.
+    writeFileSync(`${file}.lock`, JSON.stringify({ pid: process.pid, host: hostname() }))
+    const exit = await Effect.runPromiseExit(
+      Command.runWith(command, { version: "test" })(["--json", "--yes", "-w", ws.dir, "--resume", file, "-p", "more"]).pipe(
+        Effect.provide(NodeServices.layer)
+      )
+    )
+    expect(Exit.isFailure(exit)).toBe(true)
+    const error: any = Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
+    expect(error?._tag).toBe("SessionInUse")
+    expect(error?.message).toContain(`Session file ${file} is in use by another agent (pid ${process.pid})`)
+    expect(readFileSync(file, "utf8")).toBe(firstText)
+    expect(existsSync(`${file}.lock`)).toBe(true)
   })
 
   it("a missing session file to resume is a clear, non-zero error", async () => {

@@ -2,6 +2,8 @@
  * Ctrl-C during a run: SIGINT sent to the command when the demo's `demo-check` bash call reports its first
  * progress. The run is aborted, every started call still gets its end event and result message, the
  * session holds every completed message, no process of the check is left, and the exit code is 130.
+ * SIGTERM (`kill`) and SIGHUP (the terminal was closed) get the same clean shutdown (issue 16 item 7), with
+ * the exit code a shell gives for them (128 + the signal's number).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
@@ -18,44 +20,73 @@ import {
   TEST_TIMEOUT_MS
 } from "./support.ts"
 
-describe("SIGINT during the demo's check", () => {
-  const ws = tempDir("sigint")
+const SIGNALS: ReadonlyArray<readonly [NodeJS.Signals, number]> = [["SIGINT", 130], ["SIGTERM", 143], ["SIGHUP", 129]]
+
+interface Observed {
+  readonly run: RunResult
+  readonly events: Array<any>
+  readonly sent: boolean
+  readonly checkPid: number | undefined
+  /** Processes left in the workspace / in the check's process group right after the command exited. */
+  readonly leftInWorkspace: Array<{ pid: number; args: string }>
+  readonly leftInGroup: Array<string>
+}
+
+/** Runs the demo in `dir` and sends `signal` when the check reports its first progress. */
+const observe = async (signal: NodeJS.Signals, dir: string): Promise<Observed> => {
+  let sent = false
+  let checkPid: number | undefined
+  const run = await runCli(["--json", "--yes", "--workspace", dir], {
+    onLine: (line, child) => {
+      if (sent || line.trim() === "") return
+      const event = JSON.parse(line)
+      if (event.type === "tool_execution_update" && event.toolCallId === "demo-check") {
+        checkPid = event.partialResult?.details?.pid
+        sent = true
+        child.kill(signal)
+      }
+    }
+  })
+  // Look at once, before anything the check started could finish on its own.
+  const leftInWorkspace = processesIn(dir)
+  const leftInGroup = checkPid === undefined ? [] : processGroupMembers(checkPid)
+  return { run, events: parseJsonLines(run.stdout), sent, checkPid, leftInWorkspace, leftInGroup }
+}
+
+const workspaces = new Map(SIGNALS.map(([signal]) => [signal, tempDir(signal.toLowerCase())]))
+const observations = new Map<NodeJS.Signals, Promise<Observed>>()
+// The runs go at once: each mostly waits on the demo's pacing, so together they take about as long as one.
+beforeAll(() => {
+  for (const [signal] of SIGNALS) {
+    const observation = observe(signal, workspaces.get(signal)!.dir)
+    observation.catch(() => {}) // reported by the describe that awaits it, not as an unhandled rejection
+    observations.set(signal, observation)
+  }
+})
+afterAll(() => workspaces.forEach((ws) => ws.cleanup()))
+
+for (const [signal, exitCode] of SIGNALS) describe(`${signal} during the demo's check`, () => {
+  const ws = workspaces.get(signal)!
   let run: RunResult
   let events: Array<any>
   let sent = false
   let checkPid: number | undefined
-  /** Processes left in the workspace / in the check's process group right after the command exited. */
   let leftInWorkspace: Array<{ pid: number; args: string }> = []
   let leftInGroup: Array<string> = []
 
   beforeAll(async () => {
-    run = await runCli(["--json", "--yes", "--workspace", ws.dir], {
-      onLine: (line, child) => {
-        if (sent || line.trim() === "") return
-        const event = JSON.parse(line)
-        if (event.type === "tool_execution_update" && event.toolCallId === "demo-check") {
-          checkPid = event.partialResult?.details?.pid
-          sent = true
-          child.kill("SIGINT")
-        }
-      }
-    })
-    // Look at once, before anything the check started could finish on its own.
-    leftInWorkspace = processesIn(ws.dir)
-    leftInGroup = checkPid === undefined ? [] : processGroupMembers(checkPid)
-    events = parseJsonLines(run.stdout)
+    ;({ run, events, sent, checkPid, leftInWorkspace, leftInGroup } = await observations.get(signal)!)
   }, TEST_TIMEOUT_MS)
-  afterAll(() => ws.cleanup())
 
   it("was sent during the check", () => {
     expect(sent).toBe(true)
     expect(typeof checkPid).toBe("number")
   })
 
-  it("exits with code 130 and says the run was interrupted", () => {
+  it(`exits with code ${exitCode} and says the run was interrupted`, () => {
     expect(run.signal).toBeNull()
-    expect(run.code).toBe(130)
-    expect(run.stderr).toContain("interrupted")
+    expect(run.code).toBe(exitCode)
+    expect(run.stderr).toContain(`interrupted (${signal})`)
     expect(run.stderr).not.toMatch(/\bat file:\/\//)
   })
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Redacted } from "effect"
 import { HttpClient } from "effect/http"
-import { providerLayer } from "../../src/cli/provider.ts"
+import { type ProviderFlags, providerLayer, providerSettings } from "../../src/cli/provider.ts"
 import { Model } from "../../src/Model.ts"
 import * as Providers from "../../src/providers/index.ts"
 
@@ -32,16 +32,20 @@ describe("picking the Responses and Gemini providers by name", () => {
   it.effect("the CLI's --provider builds them from the flags, falling back to the environment", () =>
     Effect.gen(function*() {
       const env = (vars: Record<string, string>) => ConfigProvider.layer(ConfigProvider.fromEnv({ env: vars }))
-      const info = (layer: Layer.Layer<Model, unknown>, vars: Record<string, string>) =>
-        Model.use((model) => Effect.succeed(model.info)).pipe(Effect.provide(layer.pipe(Layer.provide(env(vars)))))
+      const info = (name: Providers.ProviderName, flags: ProviderFlags, vars: Record<string, string>) =>
+        providerSettings(name, flags).pipe(
+          Effect.flatMap((settings) => Model.use((model) => Effect.succeed(model.info)).pipe(Effect.provide(providerLayer(settings)))),
+          Effect.provide(env(vars))
+        )
       const noFlags = { baseUrl: undefined, model: undefined, apiKey: undefined }
-      expect(yield* info(providerLayer("gemini", { ...noFlags, model: "gemini-2.5-pro", apiKey: Redacted.make("k-123") }), {}))
+      expect(yield* info("gemini", { ...noFlags, model: "gemini-2.5-pro", apiKey: Redacted.make("k-123") }, {}))
         .toEqual({ api: "google-generative-ai", provider: "google", model: "gemini-2.5-pro" })
-      expect(yield* info(providerLayer("gemini", noFlags), { GEMINI_MODEL: "gemini-env", GEMINI_API_KEY: "k-123" }))
+      expect(yield* info("gemini", noFlags, { GEMINI_MODEL: "gemini-env", GEMINI_API_KEY: "k-123" }))
         .toMatchObject({ model: "gemini-env" })
-      expect(yield* info(providerLayer("openai-responses", { ...noFlags, model: "o4-mini" }), {}))
+      expect(yield* info("openai-responses", { ...noFlags, model: "o4-mini" }, {}))
         .toEqual({ api: "openai-responses", provider: "openai", model: "o4-mini" })
-      const noKey = yield* Effect.flip(info(providerLayer("gemini", { ...noFlags, model: "gemini-2.5-pro" }), {}))
-      expect((noKey as { _tag: string })._tag).toBe("ConfigError")
+      const noKey = yield* Effect.flip(info("gemini", { ...noFlags, model: "gemini-2.5-pro" }, {}))
+      expect(noKey._tag).toBe("UsageError")
+      expect(noKey.message).toContain("GEMINI_API_KEY")
     }))
 })
