@@ -59,7 +59,13 @@ describe("provider settings", () => {
       const settings = yield* providerSettings("openai-compatible", { ...NO_FLAGS, model: "m" }).pipe(withEnv({}))
       assert.deepStrictEqual(
         { ...settings },
-        { name: "openai-compatible", model: "m", baseUrl: "https://api.openai.com/v1", apiKey: undefined }
+        {
+          name: "openai-compatible",
+          model: "m",
+          baseUrl: "https://api.openai.com/v1",
+          apiKey: undefined,
+          maxTokens: undefined
+        }
       )
     }))
 
@@ -71,6 +77,15 @@ describe("provider settings", () => {
       assert.strictEqual(settings.model, "flag-model")
       assert.strictEqual(settings.baseUrl, "http://x")
       assert.strictEqual(Redacted.value(settings.apiKey!), "env-key")
+    }))
+
+  it.effect("ANTHROPIC_MAX_TOKENS reaches the provider; a value that is not a whole number names the variable", () =>
+    Effect.gen(function*() {
+      const flags = { ...NO_FLAGS, model: "m", apiKey: Redacted.make("k") }
+      const settings = yield* providerSettings("anthropic", flags).pipe(withEnv({ ANTHROPIC_MAX_TOKENS: "2048" }))
+      assert.strictEqual(settings.maxTokens, 2048)
+      const error = yield* usageError(providerSettings("anthropic", flags).pipe(withEnv({ ANTHROPIC_MAX_TOKENS: "lots" })))
+      assert.include(error.message, "ANTHROPIC_MAX_TOKENS")
     }))
 })
 
