@@ -24,6 +24,7 @@ import type { AgentEvent } from "../AgentEvent.ts"
 import type { Message } from "../Message.ts"
 import type { Model } from "../Model.ts"
 import * as Session from "../Session.ts"
+import * as BuiltinTools from "../tools/index.ts"
 import { approvalHook, type ApprovalMode } from "./Approval.ts"
 import * as Demo from "./Demo.ts"
 import * as LiveView from "./LiveView.ts"
@@ -82,6 +83,20 @@ const flags = {
   sequential: Flag.Boolean("sequential").pipe(
     Flag.withDescription("Run every tool call of a response one at a time."),
     Flag.withDefault(false)
+  ),
+  sandbox: Flag.Literals("sandbox", ["auto", "require", "off"]).pipe(
+    Flag.withDescription(
+      "Confine bash with bubblewrap: auto (when it works here, else say so and run unconfined), require, or off."
+    ),
+    Flag.withDefault("auto")
+  ),
+  allowNetwork: Flag.Boolean("allow-network").pipe(
+    Flag.withDescription("Let sandboxed bash commands use the network."),
+    Flag.withDefault(false)
+  ),
+  bwrap: Flag.String("bwrap").pipe(
+    Flag.withDescription("The bubblewrap program for the sandbox (default: bwrap on PATH)."),
+    Flag.withDefault("bwrap")
   ),
   toolTimeout: Flag.Int("tool-timeout").pipe(
     Flag.withDescription("Seconds a tool call may run before it is stopped (default: 120)."),
@@ -235,8 +250,15 @@ const session = Effect.fn("session")(function*(options: Options, root: string, d
 const run = Effect.fn("effect-agent")(function*(options: Options) {
   const demo = Option.isNone(options.provider)
   const root = yield* resolveWorkspace(options, demo)
+  // Tried once here, so a missing sandbox is said once, before the run, and `require` fails before it.
+  const settings = { mode: options.sandbox, allowNetwork: options.allowNetwork, bwrap: options.bwrap } as const
+  const sandbox = yield* BuiltinTools.resolveSandbox(settings, root)
+  if (sandbox._tag === "Unconfined" && options.sandbox === "auto") {
+    yield* Console.error(`effect-agent: bash runs without a sandbox: ${sandbox.reason}`)
+  }
+  const tools = workspaceTools(root, { ...settings, mode: sandbox._tag === "Sandboxed" ? "require" : "off" })
   yield* session(options, root, demo).pipe(
-    Effect.provide(Layer.mergeAll(modelLayer(options), workspaceTools(root))),
+    Effect.provide(Layer.mergeAll(modelLayer(options), tools)),
     Effect.onInterrupt(() => Console.error("\ninterrupted: the run was aborted and the session saved"))
   )
 })

@@ -72,5 +72,11 @@ export const probe = (
       duration: PROBE_TIMEOUT,
       orElse: () => Effect.succeed(`${bwrap} did not finish a trial run in ${PROBE_TIMEOUT}`)
     }),
-    Effect.catch((error) => Effect.succeed(`${bwrap} could not be started: ${error.message}`))
+    Effect.catch((error) =>
+      Effect.succeed(
+        error.reason._tag === "NotFound"
+          ? `${bwrap} was not found (it comes with the bubblewrap package)`
+          : `${bwrap} could not be started: ${error.reason.description ?? error.reason._tag}`
+      )
+    )
   )
