@@ -132,7 +132,8 @@ export const bash = Tool.make<"bash", typeof BashParameters, BashDetails>("bash"
   description: "Run a bash command in the workspace root and return its combined stdout and stderr. Output is " +
     "limited to the last 2000 lines or 50 KB; a note says when it was cut. A non-zero exit code is reported " +
     "as an error together with the output. Default timeout 120 seconds (see timeout). Commands must not wait " +
-    "for input: stdin is closed. Background processes are killed when the command finishes.",
+    "for input: stdin is closed. Background processes are killed when the command finishes. It usually runs " +
+    "in a sandbox: only the workspace and a private /tmp are writable, and there is no network.",
   parameters: BashParameters,
   executionMode: "sequential"
 })
