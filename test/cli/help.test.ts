@@ -14,7 +14,10 @@ const FLAGS: ReadonlyArray<{ readonly name: string; readonly alias?: string }> =
   { name: "--session" },
   { name: "--resume" },
   { name: "--sequential" },
-  { name: "--tool-timeout" }
+  { name: "--tool-timeout" },
+  { name: "--sandbox" },
+  { name: "--allow-network" },
+  { name: "--bwrap" }
 ]
 
 describe("--help", () => {
