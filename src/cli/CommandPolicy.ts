@@ -231,12 +231,10 @@ const commandStart = (words: ReadonlyArray<string>): { readonly index: number; r
         continue
       }
       case "nohup":
+      case "command":
       case "builtin":
       case "setsid":
       case "unbuffer":
-        i = skipOptions(words, i + 1, new Set())
-        continue
-      case "command":
         i = skipOptions(words, i + 1, new Set())
         continue
       case "exec":

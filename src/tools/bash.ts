@@ -58,9 +58,13 @@ export class SandboxUnavailable extends Schema.TaggedError<SandboxUnavailable>()
 }) {}
 
 /** How `bash` will run commands: in the sandbox, or unconfined and why. */
-export type SandboxStatus =
-  | { readonly _tag: "Sandboxed"; readonly bwrap: string; readonly allowNetwork: boolean }
-  | { readonly _tag: "Unconfined"; readonly reason: string }
+export const SandboxStatus = Schema.Union([
+  Schema.TaggedStruct("Sandboxed", { bwrap: Schema.String, allowNetwork: Schema.Boolean }),
+  Schema.TaggedStruct("Unconfined", { reason: Schema.String })
+])
+
+/** A {@link SandboxStatus} value. */
+export type SandboxStatus = typeof SandboxStatus.Type
 
 /**
  * Decides how `bash` runs commands in `root` under `settings`, trying bubblewrap once unless the mode is

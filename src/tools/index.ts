@@ -42,7 +42,7 @@ export {
   type BashSandboxSettings,
   defaultSandboxSettings,
   resolveSandbox,
-  type SandboxStatus,
+  SandboxStatus,
   SandboxUnavailable
 } from "./bash.ts"
 export { edit, editLayer, EditParameters, type EditDetails } from "./edit.ts"
