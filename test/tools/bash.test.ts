@@ -215,6 +215,9 @@ describe("bash sandbox (issue 16, item 5)", () => {
       assert.strictEqual(textOf(result), "ok")
       assert.isTrue(result.details.sandboxed)
       assert.strictEqual(yield* box.get("made.txt"), "inside\n")
+      // No capabilities, even for root: nothing to remount or bypass permissions with.
+      const caps = yield* box.run(bash, { command: "awk '/^CapEff/ {print $2}' /proc/self/status" })
+      assert.strictEqual(textOf(caps), "0000000000000000")
     }).pipe(Effect.provide(platform)))
 
   it.live("/tmp is private: the host's files are not there and the command's do not leak out", () =>

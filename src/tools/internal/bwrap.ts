@@ -15,7 +15,9 @@ import { ChildProcess, ChildProcessSpawner } from "effect/process"
  *   private `/tmp`, and the workspace bound writable at its own path (after `/tmp`, so a workspace under
  *   `/tmp` stays visible);
  * - a PID namespace whose first process is bubblewrap's reaper: when the shell exits, or bubblewrap itself
- *   dies (`--die-with-parent` ties it to us), the kernel kills every process left in it, `setsid` or not.
+ *   dies (`--die-with-parent` ties it to us), the kernel kills every process left in it, `setsid` or not;
+ * - no capabilities, even when we run as root (bubblewrap would otherwise keep them inside its user
+ *   namespace, where root is still mapped to root).
  *
  * The process group is not changed (no `--new-session`), so signals to the group still reach the shell.
  */
@@ -23,6 +25,8 @@ export const sandboxArgs = (root: string, allowNetwork: boolean): ReadonlyArray<
   "--unshare-all",
   ...(allowNetwork ? ["--share-net"] : []),
   "--die-with-parent",
+  "--cap-drop",
+  "ALL",
   "--ro-bind",
   "/",
   "/",
