@@ -143,6 +143,15 @@ describe("bash", () => {
       assert.isFalse(isAlive(bg))
     }).pipe(Effect.provide(platform)))
 
+  it.live("unconfined, all the output comes through the relays, stdout and stderr", () =>
+    Effect.gen(function*() {
+      const box = yield* unconfined()
+      const result = yield* box.run(bash, { command: "seq 1 30000; seq 1 20000 >&2; echo last" })
+      assert.isFalse(result.details.sandboxed)
+      assert.strictEqual(result.details.totalLines, 50001)
+      assert.strictEqual(result.details.totalBytes, 168_894 + 108_894 + 5)
+    }).pipe(Effect.provide(platform)))
+
   it.live("caps the output, keeping the tail, and says so", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
