@@ -154,15 +154,15 @@ const simpleCommands = (command: string): Array<Simple> => {
       ? next.pattern
       : undefined
     if (WRITE_REDIRECTS.has(token.op) || OTHER_REDIRECTS.has(token.op)) {
+      // A file-descriptor number just before the operator (`2>`) is not an argument.
+      const previous = tokens[i - 1]
+      if (typeof previous === "string" && /^\d+$/.test(previous)) current.words.pop()
       if (target !== undefined) {
         if (WRITE_REDIRECTS.has(token.op) || (token.op === ">&" && !/^\d+-?$|^-$/.test(target))) {
           current.writes.push(target)
         }
         i++
       }
-      // A file-descriptor number written just before the operator (`2>`) is not an argument.
-      const last = current.words[current.words.length - 1]
-      if (last !== undefined && /^\d+$/.test(last) && current.words.length > 0) current.words.pop()
     }
   }
   end()
