@@ -14,8 +14,10 @@ import { ChildProcess, ChildProcessSpawner } from "effect/process"
  * - the whole file system read-only, then a fresh `/dev`, a `/proc` of the new PID namespace, an empty
  *   private `/tmp`, and the workspace bound writable at its own path (after `/tmp`, so a workspace under
  *   `/tmp` stays visible);
- * - a PID namespace whose first process is bubblewrap's reaper: when the shell exits, or bubblewrap itself
- *   dies (`--die-with-parent` ties it to us), the kernel kills every process left in it, `setsid` or not;
+ * - a PID namespace whose first process is the shell itself (`--as-pid-1`): when the shell exits, or
+ *   bubblewrap dies (`--die-with-parent` ties it to us), the kernel kills every process left in it, `setsid`
+ *   or not. Without bubblewrap's own reaper in between, the shell is bubblewrap's child and is reaped by it,
+ *   instead of being left to the host's init, which may take its time (and the call waits for the group);
  * - no capabilities, even when we run as root (bubblewrap would otherwise keep them inside its user
  *   namespace, where root is still mapped to root).
  *
@@ -24,6 +26,7 @@ import { ChildProcess, ChildProcessSpawner } from "effect/process"
 export const sandboxArgs = (root: string, allowNetwork: boolean): ReadonlyArray<string> => [
   "--unshare-all",
   ...(allowNetwork ? ["--share-net"] : []),
+  "--as-pid-1",
   "--die-with-parent",
   "--cap-drop",
   "ALL",
