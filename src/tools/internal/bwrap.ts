@@ -21,7 +21,9 @@ import { ChildProcess, ChildProcessSpawner } from "effect/process"
  * - no capabilities, even when we run as root (bubblewrap would otherwise keep them inside its user
  *   namespace, where root is still mapped to root).
  *
- * The process group is not changed (no `--new-session`), so signals to the group still reach the shell.
+ * The process group is not changed (no `--new-session`), so a signal to the group still reaches every
+ * process of the command; the shell, as PID 1 of its namespace, ignores it unless it set a handler, but dies
+ * with bubblewrap, which does not.
  */
 export const sandboxArgs = (root: string, allowNetwork: boolean): ReadonlyArray<string> => [
   "--unshare-all",
