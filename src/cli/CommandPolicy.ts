@@ -8,7 +8,7 @@
  * (`;`, `&&`, `||`, `|`, `&`, newlines, `( )`, `{ }`, `$( )`, backquotes, `<( )`) is looked at, after
  * stripping variable assignments and the prefixes that run the rest of the line as a command (`env`,
  * `nohup`, `command`, `exec`, `time`, `nice`, `timeout`, `xargs`, ...). The text given to `bash -c`,
- * `sh -c` or `eval` is checked as a command in its own right.
+ * `sh -c` or `eval`, and the command of `find -exec`, are checked as commands in their own right.
  *
  * Known limits: variables and aliases are not expanded (`$X -rf /` is not recognised), the text of a
  * here-document is read as commands, and a backquote substitution inside single quotes is checked although
@@ -292,6 +292,17 @@ const checkSimple = (simple: Simple, depth: number): Refusal | undefined => {
     return undefined
   }
   if (name === "eval") return check(args.join(" "), depth + 1)
+  if (name === "find") {
+    // `-exec CMD ... ;` (or `+`), `-execdir`, `-ok`, `-okdir`: each runs a command of its own.
+    for (let i = 0; i < args.length; i++) {
+      if (!/^-(exec|execdir|ok|okdir)$/.test(args[i])) continue
+      let end = i + 1
+      while (end < args.length && args[end] !== ";" && args[end] !== "+") end++
+      const found = checkSimple({ words: args.slice(i + 1, end), writes: [] }, depth + 1)
+      if (found !== undefined) return found
+      i = end
+    }
+  }
   if (SHELLS.has(name)) {
     // `bash -c TEXT`, `bash -lc TEXT`, `busybox sh -c TEXT`: the first word after a `-…c…` option is the script.
     const flag = args.findIndex((a) => /^-[A-Za-z]*c[A-Za-z]*$/.test(a))
