@@ -14,7 +14,8 @@
  * same happens when the shell exits while children it put in the background are still running. Unconfined,
  * a process that leaves the group on purpose (`setsid`) escapes this, but it cannot keep the call, or the
  * program, waiting: the command writes through relays that belong to the group, so its output pipes close
- * when the group is stopped, a short drain after the shell exits.
+ * when the group is stopped, a short drain after the shell exits. (The relays outlive the shell by a moment
+ * and are reaped by the host's init; where init is slow to do so, each unconfined call waits for it.)
  *
  * @since 0.1.0
  */
