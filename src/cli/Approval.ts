@@ -5,16 +5,10 @@
  */
 import { Effect } from "effect"
 import type { BeforeToolCallContext, BeforeToolCallResult } from "../ToolExecution.ts"
+import { refusal } from "./CommandPolicy.ts"
 
 /** The tools that need a yes before they run. */
 export const NEEDS_APPROVAL: ReadonlySet<string> = new Set(["write", "edit", "bash"])
-
-/** Commands refused even with `--yes`: they reach outside any workspace or raise privileges. */
-const REFUSED_COMMANDS: ReadonlyArray<{ readonly pattern: RegExp; readonly why: string }> = [
-  { pattern: /\bsudo\b/, why: "it asks for elevated privileges" },
-  { pattern: /\brm\s+(-[a-zA-Z]*\s+)*\/(\s|$)/, why: "it would delete the root folder" },
-  { pattern: /\bmkfs(\.|\b)/, why: "it would format a disk" }
-]
 
 /** How approvals are decided. */
 export type ApprovalMode =
@@ -36,9 +30,9 @@ export const approvalHook = (mode: ApprovalMode) =>
   if (!NEEDS_APPROVAL.has(name)) return Effect.succeed(undefined)
   if (name === "bash") {
     const command = (context.args as { readonly command?: unknown } | undefined)?.command
-    const refused = typeof command === "string" ? REFUSED_COMMANDS.find((r) => r.pattern.test(command)) : undefined
-    if (refused !== undefined) {
-      return Effect.succeed({ block: true, reason: `Refused by policy: ${refused.why}. Do not retry this command.` })
+    const why = typeof command === "string" ? refusal(command) : undefined
+    if (why !== undefined) {
+      return Effect.succeed({ block: true, reason: `Refused by policy: ${why}. Do not retry this command.` })
     }
   }
   switch (mode._tag) {

@@ -26,6 +26,7 @@ import type { AgentEvent } from "../AgentEvent.ts"
 import type { Message } from "../Message.ts"
 import type { Model } from "../Model.ts"
 import * as Session from "../Session.ts"
+import * as BuiltinTools from "../tools/index.ts"
 import { approvalHook, type ApprovalMode } from "./Approval.ts"
 import { interruptedExitCode, interruptOnStopSignals, receivedSignal, stopAsCtrlC } from "./internal/signals.ts"
 import { terminalSafe } from "./internal/terminalText.ts"
@@ -88,6 +89,20 @@ const flags = {
   sequential: Flag.Boolean("sequential").pipe(
     Flag.withDescription("Run every tool call of a response one at a time."),
     Flag.withDefault(false)
+  ),
+  sandbox: Flag.Literals("sandbox", ["auto", "require", "off"]).pipe(
+    Flag.withDescription(
+      "Confine bash with bubblewrap: auto (when it works here, else say so and run unconfined), require, or off."
+    ),
+    Flag.withDefault("auto")
+  ),
+  allowNetwork: Flag.Boolean("allow-network").pipe(
+    Flag.withDescription("Let sandboxed bash commands use the network."),
+    Flag.withDefault(false)
+  ),
+  bwrap: Flag.String("bwrap").pipe(
+    Flag.withDescription("The bubblewrap program for the sandbox (default: bwrap on PATH)."),
+    Flag.withDefault("bwrap")
   ),
   toolTimeout: Flag.Int("tool-timeout").pipe(
     Flag.withDescription("Seconds a tool call may run before it is stopped, a positive whole number (default: 120)."),
@@ -268,8 +283,15 @@ const run = Effect.fn("effect-agent")(function*(options: Options) {
   if (Option.isSome(options.prompt)) yield* promptTask(options.prompt.value)
   const given = Option.isSome(options.workspace) ? yield* existingWorkspace(options.workspace.value) : undefined
   const root = yield* resolveWorkspace(given, demo, options)
+  // Tried once here, so a missing sandbox is said once, before the run, and `require` fails before it.
+  const sandboxSettings = { mode: options.sandbox, allowNetwork: options.allowNetwork, bwrap: options.bwrap } as const
+  const sandbox = yield* BuiltinTools.resolveSandbox(sandboxSettings, root)
+  if (sandbox._tag === "Unconfined" && options.sandbox === "auto") {
+    yield* Console.error(`effect-agent: bash runs without a sandbox: ${terminalSafe(sandbox.reason)}`)
+  }
+  const tools = workspaceTools(root, { ...sandboxSettings, mode: sandbox._tag === "Sandboxed" ? "require" : "off" })
   yield* session(options, root, demo, demo && given === undefined).pipe(
-    Effect.provide(Layer.mergeAll(modelLayer(settings), workspaceTools(root))),
+    Effect.provide(Layer.mergeAll(modelLayer(settings), tools)),
     Effect.onInterrupt(() => {
       const signal = receivedSignal()
       return Console.error(`\ninterrupted${signal === undefined ? "" : ` (${signal})`}: the run was aborted and the session saved`)

@@ -4,11 +4,16 @@ import { Layer, type PlatformError } from "effect"
 import * as BuiltinTools from "../tools/index.ts"
 import { type DuplicateToolName, ToolRegistry } from "../ToolRegistry.ts"
 
-/** The registry of the built-in tools working in `root`, on Node's file system and processes. */
+/**
+ * The registry of the built-in tools working in `root`, on Node's file system and processes, with `bash`
+ * confined as `sandbox` says (default: the sandbox when bubblewrap works).
+ */
 export const workspaceTools = (
-  root: string
-): Layer.Layer<ToolRegistry, DuplicateToolName | PlatformError.PlatformError> =>
+  root: string,
+  sandbox: BuiltinTools.BashSandboxSettings = BuiltinTools.defaultSandboxSettings
+): Layer.Layer<ToolRegistry, DuplicateToolName | PlatformError.PlatformError | BuiltinTools.SandboxUnavailable> =>
   ToolRegistry.layer(...BuiltinTools.builtinTools).pipe(
     Layer.provide(BuiltinTools.layerAt(root)),
+    Layer.provide(Layer.succeed(BuiltinTools.BashSandbox)(sandbox)),
     Layer.provide(NodeServices.layer)
   )

@@ -9,8 +9,8 @@
  *   outside is refused even when the file below it does not exist yet.
  *
  * What this does not stop: a link swapped in between the check and the use (a race with another process),
- * and hard links to outside files made beforehand. The `bash` tool only starts in the root; it is not a
- * sandbox.
+ * and hard links to outside files made beforehand. The `bash` tool is confined by its own sandbox
+ * (bubblewrap), not by this service.
  *
  * @since 0.1.0
  */

@@ -21,7 +21,7 @@
 import { type FileSystem, Layer, type Path, type PlatformError } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import type * as Tool from "../Tool.ts"
-import { bash, bashLayer } from "./bash.ts"
+import { bash, bashLayer, type SandboxUnavailable } from "./bash.ts"
 import { edit, editLayer } from "./edit.ts"
 import { find, findLayer } from "./find.ts"
 import { grep, grepLayer } from "./grep.ts"
@@ -33,7 +33,18 @@ import { Workspace } from "./Workspace.ts"
 export * from "./errors.ts"
 export { defaultLimits, ToolLimits, type ToolLimitsShape } from "./limits.ts"
 export { make as makeWorkspace, Workspace, type WorkspaceShape } from "./Workspace.ts"
-export { bash, bashLayer, BashParameters, type BashDetails } from "./bash.ts"
+export {
+  bash,
+  type BashDetails,
+  bashLayer,
+  BashParameters,
+  BashSandbox,
+  type BashSandboxSettings,
+  defaultSandboxSettings,
+  resolveSandbox,
+  SandboxStatus,
+  SandboxUnavailable
+} from "./bash.ts"
 export { edit, editLayer, EditParameters, type EditDetails } from "./edit.ts"
 export { find, findLayer, FindParameters, type FindDetails } from "./find.ts"
 export { grep, grepLayer, GrepParameters, type GrepDetails } from "./grep.ts"
@@ -55,8 +66,8 @@ export type Handlers = (typeof builtinTools)[number] extends infer T
 /** The services the built-in handlers run on. */
 export type Requirements = Workspace | FileSystem.FileSystem | Path.Path | ChildProcessSpawner.ChildProcessSpawner
 
-/** The handlers of all built-in tools. */
-export const layer: Layer.Layer<Handlers, never, Requirements> = Layer.mergeAll(
+/** The handlers of all built-in tools; fails only when the `bash` sandbox is required and unavailable. */
+export const layer: Layer.Layer<Handlers, SandboxUnavailable, Requirements> = Layer.mergeAll(
   readLayer,
   lsLayer,
   findLayer,
@@ -71,6 +82,6 @@ export const layerAt = (
   root: string
 ): Layer.Layer<
   Handlers | Workspace,
-  PlatformError.PlatformError,
+  PlatformError.PlatformError | SandboxUnavailable,
   FileSystem.FileSystem | Path.Path | ChildProcessSpawner.ChildProcessSpawner
 > => layer.pipe(Layer.provideMerge(Workspace.layer(root)))

@@ -15,7 +15,10 @@ const FLAGS: ReadonlyArray<{ readonly name: string; readonly alias?: string }> =
   { name: "--resume" },
   { name: "--sequential" },
   { name: "--tool-timeout" },
-  { name: "--keep" }
+  { name: "--keep" },
+  { name: "--sandbox" },
+  { name: "--allow-network" },
+  { name: "--bwrap" }
 ]
 
 describe("--help", () => {

@@ -1,8 +1,27 @@
 import { assert, describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber } from "effect"
+import { Deferred, Effect, Exit, Fiber, Logger, References } from "effect"
+import { execFileSync } from "node:child_process"
+import { createServer } from "node:net"
 import type * as Tool from "../../src/Tool.ts"
-import { bash, type BashDetails, CommandFailed, CommandTimedOut } from "../../src/tools/index.ts"
+import {
+  bash,
+  type BashDetails,
+  BashSandbox,
+  CommandFailed,
+  CommandTimedOut,
+  defaultSandboxSettings,
+  SandboxUnavailable,
+  type ToolLimitsShape
+} from "../../src/tools/index.ts"
 import { aliveInGroup, isAlive, platform, sandbox, textOf } from "./helpers.ts"
+
+/**
+ * A workspace whose `bash` runs unconfined: the process-group rules below are about the shell's own
+ * process group, which these tests watch from outside through the pids the command prints (inside the
+ * sandbox's PID namespace those pids mean nothing out here). The sandbox has its own tests.
+ */
+const unconfined = (limits: Partial<ToolLimitsShape> = {}) =>
+  sandbox(limits).pipe(Effect.provideService(BashSandbox, { ...defaultSandboxSettings, mode: "off" }))
 
 /** A command that leaves two children in its process group and prints the pids. */
 const spawnsChildren = `echo "pgid $$"; sleep 30 & echo "bg $!"; (sleep 30; echo never) & echo "sub $!"; sleep 30; wait`
@@ -70,7 +89,7 @@ describe("bash", () => {
 
   it.live("on timeout, the whole process group is killed and the output so far is returned", () =>
     Effect.gen(function*() {
-      const box = yield* sandbox()
+      const box = yield* unconfined()
       const started = Date.now()
       const error = yield* box.fail(bash, { command: spawnsChildren, timeout: 1 })
       const elapsed = Date.now() - started
@@ -87,7 +106,7 @@ describe("bash", () => {
 
   it.live("a child that ignores SIGTERM is killed with SIGKILL after the grace period", () =>
     Effect.gen(function*() {
-      const box = yield* sandbox({ bashKillGraceMillis: 300 })
+      const box = yield* unconfined({ bashKillGraceMillis: 300 })
       const error = yield* box.fail(bash, {
         command: `echo "pgid $$"; bash -c 'trap "" TERM; echo "bg $$"; echo "sub $$"; sleep 30' & wait`,
         timeout: 1
@@ -100,7 +119,7 @@ describe("bash", () => {
 
   it.live("on abort (interruption), the whole process group is killed", () =>
     Effect.gen(function*() {
-      const box = yield* sandbox()
+      const box = yield* unconfined()
       const updates: Array<Tool.ToolResult<BashDetails>> = []
       const fiber = yield* Effect.forkChild(box.run(bash, { command: spawnsChildren }, updates))
       const output = () => updates.length > 0 ? textOf(updates[updates.length - 1]) : ""
@@ -115,13 +134,22 @@ describe("bash", () => {
 
   it.live("background children still running when the shell exits are killed", () =>
     Effect.gen(function*() {
-      const box = yield* sandbox()
+      const box = yield* unconfined()
       const started = Date.now()
       const result = yield* box.run(bash, { command: `echo "pgid $$"; sleep 30 & echo "bg $!"; echo "sub $!"` })
       assert.isBelow(Date.now() - started, 5000)
       const { bg, pgid } = pidsIn(textOf(result))
       assert.deepStrictEqual(aliveInGroup(pgid), [])
       assert.isFalse(isAlive(bg))
+    }).pipe(Effect.provide(platform)))
+
+  it.live("unconfined, all the output comes through the relays, stdout and stderr", () =>
+    Effect.gen(function*() {
+      const box = yield* unconfined()
+      const result = yield* box.run(bash, { command: "seq 1 30000; seq 1 20000 >&2; echo last" })
+      assert.isFalse(result.details.sandboxed)
+      assert.strictEqual(result.details.totalLines, 50001)
+      assert.strictEqual(result.details.totalBytes, 168_894 + 108_894 + 5)
     }).pipe(Effect.provide(platform)))
 
   it.live("caps the output, keeping the tail, and says so", () =>
@@ -147,5 +175,160 @@ describe("bash", () => {
       const endlessBody = textOf(endless).split("\n\n")[0]
       assert.strictEqual(endlessBody, "a".repeat(1000))
       assert.strictEqual(endless.details.totalBytes, 5_000_000)
+    }).pipe(Effect.provide(platform)))
+})
+
+/** A workspace whose `bash` must run in the sandbox (the layer fails when bubblewrap does not work here). */
+const confined = (allowNetwork = false) =>
+  sandbox().pipe(Effect.provideService(BashSandbox, { ...defaultSandboxSettings, mode: "require", allowNetwork }))
+
+/** Host processes whose command line contains `marker`, as pids. */
+const processesWith = (marker: string): Array<number> =>
+  execFileSync("ps", ["-eo", "pid=,args="], { encoding: "utf8" }).split("\n")
+    .filter((row) => row.includes(marker))
+    .map((row) => Number(row.trim().split(/\s+/)[0]))
+
+/**
+ * A `sleep` argument no other process uses, so the processes of one test can be found from outside the
+ * sandbox; whatever is still running with it when the test ends is killed (by pid), so a failing test
+ * leaves nothing behind.
+ */
+const uniqueSleep = Effect.acquireRelease(
+  Effect.sync(() => `${900 + Math.floor(Math.random() * 99)}.${process.pid}${Math.floor(Math.random() * 1000)}`),
+  (seconds) =>
+    Effect.sync(() => {
+      for (const pid of processesWith(`sleep ${seconds}`)) {
+        try {
+          process.kill(pid, "SIGKILL")
+        } catch {
+          // already gone
+        }
+      }
+    })
+)
+
+describe("bash sandbox (issue 16, item 5)", () => {
+  it.live("the file system is read-only outside the workspace, which stays writable", () =>
+    Effect.gen(function*() {
+      const box = yield* confined()
+      const elsewhere = yield* box.fs.makeTempDirectoryScoped({ directory: "/var/tmp", prefix: "effect-agent-bash-" })
+      const error = yield* box.fail(bash, { command: `echo escaped > ${elsewhere}/file` })
+      assert.instanceOf(error, CommandFailed)
+      expect(error.message).toMatch(/Read-only file system/)
+      assert.isFalse(yield* box.fs.exists(`${elsewhere}/file`))
+      // The workspace's sibling under /tmp is not even there: /tmp is a private one.
+      const sibling = yield* box.fail(bash, { command: `echo escaped > ${box.outside}/file` })
+      assert.instanceOf(sibling, CommandFailed)
+      assert.isFalse(yield* box.fs.exists(`${box.outside}/file`))
+      const result = yield* box.run(bash, { command: "echo inside > made.txt && mkdir -p sub && echo ok" })
+      assert.strictEqual(textOf(result), "ok")
+      assert.isTrue(result.details.sandboxed)
+      assert.strictEqual(yield* box.get("made.txt"), "inside\n")
+      // No capabilities, even for root: nothing to remount or bypass permissions with.
+      const caps = yield* box.run(bash, { command: "awk '/^CapEff/ {print $2}' /proc/self/status" })
+      assert.strictEqual(textOf(caps), "0000000000000000")
+    }).pipe(Effect.provide(platform)))
+
+  it.live("/tmp is private: the host's files are not there and the command's do not leak out", () =>
+    Effect.gen(function*() {
+      const box = yield* confined()
+      const hostFile = yield* box.fs.makeTempFileScoped({ prefix: "effect-agent-host-" })
+      yield* box.fs.writeFileString(hostFile, "host secret")
+      const leaked = `/tmp/effect-agent-from-sandbox-${process.pid}-${Date.now()}`
+      yield* Effect.addFinalizer(() => box.fs.remove(leaked, { force: true }).pipe(Effect.ignore))
+      const result = yield* box.run(bash, {
+        command: `test -e ${hostFile} && echo visible || echo hidden; echo mine > ${leaked} && cat ${leaked}`
+      })
+      assert.strictEqual(textOf(result), "hidden\nmine")
+      assert.isFalse(yield* box.fs.exists(leaked))
+    }).pipe(Effect.provide(platform)))
+
+  it.live("the network is unreachable, even the host's loopback, unless allowed", () =>
+    Effect.gen(function*() {
+      const connected = yield* Deferred.make<void>()
+      const server = createServer((socket) => {
+        socket.destroy()
+        Deferred.doneUnsafe(connected, Exit.void)
+      })
+      const port = yield* Effect.acquireRelease(
+        Effect.callback<number>((resume) => {
+          server.listen(0, "127.0.0.1", () => resume(Effect.succeed((server.address() as { port: number }).port)))
+        }),
+        () => Effect.callback<void>((resume) => void server.close(() => resume(Effect.void)))
+      )
+      const connect = `exec 3<>/dev/tcp/127.0.0.1/${port} && echo connected`
+      const box = yield* confined()
+      const error = yield* box.fail(bash, { command: connect })
+      assert.instanceOf(error, CommandFailed)
+      expect(error.message).toMatch(/Connection refused|Network is unreachable/)
+      assert.isFalse(yield* Deferred.isDone(connected))
+      const open = yield* confined(true)
+      assert.strictEqual(textOf(yield* open.run(bash, { command: connect })), "connected")
+      yield* Deferred.await(connected)
+    }).pipe(Effect.provide(platform)))
+
+  it.live("no process outlives the call, not even one that left the process group with setsid", () =>
+    Effect.gen(function*() {
+      const box = yield* confined()
+      const seconds = yield* uniqueSleep
+      const result = yield* box.run(bash, {
+        command: `setsid sleep ${seconds} > /dev/null 2>&1 & sleep ${seconds} & nohup sleep ${seconds} & echo started`
+      })
+      assert.strictEqual(textOf(result), "started")
+      assert.deepStrictEqual(processesWith(`sleep ${seconds}`), [])
+    }).pipe(Effect.provide(platform)))
+
+  it.live("on timeout and on abort, everything the command started is gone", () =>
+    Effect.gen(function*() {
+      const box = yield* confined()
+      const seconds = yield* uniqueSleep
+      const command = `setsid sleep ${seconds} & sleep ${seconds} & echo started; sleep ${seconds}`
+      const timedOut = yield* box.fail(bash, { command, timeout: 1 })
+      assert.instanceOf(timedOut, CommandTimedOut)
+      assert.deepStrictEqual(processesWith(`sleep ${seconds}`), [])
+
+      const updates: Array<Tool.ToolResult<BashDetails>> = []
+      const fiber = yield* Effect.forkChild(box.run(bash, { command }, updates))
+      yield* waitUntil(() => updates.some((u) => textOf(u) === "started"), "the command to start its children")
+      assert.isNotEmpty(processesWith(`sleep ${seconds}`))
+      yield* Fiber.interrupt(fiber)
+      assert.deepStrictEqual(processesWith(`sleep ${seconds}`), [])
+    }).pipe(Effect.provide(platform)))
+
+  it.live("without a working bubblewrap it says so once and runs unconfined, or refuses when required", () =>
+    Effect.gen(function*() {
+      const logs: Array<string> = []
+      const logger = Logger.make((options) => {
+        const message = options.message
+        logs.push(`${options.logLevel}: ${Array.isArray(message) ? message.join(" ") : String(message)}`)
+      })
+      const missing = "/nonexistent/effect-agent/bwrap"
+      const box = yield* sandbox().pipe(
+        Effect.provideService(BashSandbox, { ...defaultSandboxSettings, bwrap: missing }),
+        Effect.provideService(References.CurrentLoggers, new Set([logger]))
+      )
+      assert.strictEqual(logs.length, 1, logs.join("\n"))
+      expect(logs[0]).toMatch(/^Warn: effect-agent: bash runs unconfined, without a sandbox: /)
+      expect(logs[0]).toContain(missing)
+      const result = yield* box.run(bash, { command: "echo still runs" })
+      assert.strictEqual(textOf(result), "still runs")
+      assert.isFalse(result.details.sandboxed)
+      yield* box.run(bash, { command: "true" })
+      assert.strictEqual(logs.length, 1, "said once, when the layer was built, not on every call")
+
+      const refused = yield* Effect.flip(
+        sandbox().pipe(Effect.provideService(BashSandbox, { ...defaultSandboxSettings, mode: "require", bwrap: missing }))
+      )
+      assert.instanceOf(refused, SandboxUnavailable)
+      expect(refused.message).toContain(missing)
+
+      // Turned off on purpose: unconfined, and nothing to warn about.
+      logs.length = 0
+      const off = yield* sandbox().pipe(
+        Effect.provideService(BashSandbox, { ...defaultSandboxSettings, mode: "off", bwrap: missing }),
+        Effect.provideService(References.CurrentLoggers, new Set([logger]))
+      )
+      assert.isFalse((yield* off.run(bash, { command: "true" })).details.sandboxed)
+      assert.deepStrictEqual(logs, [])
     }).pipe(Effect.provide(platform)))
 })
