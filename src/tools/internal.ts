@@ -54,10 +54,58 @@ export const formatBytes = (n: number): string =>
   n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KB` : `${(n / (1024 * 1024)).toFixed(1)} MB`
 
 /** A file is taken as binary when a NUL byte appears among its first `sniff` bytes. */
-export const looksBinary = (bytes: Uint8Array, sniff: number): boolean => {
-  const end = Math.min(bytes.length, sniff)
-  for (let i = 0; i < end; i++) if (bytes[i] === 0) return true
-  return false
+export const looksBinary = (bytes: Uint8Array, sniff: number): boolean =>
+  (bytes.length > sniff ? bytes.subarray(0, sniff) : bytes).indexOf(0) !== -1
+
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
+
+/** Whether the bytes are well-formed UTF-8 (a BOM is allowed). */
+export const isValidUtf8 = (bytes: Uint8Array): boolean => {
+  try {
+    strictUtf8.decode(bytes)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Start offsets of the non-overlapping occurrences of `needle` (not empty) in `haystack`, left to right,
+ * at most `max` of them. Works on bytes, so it finds text in files that are not valid UTF-8.
+ */
+export const byteOccurrences = (haystack: Uint8Array, needle: Uint8Array, max = Infinity): Array<number> => {
+  const found: Array<number> = []
+  const first = needle[0]
+  const last = haystack.length - needle.length
+  let i = haystack.indexOf(first)
+  while (i !== -1 && i <= last && found.length < max) {
+    let j = 1
+    while (j < needle.length && haystack[i + j] === needle[j]) j++
+    if (j === needle.length) {
+      found.push(i)
+      i = haystack.indexOf(first, i + needle.length)
+    } else {
+      i = haystack.indexOf(first, i + 1)
+    }
+  }
+  return found
+}
+
+/** How many times `byte` occurs in `bytes[start, end)`. */
+export const countByte = (bytes: Uint8Array, byte: number, start = 0, end = bytes.length): number => {
+  let n = 0
+  for (let i = bytes.indexOf(byte, start); i !== -1 && i < end; i = bytes.indexOf(byte, i + 1)) n++
+  return n
+}
+
+/** Whether the bytes have at least one CRLF and no LF without a CR before it. */
+export const allLineEndsCrlf = (bytes: Uint8Array): boolean => {
+  let any = false
+  for (let i = bytes.indexOf(10); i !== -1; i = bytes.indexOf(10, i + 1)) {
+    if (i === 0 || bytes[i - 1] !== 13) return false
+    any = true
+  }
+  return any
 }
 
 /** Directories that `find` and `grep` never enter. */
