@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 import { type PlatformError, Schema } from "effect"
+import { clip } from "./internal.ts"
 
 /**
  * A path that leads outside the workspace: a `..` escape, an absolute path elsewhere, or a symbolic link
@@ -15,6 +16,17 @@ export class PathOutsideWorkspace extends Schema.TaggedError<PathOutsideWorkspac
   path: Schema.String,
   root: Schema.String,
   reason: Schema.Literals(["parent-escape", "absolute", "symlink", "symlink-loop"]),
+  message: Schema.String
+}) {}
+
+/**
+ * A path argument longer than any path the file system accepts; refused before the file system is asked.
+ * `path` holds only its start and end.
+ */
+export class PathTooLong extends Schema.TaggedError<PathTooLong>()("PathTooLong", {
+  path: Schema.String,
+  length: Schema.Number,
+  maxLength: Schema.Number,
   message: Schema.String
 }) {}
 
@@ -55,6 +67,24 @@ export class InvalidPattern extends Schema.TaggedError<InvalidPattern>()("Invali
   message: Schema.String
 }) {}
 
+/**
+ * The {@link InvalidPattern} for a pattern the regular-expression engine refused (`error` is what it threw):
+ * the message names the pattern by its start and end only, and the engine's reason without the copy of
+ * the whole pattern that V8 puts in it.
+ */
+export const invalidPattern = (kind: "regular expression" | "glob pattern", pattern: string, error: unknown) => {
+  // V8 says "Invalid regular expression: /<the whole pattern>/<flags>: <reason>": keep the reason only.
+  const said = error instanceof Error ? error.message : String(error)
+  const reason = said.slice(said.lastIndexOf(": ") + 2)
+  const hint = kind === "regular expression"
+    ? "Fix it, or pass literal: true to search for the plain string."
+    : "Fix it, or use a shorter pattern."
+  return new InvalidPattern({
+    pattern: clip(pattern),
+    message: `Invalid ${kind} ${clip(JSON.stringify(pattern))}: ${clip(reason)}. ${hint}`
+  })
+}
+
 /** `edit` found `oldText` zero times, or more than once; `count` says how many. */
 export class EditMatchError extends Schema.TaggedError<EditMatchError>()("EditMatchError", {
   path: Schema.String,
@@ -93,6 +123,7 @@ export class CommandSpawnFailed extends Schema.TaggedError<CommandSpawnFailed>()
 /** Any error of a built-in tool. */
 export type BuiltinToolError =
   | PathOutsideWorkspace
+  | PathTooLong
   | FileSystemError
   | WrongFileType
   | BinaryFile
@@ -113,11 +144,12 @@ const detailOf = (error: PlatformError.PlatformError): string => {
 }
 
 /**
- * A `PlatformError` as a {@link FileSystemError} naming the path as the model gave it (`shown`), with a
- * message saying what went wrong.
+ * A `PlatformError` as a {@link FileSystemError} naming the path as the model gave it (`given`, cut to its
+ * start and end when long), with a message saying what went wrong.
  */
-export const fromPlatformError = (shown: string, operation: string) =>
+export const fromPlatformError = (given: string, operation: string) =>
 (error: PlatformError.PlatformError): FileSystemError => {
+  const shown = clip(given)
   const kind = error.reason._tag
   const message = kind === "NotFound"
     ? `No such file or directory: ${shown}`
@@ -125,6 +157,6 @@ export const fromPlatformError = (shown: string, operation: string) =>
     ? `Permission denied: cannot ${operation} ${shown}`
     : kind === "AlreadyExists"
     ? `Cannot ${operation} ${shown}: it already exists`
-    : `Cannot ${operation} ${shown}: ${detailOf(error)}`
+    : `Cannot ${operation} ${shown}: ${clip(detailOf(error))}`
   return new FileSystemError({ path: shown, operation, kind, message })
 }

@@ -5,7 +5,8 @@
  */
 import { Effect, FileSystem, Path, Schema } from "effect"
 import * as Tool from "../Tool.ts"
-import { globMatcher, walk } from "./internal.ts"
+import { invalidPattern } from "./errors.ts"
+import { clip, globMatcher, walk } from "./internal.ts"
 import { ToolLimits } from "./limits.ts"
 import { locateDirectory, Workspace } from "./Workspace.ts"
 
@@ -59,7 +60,12 @@ export const findLayer = find.toLayer(Effect.gen(function*() {
     const given = args.path ?? "."
     const { absolute, shown } = yield* locateDirectory(workspace, fs, given, "search", () => "; find searches directories")
     const limit = Math.min(args.limit ?? limits.findDefaultResults, limits.findMaxResults)
-    const matches = globMatcher(args.pattern)
+    let matches: (relative: string, name: string) => boolean
+    try {
+      matches = globMatcher(args.pattern)
+    } catch (error) {
+      return yield* invalidPattern("glob pattern", args.pattern, error)
+    }
     const found: Array<string> = []
     let truncated = false
     const result = yield* walk(fs, path, absolute, (entry) =>
@@ -75,7 +81,7 @@ export const findLayer = find.toLayer(Effect.gen(function*() {
         found.push(isDirectory ? `${display}/` : display)
         return true
       }))
-    let text = found.length === 0 ? `No files found matching ${args.pattern}` : found.join("\n")
+    let text = found.length === 0 ? `No files found matching ${clip(args.pattern)}` : found.join("\n")
     if (truncated) {
       text += `\n\n[Stopped at ${limit} results; there are more. Narrow the pattern or path${
         limit < limits.findMaxResults ? `, or raise limit (up to ${limits.findMaxResults})` : ""
@@ -84,7 +90,7 @@ export const findLayer = find.toLayer(Effect.gen(function*() {
     return {
       content: [{ type: "text" as const, text }],
       details: {
-        pattern: args.pattern,
+        pattern: clip(args.pattern),
         path: shown,
         matches: found,
         truncated,

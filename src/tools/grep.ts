@@ -6,8 +6,8 @@
  */
 import { Effect, FileSystem, Path, Schema } from "effect"
 import * as Tool from "../Tool.ts"
-import { fromPlatformError, InvalidPattern, WrongFileType } from "./errors.ts"
-import { globMatcher, looksBinary, walk } from "./internal.ts"
+import { fromPlatformError, invalidPattern, WrongFileType } from "./errors.ts"
+import { clip, globMatcher, looksBinary, walk } from "./internal.ts"
 import { ToolLimits } from "./limits.ts"
 import { locate, Workspace } from "./Workspace.ts"
 
@@ -75,18 +75,20 @@ export const grepLayer = grep.toLayer(Effect.gen(function*() {
     let regex: RegExp
     try {
       regex = new RegExp(args.literal === true ? escapeRegExp(args.pattern) : args.pattern, args.ignoreCase ? "i" : "")
+      // V8 compiles on first use, and only then refuses a pattern that is too large: make that happen here.
+      regex.test("")
     } catch (error) {
-      return yield* new InvalidPattern({
-        pattern: args.pattern,
-        message: `Invalid regular expression ${JSON.stringify(args.pattern)}: ${
-          error instanceof Error ? error.message : String(error)
-        }. Fix it, or pass literal: true to search for the plain string.`
-      })
+      return yield* invalidPattern("regular expression", args.pattern, error)
     }
     const given = args.path ?? "."
     const { absolute, info, shown } = yield* locate(workspace, fs, given, "search")
     const limit = Math.min(args.limit ?? limits.grepDefaultMatches, limits.grepMaxMatches)
-    const matchesGlob = args.glob === undefined || args.glob === "" ? undefined : globMatcher(args.glob)
+    let matchesGlob: ((relative: string, name: string) => boolean) | undefined
+    try {
+      matchesGlob = args.glob === undefined || args.glob === "" ? undefined : globMatcher(args.glob)
+    } catch (error) {
+      return yield* invalidPattern("glob pattern", args.glob!, error)
+    }
 
     const out: Array<string> = []
     let matches = 0
@@ -176,7 +178,7 @@ export const grepLayer = grep.toLayer(Effect.gen(function*() {
     return {
       content: [{ type: "text" as const, text }],
       details: {
-        pattern: args.pattern,
+        pattern: clip(args.pattern),
         path: shown,
         matches,
         filesWithMatches,

@@ -49,6 +49,26 @@ export const truncateToBytesFromEnd = (s: string, maxBytes: number): string => {
   return s
 }
 
+/** Most characters of an argument (a path, a pattern) that a message or a result echoes back. */
+export const ECHO_MAX_CHARS = 256
+
+/**
+ * `text` when it has at most `max` characters; otherwise its start and its end around a note saying how
+ * many characters were left out, so an echoed argument stays short however long it was.
+ */
+export const clip = (text: string, max: number = ECHO_MAX_CHARS): string => {
+  if (text.length <= max) return text
+  let head = Math.ceil(max * 0.6)
+  let tail = text.length - (max - head)
+  // Never split a surrogate pair.
+  if (head > 0 && isHighSurrogate(text.charCodeAt(head - 1))) head--
+  if (tail < text.length && isLowSurrogate(text.charCodeAt(tail))) tail++
+  return `${text.slice(0, head)}…[${tail - head} characters left out]…${text.slice(tail)}`
+}
+
+const isHighSurrogate = (c: number) => c >= 0xd800 && c <= 0xdbff
+const isLowSurrogate = (c: number) => c >= 0xdc00 && c <= 0xdfff
+
 /** Human-readable byte count. */
 export const formatBytes = (n: number): string =>
   n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KB` : `${(n / (1024 * 1024)).toFixed(1)} MB`
@@ -115,10 +135,13 @@ export const SKIPPED_DIRECTORIES: ReadonlySet<string> = new Set([".git", "node_m
  * The glob rule of `find` and `grep`: a pattern without `/` is matched against the entry's name (so `*.ts`
  * finds TypeScript files at any depth); a pattern with `/` is matched against the path relative to the
  * search directory (`src/**\/*.ts`). Hidden names are matched too. Syntax: `*`, `?`, `[...]`, `{a,b}`, `**`.
+ * Throws the engine's error for a pattern it cannot compile (one too large, say).
  */
 export const globMatcher = (pattern: string): (relative: string, name: string) => boolean => {
   const trimmed = pattern.startsWith("./") ? pattern.slice(2) : pattern
   const glob = Glob.make(trimmed, { dot: true })
+  // Compiles the pattern now, so one the engine refuses throws here, where the caller catches it.
+  Glob.match(glob, "x")
   return trimmed.includes("/")
     ? (relative) => Glob.match(glob, relative)
     : (_, name) => Glob.match(glob, name)
