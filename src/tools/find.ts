@@ -6,8 +6,10 @@
 import { Effect, FileSystem, Path, Schema } from "effect"
 import * as Tool from "../Tool.ts"
 import { invalidPattern } from "./errors.ts"
+import { directLister } from "./directRead.ts"
+import { rulesFor } from "./gitignore.ts"
 import { clip, globMatcher, walk } from "./internal.ts"
-import { ToolLimits } from "./limits.ts"
+import { DirectFileReads, ToolLimits } from "./limits.ts"
 import { locateDirectory, Workspace } from "./Workspace.ts"
 
 /** The parameters of `find`. */
@@ -43,8 +45,8 @@ export interface FindDetails {
 export const find = Tool.make<"find", typeof FindParameters, FindDetails>("find", {
   label: "Find files",
   description: "Find files and directories in the workspace by glob pattern. Paths are returned relative to " +
-    "the workspace root, directories with a trailing '/'. .git and node_modules are skipped, symbolic links " +
-    "are not followed. At most 1000 results by default (see limit).",
+    "the workspace root, directories with a trailing '/'. Files and directories ignored by .gitignore, .git and " +
+    "node_modules are skipped, symbolic links are not followed. At most 1000 results by default (see limit).",
   parameters: FindParameters,
   executionMode: "parallel"
 })
@@ -55,6 +57,7 @@ export const findLayer = find.toLayer(Effect.gen(function*() {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const limits = yield* ToolLimits
+  const list = (yield* DirectFileReads) ? directLister() : undefined
 
   return Effect.fnUntraced(function*(args) {
     const given = args.path ?? "."
@@ -68,6 +71,7 @@ export const findLayer = find.toLayer(Effect.gen(function*() {
     }
     const found: Array<string> = []
     let truncated = false
+    const rules = yield* rulesFor(fs, path, workspace.root, absolute)
     const result = yield* walk(fs, path, absolute, (entry) =>
       Effect.sync(() => {
         const isDirectory = entry.type === "Directory"
@@ -80,7 +84,7 @@ export const findLayer = find.toLayer(Effect.gen(function*() {
         const display = workspace.display(entry.absolute)
         found.push(isDirectory ? `${display}/` : display)
         return true
-      }))
+      }), { rules, list })
     let text = found.length === 0 ? `No files found matching ${clip(args.pattern)}` : found.join("\n")
     if (truncated) {
       text += `\n\n[Stopped at ${limit} results; there are more. Narrow the pattern or path${

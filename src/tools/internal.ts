@@ -5,6 +5,8 @@
  * @internal
  */
 import { Effect, FileSystem, Glob, Option, type Path } from "effect"
+import type { DirectLister } from "./directRead.ts"
+import { type IgnoreRules, rulesInside } from "./gitignore.ts"
 
 /** The size of a string in UTF-8 bytes, without allocating. */
 export const utf8Length = (s: string): number => {
@@ -128,8 +130,11 @@ export const allLineEndsCrlf = (bytes: Uint8Array): boolean => {
   return any
 }
 
-/** Directories that `find` and `grep` never enter. */
+/** Directories that `find` and `grep` never enter, whatever `.gitignore` says. */
 export const SKIPPED_DIRECTORIES: ReadonlySet<string> = new Set([".git", "node_modules", ".effect-agent"])
+
+/** The name no tool lists or searches, file (a worktree's pointer) or directory. */
+export const GIT_DIR = ".git"
 
 /**
  * The glob rule of `find` and `grep`: a pattern without `/` is matched against the entry's name (so `*.ts`
@@ -159,34 +164,48 @@ export interface WalkEntry {
 
 /**
  * Walks a directory tree depth-first in pre-order, each directory's entries sorted by name (so paths come
- * out sorted), calling `visit` on every entry until it returns `false`. Never enters
- * {@link SKIPPED_DIRECTORIES} nor follows symbolic links (so the walk stays where it started). Unreadable
- * directories are counted and skipped.
+ * out sorted), calling `visit` on every entry until it returns `false`. Never visits `.git` nor enters
+ * {@link SKIPPED_DIRECTORIES}, nor follows symbolic links (so the walk stays where it started). With
+ * `rules` (those in force in `start`), entries that `.gitignore` files ignore are neither visited nor
+ * entered, and each `.gitignore` met on the way applies below it. With `list`, directories are listed with
+ * it instead of `fs`. Unreadable directories are counted and skipped.
  */
 export const walk = <E>(
   fs: FileSystem.FileSystem,
   path: Path.Path,
   start: string,
-  visit: (entry: WalkEntry) => Effect.Effect<boolean, E>
+  visit: (entry: WalkEntry) => Effect.Effect<boolean, E>,
+  options: { readonly rules?: IgnoreRules | undefined; readonly list?: DirectLister | undefined } = {}
 ): Effect.Effect<{ readonly completed: boolean; readonly unreadable: number }, E> =>
   Effect.gen(function*() {
     interface Frame {
       readonly absolute: string
       readonly relative: string
       readonly entries: ReadonlyArray<FileSystem.DirectoryEntry>
+      readonly rules: IgnoreRules | undefined
       index: number
     }
     let unreadable = 0
-    const open = (absolute: string, relative: string) =>
-      Effect.map(Effect.option(fs.readDirectoryEntries(absolute)), (listed): Frame | undefined => {
-        if (Option.isNone(listed)) {
+    const { list, rules } = options
+    const listing = (absolute: string) =>
+      list === undefined
+        ? Effect.map(Effect.option(fs.readDirectoryEntries(absolute)), Option.getOrUndefined)
+        : Effect.sync(() => list(absolute))
+    const open = (absolute: string, relative: string, inherited: IgnoreRules | undefined, isStart: boolean) =>
+      Effect.flatMap(listing(absolute), (listed) => {
+        if (listed === undefined) {
           unreadable++
-          return undefined
+          return Effect.succeed(undefined)
         }
-        const entries = [...listed.value].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-        return { absolute, relative, entries, index: 0 }
+        const entries = [...listed].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+        // The start's own .gitignore is already in `rules`; below it, each directory may add one.
+        const hasOwn = !isStart && inherited !== undefined && entries.some((e) => e.name === ".gitignore")
+        return Effect.map(
+          hasOwn ? rulesInside(fs, path, inherited, absolute) : Effect.succeed(inherited),
+          (frameRules): Frame => ({ absolute, relative, entries, rules: frameRules, index: 0 })
+        )
       })
-    const first = yield* open(start, "")
+    const first = yield* open(start, "", rules, true)
     const stack: Array<Frame> = first === undefined ? [] : [first]
     while (stack.length > 0) {
       const frame = stack[stack.length - 1]
@@ -201,11 +220,15 @@ export const walk = <E>(
         const info = yield* Effect.option(fs.lstat(absolute))
         type = Option.isSome(info) ? info.value.type : "Unknown"
       }
+      if (entry.name === GIT_DIR) continue
       if (type === "Directory" && SKIPPED_DIRECTORIES.has(entry.name)) continue
+      if (frame.rules !== undefined && !frame.rules.isEmpty && frame.rules.ignores(absolute, type === "Directory")) {
+        continue
+      }
       const relative = frame.relative === "" ? entry.name : `${frame.relative}/${entry.name}`
       if (!(yield* visit({ absolute, relative, name: entry.name, type }))) return { completed: false, unreadable }
       if (type === "Directory") {
-        const child = yield* open(absolute, relative)
+        const child = yield* open(absolute, relative, frame.rules, false)
         if (child !== undefined) stack.push(child)
       }
     }

@@ -21,16 +21,16 @@ const project = (box: Sandbox) =>
   })
 
 describe("ls", () => {
-  it.effect("lists entries sorted, directories with a trailing slash, hidden ones included", () =>
+  it.effect("lists entries sorted, directories with a trailing slash, hidden ones included but never .git", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       yield* project(box)
       const result = yield* box.run(ls, {})
       assert.strictEqual(
         textOf(result),
-        [".env", ".git/", "bin/", "empty/", "node_modules/", "out-link/", "README.md", "src/", "Zeta.txt"].join("\n")
+        [".env", "bin/", "empty/", "node_modules/", "out-link/", "README.md", "src/", "Zeta.txt"].join("\n")
       )
-      assert.strictEqual(result.details.total, 9)
+      assert.strictEqual(result.details.total, 8)
       assert.isFalse(result.details.truncated)
       assert.strictEqual(textOf(yield* box.run(ls, { path: "src" })), "a.ts\ndeep/\nindex.ts")
       assert.strictEqual(textOf(yield* box.run(ls, { path: "empty" })), "(empty directory)")
