@@ -203,6 +203,6 @@ describe("edit changes no byte outside the replaced text (issue 16, item 4)", ()
         yield* box.run(edit, { path: "f.bin", oldText: "@target@", newText: "@done@" })
         assert.deepStrictEqual(yield* bytesOf(box, "f.bin"), concat(head, utf8("@done@"), tail))
       }).pipe(Effect.provide(platform)),
-    { arbitrary: { runs: 60 } }
+    { arbitrary: { runs: 60, size: 60 } }
   )
 })
