@@ -28,8 +28,8 @@ export interface WorkspaceShape {
    */
   readonly resolve: (path: string) => Effect.Effect<string, PathOutsideWorkspace | PathTooLong>
   /**
-   * How a resolved absolute path is shown to the model: relative to the root, `.` for the root itself, cut
-   * to {@link ECHO_MAX_CHARS} characters (start and end kept) when longer.
+   * How a resolved absolute path is shown to the model: relative to the root, `.` for the root itself. Not
+   * cut: a path argument echoed back goes through {@link shownPath}.
    */
   readonly display: (absolute: string) => string
 }
@@ -146,8 +146,8 @@ export const make = (
 
     const display = (absolute: string): string => {
       const rel = within(realRoot, absolute)
-      if (rel === undefined) return clip(absolute)
-      return rel === "" ? "." : clip(rel.split(path.sep).join("/"))
+      if (rel === undefined) return absolute
+      return rel === "" ? "." : rel.split(path.sep).join("/")
     }
 
     return { root: realRoot, resolve, display }
@@ -161,10 +161,16 @@ export class Workspace extends Context.Service<Workspace, WorkspaceShape>()("eff
   }
 }
 
+/**
+ * How a path argument, once resolved, is echoed in messages and results: as {@link WorkspaceShape.display}
+ * shows it, cut to its start and end when long (it may name no file, so nothing else bounds it).
+ */
+export const shownPath = (workspace: WorkspaceShape, absolute: string): string => clip(workspace.display(absolute))
+
 /** A path argument resolved inside the workspace, with what the file system says it is. */
 export interface Located {
   readonly absolute: string
-  /** The path as shown to the model (relative to the root). */
+  /** The path as shown to the model (relative to the root, cut when long: {@link shownPath}). */
   readonly shown: string
   readonly info: FileSystem.File.Info
 }
@@ -180,7 +186,7 @@ export const locate = Effect.fnUntraced(function*(
   operation: string
 ) {
   const absolute = yield* workspace.resolve(given)
-  const shown = workspace.display(absolute)
+  const shown = shownPath(workspace, absolute)
   const info = yield* fs.stat(absolute).pipe(Effect.mapError(fromPlatformError(given, operation)))
   return { absolute, shown, info } satisfies Located
 })

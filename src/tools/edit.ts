@@ -14,7 +14,7 @@ import * as Tool from "../Tool.ts"
 import { BinaryFile, EditMatchError, EditNoChange, fromPlatformError, WrongFileType } from "./errors.ts"
 import { allLineEndsCrlf, byteOccurrences, countByte, isValidUtf8, looksBinary } from "./internal.ts"
 import { ToolLimits } from "./limits.ts"
-import { Workspace } from "./Workspace.ts"
+import { shownPath, Workspace } from "./Workspace.ts"
 
 /** The parameters of `edit`. */
 export const EditParameters = Schema.Struct({
@@ -72,7 +72,7 @@ export const editLayer = edit.toLayer(Effect.gen(function*() {
 
   return Effect.fnUntraced(function*(args) {
     const absolute = yield* workspace.resolve(args.path)
-    const shown = workspace.display(absolute)
+    const shown = shownPath(workspace, absolute)
     const info = yield* fs.stat(absolute).pipe(Effect.mapError(fromPlatformError(args.path, "edit")))
     if (info.type !== "File") {
       return yield* new WrongFileType({

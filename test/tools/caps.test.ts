@@ -102,4 +102,13 @@ describe("outcome texts cap the arguments they echo", () => {
       expect(error.message.length).toBeLessThan(BOUND)
       expect(error.message).toMatch(/^Invalid regular expression "ggg.*characters left out.*ggg": Regular expression too large\./)
     }).pipe(Effect.provide(platform)))
+
+  it.effect("a real path longer than the echo cap is listed whole by find and grep (only arguments are cut)", () =>
+    Effect.gen(function*() {
+      const box = yield* sandbox()
+      const deep = `${"d".repeat(100)}/${"e".repeat(100)}/${"f".repeat(100)}.txt`
+      yield* box.put(deep, "needle\n")
+      assert.strictEqual(textOf(yield* box.run(find, { pattern: "*.txt" })), deep)
+      assert.strictEqual(textOf(yield* box.run(grep, { pattern: "needle" })), `${deep}:1: needle`)
+    }).pipe(Effect.provide(platform)))
 })
