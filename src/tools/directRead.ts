@@ -25,8 +25,9 @@ interface SyncDirent {
 
 /** The part of Node's `fs` used here. */
 interface SyncFs {
+  readonly constants?: { readonly O_RDONLY?: number; readonly O_NOFOLLOW?: number }
   readdirSync(path: string, options: { readonly withFileTypes: true }): ReadonlyArray<SyncDirent>
-  openSync(path: string, flags: string): number
+  openSync(path: string, flags: string | number): number
   fstatSync(fd: number): { readonly size: number | bigint }
   readSync(fd: number, buffer: Uint8Array, offset: number, length: number, position: number | null): number
   closeSync(fd: number): void
@@ -89,10 +90,14 @@ export const directReader = (): DirectReader | undefined => {
   if (fs === undefined) return undefined
   // One growing buffer for every read: allocating (and zeroing) a new one per file cost more than the reads.
   let scratch = new Uint8Array(64 * 1024)
+  // The walk only hands over regular files; should one be swapped for a symbolic link since, it is not
+  // followed (where the platform can refuse to).
+  const { O_NOFOLLOW, O_RDONLY } = fs.constants ?? {}
+  const flags = typeof O_NOFOLLOW === "number" && typeof O_RDONLY === "number" ? O_RDONLY | O_NOFOLLOW : "r"
   return (file, maxBytes) => {
     let fd: number
     try {
-      fd = fs.openSync(file, "r")
+      fd = fs.openSync(file, flags)
     } catch {
       return "unreadable"
     }

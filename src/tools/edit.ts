@@ -48,7 +48,8 @@ export const edit = Tool.make<"edit", typeof EditParameters, EditDetails>("edit"
   label: "Edit file",
   description: "Edit a file in the workspace by replacing an exact text with a new text. oldText must match " +
     "the file exactly (whitespace and line breaks included) and occur exactly once; otherwise nothing is " +
-    "changed and the error says how many times it was found.",
+    "changed and the error says how many times it was found. Bytes outside oldText are kept as they are; in " +
+    "a file with CRLF line ends, LF line breaks in oldText and newText are taken as CRLF.",
   parameters: EditParameters,
   executionMode: "sequential"
 })

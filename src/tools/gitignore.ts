@@ -5,9 +5,10 @@
  * What is followed, as git does: every `.gitignore` from the workspace root down to a directory applies in
  * it; a pattern is relative to the directory of its file; a deeper file wins over a shallower one, and within
  * a file the last matching pattern wins (so `!keep.log` re-includes); nothing under an ignored directory is
- * looked at. What is not: `.git/info/exclude`, `core.excludesFile`, and `.gitignore` files above the
- * workspace root. A directory given explicitly as the place to search or list is entered even if it is
- * ignored; the rules of the `.gitignore` files in and below it still apply.
+ * looked at. What is not: `.git/info/exclude`, `core.excludesFile`, `.gitignore` files above the workspace
+ * root, and a `.gitignore` that is a symbolic link (it could point out of the workspace). A directory given
+ * explicitly as the place to search or list is entered even if it is ignored; the rules of the `.gitignore`
+ * files in and below it still apply.
  *
  * @internal
  */
@@ -69,8 +70,16 @@ export class IgnoreRules {
   }
 }
 
-const readGitignore = (fs: FileSystem.FileSystem, path: Path.Path, directory: string) =>
-  Effect.option(fs.readFileString(path.join(directory, ".gitignore")))
+/** A directory's `.gitignore`, if it is a regular file: one that is a symbolic link is not read. */
+const readGitignore = (fs: FileSystem.FileSystem, path: Path.Path, directory: string) => {
+  const file = path.join(directory, ".gitignore")
+  return Effect.option(
+    Effect.flatMap(
+      fs.lstat(file),
+      (info) => info.type === "File" ? fs.readFileString(file) : Effect.fail(undefined)
+    )
+  )
+}
 
 /**
  * The rules in force in `directory` (absolute, inside `root`): those of every `.gitignore` from `root` down to

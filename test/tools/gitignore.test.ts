@@ -106,4 +106,16 @@ describe(".gitignore in grep, find and ls", () => {
         assert.strictEqual(textOf(yield* box.run(find, args)), textOf(yield* direct.run(find, args)))
       }
     }).pipe(Effect.provide(platform)))
+
+  it.effect("a .gitignore that is a symbolic link is not read (it could lead out of the workspace)", () =>
+    Effect.gen(function*() {
+      const box = yield* sandbox()
+      yield* box.fs.writeFileString(box.path.join(box.outside, "rules"), "*.ts\n")
+      yield* box.put("a.ts", "TODO a\n")
+      yield* box.put("sub/b.ts", "TODO b\n")
+      yield* box.fs.symlink(box.path.join(box.outside, "rules"), box.path.join(box.root, ".gitignore"))
+      yield* box.fs.symlink(box.path.join(box.outside, "rules"), box.path.join(box.root, "sub", ".gitignore"))
+      assert.strictEqual(textOf(yield* box.run(find, { pattern: "*.ts" })), "a.ts\nsub/b.ts")
+      assert.strictEqual(textOf(yield* box.run(ls, {})), ".gitignore\na.ts\nsub/")
+    }).pipe(Effect.provide(platform)))
 })
