@@ -5,11 +5,11 @@
  */
 import { Effect, FileSystem, Path, Schema } from "effect"
 import * as Tool from "../Tool.ts"
-import { invalidPattern } from "./errors.ts"
 import { directLister } from "./directRead.ts"
 import { rulesFor } from "./gitignore.ts"
 import { clip, globMatcher, walk } from "./internal.ts"
 import { DirectFileReads, ToolLimits } from "./limits.ts"
+import { invalidPattern } from "./patternError.ts"
 import { locateDirectory, Workspace } from "./Workspace.ts"
 
 /** The parameters of `find`. */

@@ -6,11 +6,12 @@
  */
 import { Effect, FileSystem, Path, type PlatformError, Schema } from "effect"
 import * as Tool from "../Tool.ts"
-import { fromPlatformError, invalidPattern, WrongFileType } from "./errors.ts"
 import { directLister, directReader, type Read } from "./directRead.ts"
+import { fromPlatformError, WrongFileType } from "./errors.ts"
 import { rulesFor } from "./gitignore.ts"
 import { clip, globMatcher, looksBinary, walk } from "./internal.ts"
 import { DirectFileReads, ToolLimits } from "./limits.ts"
+import { invalidPattern } from "./patternError.ts"
 import { locate, Workspace } from "./Workspace.ts"
 
 /** The parameters of `grep`. */
