@@ -79,7 +79,6 @@ const BATCH = 64
  */
 const wholeTextPrefilterIsSafe = (source: string): boolean => !/\(\?<?[=!]/.test(source)
 
-
 /** The handler of {@link grep}. */
 export const grepLayer = grep.toLayer(Effect.gen(function*() {
   const workspace = yield* Workspace
