@@ -78,6 +78,14 @@ const gnuGrep = (root: string): Promise<{ ms: number; matches: number }> =>
 
 const main = async () => {
   const base = mkdtempSync(join(os.tmpdir(), "effect-agent-bench-grep-"))
+  // Interrupted (Ctrl-C, a timeout's SIGTERM): remove the tree before going.
+  const removeAndExit = (signal: NodeJS.Signals) => {
+    console.error(`\n${signal}: removing ${base}`)
+    rmSync(base, { recursive: true, force: true })
+    process.exit(130)
+  }
+  process.once("SIGINT", removeAndExit)
+  process.once("SIGTERM", removeAndExit)
   try {
     const root = join(base, "tree")
     mkdirSync(root)
@@ -148,7 +156,9 @@ const main = async () => {
     writeFileSync(file, JSON.stringify(results, null, 2) + "\n")
     console.log(`wrote the "grep" row of ${file}`)
   } finally {
+    const start = performance.now()
     rmSync(base, { recursive: true, force: true })
+    console.log(`removed the tree in ${round((performance.now() - start) / 1000, 1)} s`)
   }
 }
 
