@@ -26,10 +26,10 @@ interface SyncDirent {
 
 /** The part of Node's `fs` used here. */
 interface SyncFs {
-  readonly constants?: { readonly O_RDONLY?: number; readonly O_NOFOLLOW?: number }
+  readonly constants?: { readonly O_RDONLY?: number; readonly O_NOFOLLOW?: number; readonly O_NONBLOCK?: number }
   readdirSync(path: string, options: { readonly withFileTypes: true }): ReadonlyArray<SyncDirent>
   openSync(path: string, flags: string | number): number
-  fstatSync(fd: number): { readonly size: number | bigint }
+  fstatSync(fd: number): { readonly size: number | bigint; isFile(): boolean }
   readSync(fd: number, buffer: Uint8Array, offset: number, length: number, position: number | null): number
   closeSync(fd: number): void
 }
@@ -91,10 +91,12 @@ export const directReader = (): DirectReader | undefined => {
   if (fs === undefined) return undefined
   // One growing buffer for every read: allocating (and zeroing) a new one per file cost more than the reads.
   let scratch = new Uint8Array(64 * 1024)
-  // The walk only hands over regular files; should one be swapped for a symbolic link since, it is not
-  // followed (where the platform can refuse to).
-  const { O_NOFOLLOW, O_RDONLY } = fs.constants ?? {}
-  const flags = typeof O_NOFOLLOW === "number" && typeof O_RDONLY === "number" ? O_RDONLY | O_NOFOLLOW : "r"
+  // The walk only hands over regular files. Should one be swapped since for a symbolic link, it is not
+  // followed; for a FIFO, opening it does not wait for a writer (where the platform has the flags).
+  const { O_NOFOLLOW, O_NONBLOCK, O_RDONLY } = fs.constants ?? {}
+  const flags = typeof O_NOFOLLOW === "number" && typeof O_NONBLOCK === "number" && typeof O_RDONLY === "number"
+    ? O_RDONLY | O_NOFOLLOW | O_NONBLOCK
+    : "r"
   return (file, maxBytes) => {
     let fd: number
     try {
@@ -103,7 +105,9 @@ export const directReader = (): DirectReader | undefined => {
       return "unreadable"
     }
     try {
-      const size = Number(fs.fstatSync(fd).size)
+      const info = fs.fstatSync(fd)
+      if (!info.isFile()) return "unreadable"
+      const size = Number(info.size)
       if (size > maxBytes) return "large"
       if (size > scratch.length) scratch = new Uint8Array(Math.max(size, scratch.length * 2))
       let read = 0
