@@ -15,7 +15,8 @@
  * @since 0.1.0
  */
 import { Context, Effect, FileSystem, Layer, Path, type PlatformError } from "effect"
-import { fromPlatformError, PathOutsideWorkspace, WrongFileType } from "./errors.ts"
+import { fromPlatformError, PathOutsideWorkspace, PathTooLong, WrongFileType } from "./errors.ts"
+import { clip } from "./internal.ts"
 
 /** The workspace service. */
 export interface WorkspaceShape {
@@ -25,10 +26,19 @@ export interface WorkspaceShape {
    * The canonical absolute location of `path` (relative to the root, or absolute inside it), or
    * {@link PathOutsideWorkspace} when it leads outside. Only the file system's metadata is consulted.
    */
-  readonly resolve: (path: string) => Effect.Effect<string, PathOutsideWorkspace>
-  /** How a resolved absolute path is shown to the model: relative to the root, `.` for the root itself. */
+  readonly resolve: (path: string) => Effect.Effect<string, PathOutsideWorkspace | PathTooLong>
+  /**
+   * How a resolved absolute path is shown to the model: relative to the root, `.` for the root itself. Not
+   * cut: a path argument echoed back goes through {@link shownPath}.
+   */
   readonly display: (absolute: string) => string
 }
+
+/**
+ * Longest path argument accepted, in UTF-16 units (Linux's PATH_MAX is 4096 bytes). A longer one is
+ * refused at once: walking up its missing components one system call at a time could take seconds.
+ */
+export const MAX_PATH_CHARS = 4096
 
 /** Most symbolic links followed by hand along one path before it counts as a loop (Linux uses 40). */
 const MAX_LINK_HOPS = 40
@@ -91,15 +101,26 @@ export const make = (
 
     const refuse = (input: string, reason: PathOutsideWorkspace["reason"], detail: string) =>
       new PathOutsideWorkspace({
-        path: input,
+        path: clip(input),
         root: realRoot,
         reason,
-        message: `Path "${input}" is outside the workspace ${realRoot}: ${detail}. ` +
+        message: `Path "${clip(input)}" is outside the workspace ${realRoot}: ${detail}. ` +
           `Only files inside the workspace can be used; give a path relative to it.`
       })
 
-    const resolve = (input: string): Effect.Effect<string, PathOutsideWorkspace> =>
-      Effect.suspend(() => {
+    const resolve = (input: string): Effect.Effect<string, PathOutsideWorkspace | PathTooLong> =>
+      Effect.suspend((): Effect.Effect<string, PathOutsideWorkspace | PathTooLong> => {
+        if (input.length > MAX_PATH_CHARS) {
+          return Effect.fail(
+            new PathTooLong({
+              path: clip(input),
+              length: input.length,
+              maxLength: MAX_PATH_CHARS,
+              message: `Path "${clip(input)}" is ${input.length} characters long; paths of more than ` +
+                `${MAX_PATH_CHARS} characters are refused. Give a shorter path.`
+            })
+          )
+        }
         const absolute = path.resolve(realRoot, input === "" ? "." : input)
         // Lexical check first: accept absolute paths spelled through either form of the root.
         const rel = within(realRoot, absolute) ?? within(givenRoot, absolute)
@@ -117,7 +138,7 @@ export const make = (
           ),
           Effect.flatMap((real) =>
             within(realRoot, real) === undefined
-              ? Effect.fail(refuse(input, "symlink", `it goes through a symbolic link that leads to ${real}`))
+              ? Effect.fail(refuse(input, "symlink", `it goes through a symbolic link that leads to ${clip(real)}`))
               : Effect.succeed(real)
           )
         )
@@ -140,10 +161,16 @@ export class Workspace extends Context.Service<Workspace, WorkspaceShape>()("eff
   }
 }
 
+/**
+ * How a path argument, once resolved, is echoed in messages and results: as {@link WorkspaceShape.display}
+ * shows it, cut to its start and end when long (it may name no file, so nothing else bounds it).
+ */
+export const shownPath = (workspace: WorkspaceShape, absolute: string): string => clip(workspace.display(absolute))
+
 /** A path argument resolved inside the workspace, with what the file system says it is. */
 export interface Located {
   readonly absolute: string
-  /** The path as shown to the model (relative to the root). */
+  /** The path as shown to the model (relative to the root, cut when long: {@link shownPath}). */
   readonly shown: string
   readonly info: FileSystem.File.Info
 }
@@ -159,7 +186,7 @@ export const locate = Effect.fnUntraced(function*(
   operation: string
 ) {
   const absolute = yield* workspace.resolve(given)
-  const shown = workspace.display(absolute)
+  const shown = shownPath(workspace, absolute)
   const info = yield* fs.stat(absolute).pipe(Effect.mapError(fromPlatformError(given, operation)))
   return { absolute, shown, info } satisfies Located
 })

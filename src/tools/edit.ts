@@ -1,14 +1,20 @@
 /**
  * `edit`: replaces one exact occurrence of a text in a file.
  *
+ * The file is edited as bytes: every byte outside the replaced text is written back as it was, so a file
+ * that is not valid UTF-8 (Latin-1, say), a BOM, CRLF line ends and a missing final newline survive an
+ * edit; the file is rewritten in place, keeping its mode. Line ends: in a file that has CRLF, an oldText
+ * with LF line breaks that is not found as is, is looked for with CRLF (that is how `read` shows the file),
+ * and in a file whose every line ends in CRLF, newText's line breaks are written as CRLF.
+ *
  * @since 0.1.0
  */
 import { Effect, FileSystem, Schema } from "effect"
 import * as Tool from "../Tool.ts"
 import { BinaryFile, EditMatchError, EditNoChange, fromPlatformError, WrongFileType } from "./errors.ts"
-import { looksBinary } from "./internal.ts"
+import { allLineEndsCrlf, byteOccurrences, countByte, isValidUtf8, looksBinary } from "./internal.ts"
 import { ToolLimits } from "./limits.ts"
-import { Workspace } from "./Workspace.ts"
+import { shownPath, Workspace } from "./Workspace.ts"
 
 /** The parameters of `edit`. */
 export const EditParameters = Schema.Struct({
@@ -29,7 +35,11 @@ export interface EditDetails {
   readonly line: number
   readonly linesRemoved: number
   readonly linesAdded: number
-  /** True when the file uses CRLF line endings and the texts were matched with LF converted to CRLF. */
+  /**
+   * True when line breaks of the texts were converted to CRLF: oldText was matched with its LF line breaks
+   * as CRLF (the way `read` shows a CRLF file), or newText's LF line breaks were written as CRLF because
+   * every line of the file ends in CRLF.
+   */
   readonly crlf: boolean
 }
 
@@ -38,23 +48,22 @@ export const edit = Tool.make<"edit", typeof EditParameters, EditDetails>("edit"
   label: "Edit file",
   description: "Edit a file in the workspace by replacing an exact text with a new text. oldText must match " +
     "the file exactly (whitespace and line breaks included) and occur exactly once; otherwise nothing is " +
-    "changed and the error says how many times it was found.",
+    "changed and the error says how many times it was found. Bytes outside oldText are kept as they are; in " +
+    "a file with CRLF line ends, LF line breaks in oldText and newText are taken as CRLF.",
   parameters: EditParameters,
   executionMode: "sequential"
 })
 
-/** Non-overlapping occurrences of `needle` in `haystack` (stops counting at `max`). */
-const occurrences = (haystack: string, needle: string, max = Infinity): Array<number> => {
-  const found: Array<number> = []
-  let i = haystack.indexOf(needle)
-  while (i !== -1 && found.length < max) {
-    found.push(i)
-    i = haystack.indexOf(needle, i + needle.length)
-  }
-  return found
-}
+const encoder = new TextEncoder()
 
-const lineCount = (s: string): number => s.split("\n").length
+/** Line breaks without a CR before them, as CRLF. */
+const toCrlf = (text: string): string => text.replace(/\r?\n/g, "\r\n")
+
+const countNewlines = (text: string): number => {
+  let n = 0
+  for (let i = text.indexOf("\n"); i !== -1; i = text.indexOf("\n", i + 1)) n++
+  return n
+}
 
 /** The handler of {@link edit}. */
 export const editLayer = edit.toLayer(Effect.gen(function*() {
@@ -64,7 +73,7 @@ export const editLayer = edit.toLayer(Effect.gen(function*() {
 
   return Effect.fnUntraced(function*(args) {
     const absolute = yield* workspace.resolve(args.path)
-    const shown = workspace.display(absolute)
+    const shown = shownPath(workspace, absolute)
     const info = yield* fs.stat(absolute).pipe(Effect.mapError(fromPlatformError(args.path, "edit")))
     if (info.type !== "File") {
       return yield* new WrongFileType({
@@ -82,38 +91,48 @@ export const editLayer = edit.toLayer(Effect.gen(function*() {
         message: `${shown} looks like a binary file (it contains NUL bytes); edit only changes text files.`
       })
     }
-    const content = new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes)
+    // Everything below works on the file's bytes: the bytes around the match are written back untouched,
+    // whatever their encoding, BOM or line ends.
     let oldText = args.oldText
     let newText = args.newText
-    let found = occurrences(content, oldText, 2)
     let crlf = false
-    if (found.length === 0 && content.includes("\r\n") && !oldText.includes("\r")) {
+    let found = byteOccurrences(bytes, encoder.encode(oldText), 2)
+    if (found.length === 0 && !oldText.includes("\r") && oldText.includes("\n") && bytes.includes(13)) {
       // read shows CRLF files with LF line ends; match the way the model saw the text.
-      const oldCrlf = oldText.replace(/\n/g, "\r\n")
-      const again = occurrences(content, oldCrlf, 2)
+      const again = byteOccurrences(bytes, encoder.encode(toCrlf(oldText)), 2)
       if (again.length > 0) {
         crlf = true
-        oldText = oldCrlf
-        newText = newText.replace(/\r?\n/g, "\r\n")
+        oldText = toCrlf(oldText)
         found = again
       }
     }
     if (found.length === 0) {
+      const notUtf8 = isValidUtf8(bytes)
+        ? ""
+        : ` Note: ${shown} is not valid UTF-8; read shows each byte that is not UTF-8 as U+FFFD (\uFFFD), which ` +
+          `is not in the file. Choose an oldText that avoids those characters, or rewrite the file with write.`
       return yield* new EditMatchError({
         path: shown,
         count: 0,
         message: `oldText was not found in ${shown} (0 occurrences). It must match the file exactly, ` +
-          `including whitespace, indentation and line breaks; read the file again and copy the text to replace.`
+          `including whitespace, indentation and line breaks; read the file again and copy the text to replace.` +
+          notUtf8
       })
     }
     if (found.length > 1) {
-      const count = occurrences(content, oldText).length
+      const count = byteOccurrences(bytes, encoder.encode(oldText)).length
       return yield* new EditMatchError({
         path: shown,
         count,
         message: `oldText occurs ${count} times in ${shown}; it must occur exactly once. ` +
           `Include more surrounding lines in oldText to pick one occurrence.`
       })
+    }
+    // Keep one line-end style: a CRLF file gets CRLF line breaks in the new text too.
+    if (crlf || (newText.includes("\n") && allLineEndsCrlf(bytes))) {
+      const converted = toCrlf(newText)
+      if (converted !== newText) crlf = true
+      newText = converted
     }
     if (oldText === newText) {
       return yield* new EditNoChange({
@@ -122,11 +141,17 @@ export const editLayer = edit.toLayer(Effect.gen(function*() {
       })
     }
     const at = found[0]
-    const updated = content.slice(0, at) + newText + content.slice(at + oldText.length)
-    yield* fs.writeFileString(absolute, updated).pipe(Effect.mapError(fromPlatformError(args.path, "write")))
-    const line = lineCount(content.slice(0, at))
-    const linesRemoved = lineCount(oldText)
-    const linesAdded = lineCount(newText)
+    const oldBytes = encoder.encode(oldText)
+    const newBytes = encoder.encode(newText)
+    const updated = new Uint8Array(bytes.length - oldBytes.length + newBytes.length)
+    updated.set(bytes.subarray(0, at), 0)
+    updated.set(newBytes, at)
+    updated.set(bytes.subarray(at + oldBytes.length), at + newBytes.length)
+    // Written in place (not replaced by a new file), so the file keeps its mode, owner and hard links.
+    yield* fs.writeFile(absolute, updated).pipe(Effect.mapError(fromPlatformError(args.path, "write")))
+    const line = countByte(bytes, 10, 0, at) + 1
+    const linesRemoved = countNewlines(oldText) + 1
+    const linesAdded = countNewlines(newText) + 1
     return {
       content: [{
         type: "text" as const,

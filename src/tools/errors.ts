@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 import { type PlatformError, Schema } from "effect"
+import { clip } from "./internal.ts"
 
 /**
  * A path that leads outside the workspace: a `..` escape, an absolute path elsewhere, or a symbolic link
@@ -15,6 +16,17 @@ export class PathOutsideWorkspace extends Schema.TaggedError<PathOutsideWorkspac
   path: Schema.String,
   root: Schema.String,
   reason: Schema.Literals(["parent-escape", "absolute", "symlink", "symlink-loop"]),
+  message: Schema.String
+}) {}
+
+/**
+ * A path argument longer than any path the file system accepts; refused before the file system is asked.
+ * `path` holds only its start and end.
+ */
+export class PathTooLong extends Schema.TaggedError<PathTooLong>()("PathTooLong", {
+  path: Schema.String,
+  length: Schema.Number,
+  maxLength: Schema.Number,
   message: Schema.String
 }) {}
 
@@ -93,6 +105,7 @@ export class CommandSpawnFailed extends Schema.TaggedError<CommandSpawnFailed>()
 /** Any error of a built-in tool. */
 export type BuiltinToolError =
   | PathOutsideWorkspace
+  | PathTooLong
   | FileSystemError
   | WrongFileType
   | BinaryFile
@@ -113,11 +126,12 @@ const detailOf = (error: PlatformError.PlatformError): string => {
 }
 
 /**
- * A `PlatformError` as a {@link FileSystemError} naming the path as the model gave it (`shown`), with a
- * message saying what went wrong.
+ * A `PlatformError` as a {@link FileSystemError} naming the path as the model gave it (`given`, cut to its
+ * start and end when long), with a message saying what went wrong.
  */
-export const fromPlatformError = (shown: string, operation: string) =>
+export const fromPlatformError = (given: string, operation: string) =>
 (error: PlatformError.PlatformError): FileSystemError => {
+  const shown = clip(given)
   const kind = error.reason._tag
   const message = kind === "NotFound"
     ? `No such file or directory: ${shown}`
@@ -125,6 +139,6 @@ export const fromPlatformError = (shown: string, operation: string) =>
     ? `Permission denied: cannot ${operation} ${shown}`
     : kind === "AlreadyExists"
     ? `Cannot ${operation} ${shown}: it already exists`
-    : `Cannot ${operation} ${shown}: ${detailOf(error)}`
+    : `Cannot ${operation} ${shown}: ${clip(detailOf(error))}`
   return new FileSystemError({ path: shown, operation, kind, message })
 }

@@ -5,8 +5,11 @@
  */
 import { Effect, FileSystem, Path, Schema } from "effect"
 import * as Tool from "../Tool.ts"
-import { globMatcher, walk } from "./internal.ts"
-import { ToolLimits } from "./limits.ts"
+import { directLister } from "./directRead.ts"
+import { rulesFor } from "./gitignore.ts"
+import { clip, globMatcher, walk } from "./internal.ts"
+import { DirectFileReads, ToolLimits } from "./limits.ts"
+import { invalidPattern } from "./patternError.ts"
 import { locateDirectory, Workspace } from "./Workspace.ts"
 
 /** The parameters of `find`. */
@@ -42,8 +45,8 @@ export interface FindDetails {
 export const find = Tool.make<"find", typeof FindParameters, FindDetails>("find", {
   label: "Find files",
   description: "Find files and directories in the workspace by glob pattern. Paths are returned relative to " +
-    "the workspace root, directories with a trailing '/'. .git and node_modules are skipped, symbolic links " +
-    "are not followed. At most 1000 results by default (see limit).",
+    "the workspace root, directories with a trailing '/'. Files and directories ignored by .gitignore, .git and " +
+    "node_modules are skipped, symbolic links are not followed. At most 1000 results by default (see limit).",
   parameters: FindParameters,
   executionMode: "parallel"
 })
@@ -54,14 +57,21 @@ export const findLayer = find.toLayer(Effect.gen(function*() {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const limits = yield* ToolLimits
+  const list = (yield* DirectFileReads) ? directLister() : undefined
 
   return Effect.fnUntraced(function*(args) {
     const given = args.path ?? "."
     const { absolute, shown } = yield* locateDirectory(workspace, fs, given, "search", () => "; find searches directories")
     const limit = Math.min(args.limit ?? limits.findDefaultResults, limits.findMaxResults)
-    const matches = globMatcher(args.pattern)
+    let matches: (relative: string, name: string) => boolean
+    try {
+      matches = globMatcher(args.pattern)
+    } catch (error) {
+      return yield* invalidPattern("glob pattern", args.pattern, error)
+    }
     const found: Array<string> = []
     let truncated = false
+    const rules = yield* rulesFor(fs, path, workspace.root, absolute)
     const result = yield* walk(fs, path, absolute, (entry) =>
       Effect.sync(() => {
         const isDirectory = entry.type === "Directory"
@@ -74,8 +84,8 @@ export const findLayer = find.toLayer(Effect.gen(function*() {
         const display = workspace.display(entry.absolute)
         found.push(isDirectory ? `${display}/` : display)
         return true
-      }))
-    let text = found.length === 0 ? `No files found matching ${args.pattern}` : found.join("\n")
+      }), { rules, list })
+    let text = found.length === 0 ? `No files found matching ${clip(args.pattern)}` : found.join("\n")
     if (truncated) {
       text += `\n\n[Stopped at ${limit} results; there are more. Narrow the pattern or path${
         limit < limits.findMaxResults ? `, or raise limit (up to ${limits.findMaxResults})` : ""
@@ -84,7 +94,7 @@ export const findLayer = find.toLayer(Effect.gen(function*() {
     return {
       content: [{ type: "text" as const, text }],
       details: {
-        pattern: args.pattern,
+        pattern: clip(args.pattern),
         path: shown,
         matches: found,
         truncated,

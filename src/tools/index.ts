@@ -31,7 +31,7 @@ import { write, writeLayer } from "./write.ts"
 import { Workspace } from "./Workspace.ts"
 
 export * from "./errors.ts"
-export { defaultLimits, ToolLimits, type ToolLimitsShape } from "./limits.ts"
+export { defaultLimits, DirectFileReads, ToolLimits, type ToolLimitsShape } from "./limits.ts"
 export { make as makeWorkspace, Workspace, type WorkspaceShape } from "./Workspace.ts"
 export {
   bash,

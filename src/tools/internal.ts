@@ -5,6 +5,8 @@
  * @internal
  */
 import { Effect, FileSystem, Glob, Option, type Path } from "effect"
+import type { DirectLister } from "./directRead.ts"
+import { type IgnoreRules, rulesInside } from "./gitignore.ts"
 
 /** The size of a string in UTF-8 bytes, without allocating. */
 export const utf8Length = (s: string): number => {
@@ -49,28 +51,102 @@ export const truncateToBytesFromEnd = (s: string, maxBytes: number): string => {
   return s
 }
 
+/** Most characters of an argument (a path, a pattern) that a message or a result echoes back. */
+export const ECHO_MAX_CHARS = 256
+
+/**
+ * `text` when it has at most `max` characters; otherwise its start and its end around a note saying how
+ * many characters were left out, so an echoed argument stays short however long it was.
+ */
+export const clip = (text: string, max: number = ECHO_MAX_CHARS): string => {
+  if (text.length <= max) return text
+  let head = Math.ceil(max * 0.6)
+  let tail = text.length - (max - head)
+  // Never split a surrogate pair.
+  if (head > 0 && isHighSurrogate(text.charCodeAt(head - 1))) head--
+  if (tail < text.length && isLowSurrogate(text.charCodeAt(tail))) tail++
+  return `${text.slice(0, head)}…[${tail - head} characters left out]…${text.slice(tail)}`
+}
+
+const isHighSurrogate = (c: number) => c >= 0xd800 && c <= 0xdbff
+const isLowSurrogate = (c: number) => c >= 0xdc00 && c <= 0xdfff
+
 /** Human-readable byte count. */
 export const formatBytes = (n: number): string =>
   n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KB` : `${(n / (1024 * 1024)).toFixed(1)} MB`
 
 /** A file is taken as binary when a NUL byte appears among its first `sniff` bytes. */
-export const looksBinary = (bytes: Uint8Array, sniff: number): boolean => {
-  const end = Math.min(bytes.length, sniff)
-  for (let i = 0; i < end; i++) if (bytes[i] === 0) return true
-  return false
+export const looksBinary = (bytes: Uint8Array, sniff: number): boolean =>
+  (bytes.length > sniff ? bytes.subarray(0, sniff) : bytes).indexOf(0) !== -1
+
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
+
+/** Whether the bytes are well-formed UTF-8 (a BOM is allowed). */
+export const isValidUtf8 = (bytes: Uint8Array): boolean => {
+  try {
+    strictUtf8.decode(bytes)
+    return true
+  } catch {
+    return false
+  }
 }
 
-/** Directories that `find` and `grep` never enter. */
+/**
+ * Start offsets of the non-overlapping occurrences of `needle` (not empty) in `haystack`, left to right,
+ * at most `max` of them. Works on bytes, so it finds text in files that are not valid UTF-8.
+ */
+export const byteOccurrences = (haystack: Uint8Array, needle: Uint8Array, max = Infinity): Array<number> => {
+  const found: Array<number> = []
+  const first = needle[0]
+  const last = haystack.length - needle.length
+  let i = haystack.indexOf(first)
+  while (i !== -1 && i <= last && found.length < max) {
+    let j = 1
+    while (j < needle.length && haystack[i + j] === needle[j]) j++
+    if (j === needle.length) {
+      found.push(i)
+      i = haystack.indexOf(first, i + needle.length)
+    } else {
+      i = haystack.indexOf(first, i + 1)
+    }
+  }
+  return found
+}
+
+/** How many times `byte` occurs in `bytes[start, end)`. */
+export const countByte = (bytes: Uint8Array, byte: number, start = 0, end = bytes.length): number => {
+  let n = 0
+  for (let i = bytes.indexOf(byte, start); i !== -1 && i < end; i = bytes.indexOf(byte, i + 1)) n++
+  return n
+}
+
+/** Whether the bytes have at least one CRLF and no LF without a CR before it. */
+export const allLineEndsCrlf = (bytes: Uint8Array): boolean => {
+  let any = false
+  for (let i = bytes.indexOf(10); i !== -1; i = bytes.indexOf(10, i + 1)) {
+    if (i === 0 || bytes[i - 1] !== 13) return false
+    any = true
+  }
+  return any
+}
+
+/** Directories that `find` and `grep` never enter, whatever `.gitignore` says. */
 export const SKIPPED_DIRECTORIES: ReadonlySet<string> = new Set([".git", "node_modules", ".effect-agent"])
+
+/** The name no tool lists or searches, file (a worktree's pointer) or directory. */
+export const GIT_DIR = ".git"
 
 /**
  * The glob rule of `find` and `grep`: a pattern without `/` is matched against the entry's name (so `*.ts`
  * finds TypeScript files at any depth); a pattern with `/` is matched against the path relative to the
  * search directory (`src/**\/*.ts`). Hidden names are matched too. Syntax: `*`, `?`, `[...]`, `{a,b}`, `**`.
+ * Throws the engine's error for a pattern it cannot compile (one too large, say).
  */
 export const globMatcher = (pattern: string): (relative: string, name: string) => boolean => {
   const trimmed = pattern.startsWith("./") ? pattern.slice(2) : pattern
   const glob = Glob.make(trimmed, { dot: true })
+  // Compiles the pattern now, so one the engine refuses throws here, where the caller catches it.
+  Glob.match(glob, "x")
   return trimmed.includes("/")
     ? (relative) => Glob.match(glob, relative)
     : (_, name) => Glob.match(glob, name)
@@ -88,34 +164,48 @@ export interface WalkEntry {
 
 /**
  * Walks a directory tree depth-first in pre-order, each directory's entries sorted by name (so paths come
- * out sorted), calling `visit` on every entry until it returns `false`. Never enters
- * {@link SKIPPED_DIRECTORIES} nor follows symbolic links (so the walk stays where it started). Unreadable
- * directories are counted and skipped.
+ * out sorted), calling `visit` on every entry until it returns `false`. Never visits `.git` nor enters
+ * {@link SKIPPED_DIRECTORIES}, nor follows symbolic links (so the walk stays where it started). With
+ * `rules` (those in force in `start`), entries that `.gitignore` files ignore are neither visited nor
+ * entered, and each `.gitignore` met on the way applies below it. With `list`, directories are listed with
+ * it instead of `fs`. Unreadable directories are counted and skipped.
  */
 export const walk = <E>(
   fs: FileSystem.FileSystem,
   path: Path.Path,
   start: string,
-  visit: (entry: WalkEntry) => Effect.Effect<boolean, E>
+  visit: (entry: WalkEntry) => Effect.Effect<boolean, E>,
+  options: { readonly rules?: IgnoreRules | undefined; readonly list?: DirectLister | undefined } = {}
 ): Effect.Effect<{ readonly completed: boolean; readonly unreadable: number }, E> =>
   Effect.gen(function*() {
     interface Frame {
       readonly absolute: string
       readonly relative: string
       readonly entries: ReadonlyArray<FileSystem.DirectoryEntry>
+      readonly rules: IgnoreRules | undefined
       index: number
     }
     let unreadable = 0
-    const open = (absolute: string, relative: string) =>
-      Effect.map(Effect.option(fs.readDirectoryEntries(absolute)), (listed): Frame | undefined => {
-        if (Option.isNone(listed)) {
+    const { list, rules } = options
+    const listing = (absolute: string) =>
+      list === undefined
+        ? Effect.map(Effect.option(fs.readDirectoryEntries(absolute)), Option.getOrUndefined)
+        : Effect.sync(() => list(absolute))
+    const open = (absolute: string, relative: string, inherited: IgnoreRules | undefined, isStart: boolean) =>
+      Effect.flatMap(listing(absolute), (listed) => {
+        if (listed === undefined) {
           unreadable++
-          return undefined
+          return Effect.succeed(undefined)
         }
-        const entries = [...listed.value].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-        return { absolute, relative, entries, index: 0 }
+        const entries = [...listed].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+        // The start's own .gitignore is already in `rules`; below it, each directory may add one.
+        const hasOwn = !isStart && inherited !== undefined && entries.some((e) => e.name === ".gitignore" && e.type === "File")
+        return Effect.map(
+          hasOwn ? rulesInside(fs, path, inherited, absolute) : Effect.succeed(inherited),
+          (frameRules): Frame => ({ absolute, relative, entries, rules: frameRules, index: 0 })
+        )
       })
-    const first = yield* open(start, "")
+    const first = yield* open(start, "", rules, true)
     const stack: Array<Frame> = first === undefined ? [] : [first]
     while (stack.length > 0) {
       const frame = stack[stack.length - 1]
@@ -130,11 +220,15 @@ export const walk = <E>(
         const info = yield* Effect.option(fs.lstat(absolute))
         type = Option.isSome(info) ? info.value.type : "Unknown"
       }
+      if (entry.name === GIT_DIR) continue
       if (type === "Directory" && SKIPPED_DIRECTORIES.has(entry.name)) continue
+      if (frame.rules !== undefined && !frame.rules.isEmpty && frame.rules.ignores(absolute, type === "Directory")) {
+        continue
+      }
       const relative = frame.relative === "" ? entry.name : `${frame.relative}/${entry.name}`
       if (!(yield* visit({ absolute, relative, name: entry.name, type }))) return { completed: false, unreadable }
       if (type === "Directory") {
-        const child = yield* open(absolute, relative)
+        const child = yield* open(absolute, relative, frame.rules, false)
         if (child !== undefined) stack.push(child)
       }
     }

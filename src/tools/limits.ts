@@ -63,6 +63,17 @@ export const defaultLimits: ToolLimitsShape = {
   binarySniffBytes: 8192
 }
 
+/**
+ * Whether `grep` may read the files of a tree with the runtime's own synchronous file API (Node's `fs`,
+ * found through `process.getBuiltinModule`) instead of the `FileSystem` service; one file at a time, so the
+ * event loop is held for one file's read at most. It is what makes a search of a large tree about as fast
+ * as GNU grep. Default true; provide `false` when the `FileSystem` service is not the local disk (an
+ * in-memory file system in tests, say), so that every read goes through it.
+ */
+export const DirectFileReads = Context.Reference<boolean>("effect-agent/tools/DirectFileReads", {
+  defaultValue: () => true
+})
+
 /** The limits in effect; {@link defaultLimits} unless provided. */
 export const ToolLimits = Context.Reference<ToolLimitsShape>("effect-agent/tools/ToolLimits", {
   defaultValue: () => defaultLimits

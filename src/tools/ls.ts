@@ -6,6 +6,8 @@
 import { Effect, FileSystem, Option, Path, Schema } from "effect"
 import * as Tool from "../Tool.ts"
 import { fromPlatformError } from "./errors.ts"
+import { rulesFor } from "./gitignore.ts"
+import { GIT_DIR } from "./internal.ts"
 import { ToolLimits } from "./limits.ts"
 import { locateDirectory, Workspace } from "./Workspace.ts"
 
@@ -28,16 +30,19 @@ export interface LsDetails {
   readonly path: string
   /** The entries returned, directories ending in `/`. */
   readonly entries: ReadonlyArray<string>
-  /** How many entries the directory has. */
+  /** How many entries the directory has, not counting those left out (`.git` and `.gitignore`d ones). */
   readonly total: number
   readonly truncated: boolean
+  /** How many entries were left out because a `.gitignore` ignores them. */
+  readonly ignored: number
 }
 
 /** The `ls` tool definition. */
 export const ls = Tool.make<"ls", typeof LsParameters, LsDetails>("ls", {
   label: "List directory",
   description: "List the entries of a directory in the workspace, sorted alphabetically, directories with a " +
-    "trailing '/'. Hidden entries are included. At most 500 entries by default (see limit).",
+    "trailing '/'. Hidden entries are included; .git and entries ignored by .gitignore are left out (the " +
+    "result says how many). At most 500 entries by default (see limit).",
   parameters: LsParameters,
   executionMode: "parallel"
 })
@@ -65,13 +70,20 @@ export const lsLayer = ls.toLayer(Effect.gen(function*() {
       (isFile) => isFile ? "; use read to see a file" : ""
     )
     const listed = yield* fs.readDirectoryEntries(absolute).pipe(Effect.mapError(fromPlatformError(given, "list")))
+    const rules = yield* rulesFor(fs, path, workspace.root, absolute)
     const names: Array<string> = []
+    let ignored = 0
     for (const entry of listed) {
+      if (entry.name === GIT_DIR) continue
       let type = entry.type
       if (type === "SymbolicLink" || type === "Unknown") {
         // Only says whether the link leads to a directory; nothing is read through it.
         const target = yield* Effect.option(fs.stat(path.join(absolute, entry.name)))
         type = Option.isSome(target) ? target.value.type : type
+      }
+      if (!rules.isEmpty && rules.ignores(path.join(absolute, entry.name), type === "Directory")) {
+        ignored++
+        continue
       }
       names.push(type === "Directory" ? `${entry.name}/` : entry.name)
     }
@@ -80,14 +92,17 @@ export const lsLayer = ls.toLayer(Effect.gen(function*() {
     const entries = names.slice(0, limit)
     const truncated = names.length > entries.length
     let text = entries.length === 0 ? "(empty directory)" : entries.join("\n")
+    const notes: Array<string> = []
     if (truncated) {
-      text += `\n\n[Showing ${entries.length} of ${names.length} entries.${
+      notes.push(`Showing ${entries.length} of ${names.length} entries.${
         limit < limits.lsMaxEntries ? ` Use limit=${Math.min(names.length, limits.lsMaxEntries)} to see more.` : ""
-      }]`
+      }`)
     }
+    if (ignored > 0) notes.push(`${ignored} ${ignored === 1 ? "entry" : "entries"} ignored by .gitignore not shown.`)
+    if (notes.length > 0) text += `\n\n[${notes.join(" ")}]`
     return {
       content: [{ type: "text" as const, text }],
-      details: { path: shown, entries, total: names.length, truncated }
+      details: { path: shown, entries, total: names.length, truncated, ignored }
     }
   })
 }))

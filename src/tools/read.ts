@@ -8,7 +8,7 @@ import * as Tool from "../Tool.ts"
 import { BinaryFile, fromPlatformError, OffsetBeyondEnd, WrongFileType } from "./errors.ts"
 import { formatBytes, looksBinary, truncateToBytes, utf8Length } from "./internal.ts"
 import { ToolLimits } from "./limits.ts"
-import { Workspace } from "./Workspace.ts"
+import { shownPath, Workspace } from "./Workspace.ts"
 
 /** The parameters of `read`. */
 export const ReadParameters = Schema.Struct({
@@ -143,7 +143,7 @@ export const readLayer = read.toLayer(Effect.gen(function*() {
 
   return Effect.fnUntraced(function*(args) {
     const absolute = yield* workspace.resolve(args.path)
-    const shown = workspace.display(absolute)
+    const shown = shownPath(workspace, absolute)
     const info = yield* fs.stat(absolute).pipe(Effect.mapError(fromPlatformError(args.path, "read")))
     if (info.type !== "File") {
       const actual = info.type === "Directory" ? "directory" : info.type

@@ -7,7 +7,7 @@ import { Effect, FileSystem, Option, Path, Schema } from "effect"
 import * as Tool from "../Tool.ts"
 import { fromPlatformError, WrongFileType } from "./errors.ts"
 import { utf8Length } from "./internal.ts"
-import { Workspace } from "./Workspace.ts"
+import { shownPath, Workspace } from "./Workspace.ts"
 
 /** The parameters of `write`. */
 export const WriteParameters = Schema.Struct({
@@ -42,7 +42,7 @@ export const writeLayer = write.toLayer(Effect.gen(function*() {
 
   return Effect.fnUntraced(function*(args) {
     const absolute = yield* workspace.resolve(args.path)
-    const shown = workspace.display(absolute)
+    const shown = shownPath(workspace, absolute)
     const existing = yield* Effect.option(fs.stat(absolute))
     if (Option.isSome(existing) && existing.value.type !== "File") {
       return yield* new WrongFileType({

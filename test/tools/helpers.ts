@@ -40,10 +40,12 @@ export const textOf = (result: Tool.ToolResult<unknown>): string => {
 
 /**
  * A temporary workspace `<tmp>/ws` next to `<tmp>/outside`, removed when the test's scope closes, with the
- * built-in handlers built on it. `limits` overrides some tool limits.
+ * built-in handlers built on it. `limits` overrides some tool limits; `directFileReads` sets
+ * {@link BuiltinTools.DirectFileReads} (its default when absent).
  */
 export const sandbox = (
-  limits: Partial<BuiltinTools.ToolLimitsShape> = {}
+  limits: Partial<BuiltinTools.ToolLimitsShape> = {},
+  options: { readonly directFileReads?: boolean } = {}
 ): Effect.Effect<
   Sandbox,
   unknown,
@@ -58,7 +60,12 @@ export const sandbox = (
     yield* fs.makeDirectory(root)
     yield* fs.makeDirectory(outside)
     const layer = BuiltinTools.layerAt(root).pipe(
-      Layer.provide(Layer.succeed(BuiltinTools.ToolLimits)({ ...BuiltinTools.defaultLimits, ...limits }))
+      Layer.provide(Layer.succeed(BuiltinTools.ToolLimits)({ ...BuiltinTools.defaultLimits, ...limits })),
+      Layer.provide(
+        options.directFileReads === undefined
+          ? Layer.empty
+          : Layer.succeed(BuiltinTools.DirectFileReads)(options.directFileReads)
+      )
     )
     const context = yield* Layer.build(layer)
     const put = (relative: string, content: string | Uint8Array) =>

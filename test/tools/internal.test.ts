@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Schema } from "effect"
 import {
+  clip,
   globMatcher,
   TailBuffer,
   truncateToBytes,
@@ -104,4 +105,27 @@ describe("glob rule", () => {
     assert.isTrue(globMatcher("*.{md,txt}")("docs/x.md", "x.md"))
     assert.isTrue(globMatcher("*")(".hidden", ".hidden")) // hidden files are matched too
   })
+})
+
+describe("clip (issue 16, item 6)", () => {
+  const Text = Schema.Array(Schema.Literals(["a", "é", "😀", "/", " "]))
+  const Max = Schema.Int.check(Schema.isBetween({ minimum: 4, maximum: 60 }))
+  it.prop(
+    "keeps short text whole; cuts long text to its start and end, never splitting a surrogate pair",
+    [Text, Max],
+    ([parts, max]) => {
+      const text = parts.join("")
+      const clipped = clip(text, max)
+      if (text.length <= max) return assert.strictEqual(clipped, text)
+      const match = /^([\s\S]*)…\[(\d+) characters left out\]…([\s\S]*)$/.exec(clipped)
+      assert.isNotNull(match)
+      const [, head, left, tail] = match!
+      assert.isTrue(text.startsWith(head) && text.endsWith(tail))
+      assert.strictEqual(head.length + Number(left) + tail.length, text.length)
+      assert.isAtMost(head.length + tail.length, max)
+      // No lone surrogate on either side of the cut.
+      assert.isFalse(/[\uD800-\uDBFF]$/.test(head) || /^[\uDC00-\uDFFF]/.test(tail))
+    },
+    { arbitrary: { size: 80 } }
+  )
 })

@@ -1,5 +1,5 @@
 import { assert, describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { find, grep, InvalidPattern, ls, WrongFileType } from "../../src/tools/index.ts"
 import { platform, type Sandbox, sandbox, textOf } from "./helpers.ts"
 
@@ -21,16 +21,16 @@ const project = (box: Sandbox) =>
   })
 
 describe("ls", () => {
-  it.effect("lists entries sorted, directories with a trailing slash, hidden ones included", () =>
+  it.effect("lists entries sorted, directories with a trailing slash, hidden ones included but never .git", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       yield* project(box)
       const result = yield* box.run(ls, {})
       assert.strictEqual(
         textOf(result),
-        [".env", ".git/", "bin/", "empty/", "node_modules/", "out-link/", "README.md", "src/", "Zeta.txt"].join("\n")
+        [".env", "bin/", "empty/", "node_modules/", "out-link/", "README.md", "src/", "Zeta.txt"].join("\n")
       )
-      assert.strictEqual(result.details.total, 9)
+      assert.strictEqual(result.details.total, 8)
       assert.isFalse(result.details.truncated)
       assert.strictEqual(textOf(yield* box.run(ls, { path: "src" })), "a.ts\ndeep/\nindex.ts")
       assert.strictEqual(textOf(yield* box.run(ls, { path: "empty" })), "(empty directory)")
@@ -163,4 +163,27 @@ describe("grep", () => {
       assert.instanceOf(error, InvalidPattern)
       expect(error.message).toMatch(/^Invalid regular expression "foo\(": .*pass literal: true/)
     }).pipe(Effect.provide(platform)))
+})
+
+describe("grep: the whole-text prefilter never changes what is found", () => {
+  const Piece = Schema.Literals(["a", "b", "ab", " ", "\n", "\r\n", "\r", "\u2028", "é"])
+  const Pattern = Schema.Literals(["a", "^a", "b$", "^$", "a\\s*b", "a(?=\\n)", "b(?!.)", "(?<=^)b", "b(?![\\s\\S])", "(?<![\\s\\S])a", "\\bab\\b", "a|^b", "[^a]b", "a.b"])
+  it.effect.prop(
+    "grep prints exactly the lines a line-by-line search matches",
+    { pieces: Schema.Array(Piece), pattern: Pattern, ignoreCase: Schema.Boolean },
+    ({ ignoreCase, pattern, pieces }) =>
+      Effect.gen(function*() {
+        const box = yield* sandbox()
+        const content = pieces.join("")
+        yield* box.put("f.txt", content)
+        const regex = new RegExp(pattern, ignoreCase ? "i" : "")
+        const expected = content.split("\n")
+          .map((line, i) => [i + 1, line.endsWith("\r") ? line.slice(0, -1) : line] as const)
+          .filter(([, line]) => regex.test(line))
+          .map(([n, line]) => `f.txt:${n}: ${line}`)
+        const result = yield* box.run(grep, { pattern, path: "f.txt", ignoreCase, limit: 1000 })
+        assert.strictEqual(textOf(result), expected.length === 0 ? "No matches found" : expected.join("\n"))
+      }).pipe(Effect.provide(platform)),
+    { arbitrary: { runs: 80, size: 60 } }
+  )
 })
