@@ -467,6 +467,13 @@ const execute = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<Finalize
   call.abort = () => context.abort()
   const handled = callUser(() => entry.handler(prepared.args, context))
   if (Exit.isExit(handled)) return Effect.succeed(executedResult(entry.tool, handled as Exit.Exit<ToolResult, unknown>))
+  // The handler itself may have aborted the run (or a listener of the signal did) while it was called: the
+  // Effect it returned must then not run. This can happen outside any fiber of the batch (`forEach` builds
+  // the next item when a slot frees), where no interruption could stop it.
+  if (isAborted(batch)) {
+    context.abort()
+    return Effect.interrupt
+  }
   // Runs once the tool's own finalizers are done: a tool that ignores cancellation never gets here.
   const run = Effect.onInterrupt(handled, () =>
     Effect.sync(() => {
@@ -479,6 +486,9 @@ const execute = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<Finalize
       const done = fiber.pollUnsafe()
       if (done !== undefined) return Effect.succeed(executedResult(entry.tool, done))
       const stop = () => stopTool(call, fiber, () => context.abort(), batch.grace)
+      // Aborted while the tool ran its first synchronous steps: this fiber may already be out of reach of
+      // the batch's interruption (forked by `forEach` while its parent was being interrupted), so stop it here.
+      if (isAborted(batch)) return Effect.andThen(stop(), Effect.interrupt)
       if (timeout === undefined) {
         return restore(Fiber.await(fiber)).pipe(
           Effect.onInterrupt(stop),
@@ -670,15 +680,76 @@ const runParallel = <R>(
         })))
     return Effect.flatMapEager(preflight, () =>
       Effect.flatMap(
-        // An item whose effect is already complete is not forked by forEach.
-        Effect.forEach(
+        executeAll(
+          batch,
           prepared,
           (p) => Effect.flatMapEager(executeAndFinalize(batch, p), (finalized) => emitEnd(batch, p.call, finalized)),
-          { concurrency, discard: true }
+          concurrency
         ),
         () => forEachEager(calls, (call) => announce(batch, call))
       ))
   })
+
+/**
+ * The execute phase of parallel mode: starts each prepared call, in source order, once a slot is free (at
+ * most `concurrency` at once). The abort check is made at the very moment a call would start, so an abort
+ * raised by an earlier call (its tool, its hook, a subscriber of its events) stops every later one. A call
+ * that completes as it starts needs no fiber; the others each get a child fiber, registered in the same
+ * uninterruptible step that forks it, so that interrupting this phase always reaches every started call
+ * and waits for it (each call bounds its own stop by the grace period).
+ */
+const executeAll = <R>(
+  batch: Batch<R>,
+  prepared: ReadonlyArray<Prepared>,
+  run: (p: Prepared) => Effect.Effect<void, never, R>,
+  concurrency: number | "unbounded"
+): Effect.Effect<void, never, R> =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.suspend(() => {
+      const limit = concurrency === "unbounded" ? Number.POSITIVE_INFINITY : Math.max(1, concurrency)
+      const running = new Set<Fiber.Fiber<void, never>>()
+      let failure: Cause.Cause<never> | undefined
+      let wake: (() => void) | undefined
+      let index = 0
+      const settled = (fiber: Fiber.Fiber<void, never>) => (exit: Exit.Exit<void, never>) => {
+        running.delete(fiber)
+        if (Exit.isFailure(exit) && !Cause.hasInterruptsOnly(exit.cause)) failure ??= exit.cause
+        const resume = wake
+        wake = undefined
+        resume?.()
+      }
+      // Only this loop ever waits, so one waiter suffices.
+      const change = restore(Effect.callback<void>((resume) => {
+        wake = () => resume(Effect.void)
+      }))
+      const loop = (): Effect.Effect<void, never, R> => {
+        while (failure === undefined) {
+          if (index === prepared.length || running.size >= limit) {
+            return running.size === 0 ? Effect.void : Effect.flatMap(change, loop)
+          }
+          if (isAborted(batch)) return Effect.interrupt
+          const effect = run(prepared[index++])
+          if (Exit.isExit(effect)) {
+            if (Exit.isFailure(effect)) return effect
+            // A huge batch of instant calls must not starve the other fibers.
+            if ((index & 2047) === 0) return Effect.flatMap(Effect.yieldNow, loop)
+            continue
+          }
+          return Effect.flatMap(Effect.forkChild(effect, { startImmediately: true }), (fiber) => {
+            if (fiber.pollUnsafe() === undefined) {
+              running.add(fiber)
+              fiber.addObserver(settled(fiber))
+            } else {
+              settled(fiber)(fiber.pollUnsafe()!)
+            }
+            return loop()
+          })
+        }
+        return Effect.andThen(Fiber.interruptAll(running), Effect.failCause(failure))
+      }
+      return loop().pipe(Effect.onInterrupt(() => Fiber.interruptAll(running)))
+    })
+  )
 
 // ---------------------------------------------------------------------------------------------------------
 // After an abort
