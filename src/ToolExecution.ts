@@ -22,6 +22,7 @@ import {
   ToolCallSkipped,
   ToolNotFound
 } from "./ImmediateOutcome.ts"
+import { echo, NotJson, readArguments } from "./internal/arguments.ts"
 import { makeEmitter } from "./internal/emitter.ts"
 import { callUser, forEachEager } from "./internal/eager.ts"
 import { causeMessage } from "./internal/errorText.ts"
@@ -304,11 +305,23 @@ const prepare = <R>(batch: Batch<R>, call: Call): Effect.Effect<Prepared, Immedi
       new ToolNotFound({ toolCallId: toolCall.id, toolName: toolCall.name, message: `Tool ${toolCall.name} not found` })
     )
   }
+  const given = readArguments(toolCall)
+  if (given instanceof NotJson) {
+    return Effect.fail(
+      new InvalidToolArguments({
+        toolCallId: toolCall.id,
+        toolName: toolCall.name,
+        message: `Invalid arguments for tool "${toolCall.name}": the arguments are not valid JSON: ${given.reason}` +
+          `\n\nReceived arguments:\n${echo(given.text)}`,
+        issues: [{ path: "root", message: `not valid JSON: ${given.reason}` }]
+      })
+    )
+  }
   const shim = entry.tool.prepareArguments
   const validated = shim === undefined
-    ? validateArguments(toolCall, entry.tool, toolCall.arguments)
+    ? validateArguments(toolCall, entry.tool, given)
     : Effect.flatMapEager(
-      guardStage(toolCall, "prepareArguments", () => shim(toolCall.arguments)),
+      guardStage(toolCall, "prepareArguments", () => shim(given)),
       (raw) => validateArguments(toolCall, entry.tool, raw)
     )
   const before = batch.before
