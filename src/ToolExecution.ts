@@ -468,11 +468,13 @@ class CallContext implements ToolContext {
 
 /**
  * Phase 2. Calls the handler. An effect that is already complete (`Effect.succeed(result)`) needs nothing
- * more. Anything else runs in a detached fiber of its own, so that on abort or timeout it can be stopped
- * (its signal aborted, then its fiber interrupted) and, if it ignores cancellation, abandoned after the
- * grace period while nothing else of the batch waits on it. Never starts a tool once the run is stopping.
+ * more. With `inline` (the caller runs this call in a fiber of its own that it stops within the grace period,
+ * see {@link executeAll}) a tool without a timeout runs right there. Anything else runs in a detached fiber
+ * of its own, so that on abort or timeout it can be stopped (its signal aborted, then its fiber interrupted)
+ * and, if it ignores cancellation, abandoned after the grace period while nothing else of the batch waits
+ * on it. Never starts a tool once the run is stopping.
  */
-const execute = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<Finalized> => {
+const execute = <R>(batch: Batch<R>, prepared: Prepared, inline: boolean): Effect.Effect<Finalized> => {
   const { call, entry } = prepared
   if (isAborted(batch)) return Effect.interrupt
   call.stage = "running"
@@ -494,6 +496,7 @@ const execute = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<Finalize
       call.stage = "stopped"
     }))
   const timeout = entry.tool.timeout ?? batch.timeout
+  if (inline && timeout === undefined) return Effect.map(Effect.exit(run), (exit) => executedResult(entry.tool, exit))
   return Effect.uninterruptibleMask((restore) =>
     Effect.flatMap(Effect.forkDetach(restore(run), { startImmediately: true }), (fiber) => {
       const done = fiber.pollUnsafe()
@@ -636,8 +639,12 @@ const announce = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> =>
 // The two modes
 // ---------------------------------------------------------------------------------------------------------
 
-const executeAndFinalize = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<Finalized, never, R> =>
-  Effect.flatMapEager(execute(batch, prepared), (executed) => finalize(batch, prepared, executed))
+const executeAndFinalize = <R>(
+  batch: Batch<R>,
+  prepared: Prepared,
+  inline = false
+): Effect.Effect<Finalized, never, R> =>
+  Effect.flatMapEager(execute(batch, prepared, inline), (executed) => finalize(batch, prepared, executed))
 
 /** Prepare, and on success execute and finalize: the finalized outcome of one call. */
 const outcomeOf = <R>(batch: Batch<R>, call: Call): Effect.Effect<Finalized, never, R> =>
@@ -696,7 +703,7 @@ const runParallel = <R>(
         executeAll(
           batch,
           prepared,
-          (p) => Effect.flatMapEager(executeAndFinalize(batch, p), (finalized) => emitEnd(batch, p.call, finalized)),
+          (p) => Effect.flatMapEager(executeAndFinalize(batch, p, true), (finalized) => emitEnd(batch, p.call, finalized)),
           concurrency
         ),
         () => forEachEager(calls, (call) => announce(batch, call))
@@ -706,10 +713,13 @@ const runParallel = <R>(
 /**
  * The execute phase of parallel mode: starts each prepared call, in source order, once a slot is free (at
  * most `concurrency` at once). The abort check is made at the very moment a call would start, so an abort
- * raised by an earlier call (its tool, its hook, a subscriber of its events) stops every later one. A call
- * that completes as it starts needs no fiber; the others each get a child fiber, registered in the same
- * uninterruptible step that forks it, so that interrupting this phase always reaches every started call
- * and waits for it (each call bounds its own stop by the grace period).
+ * raised by an earlier call (its tool, its hook, a subscriber of its events) stops every later one.
+ *
+ * A call that completes as it starts needs no fiber; any other runs in one fiber of its own (its tool inline,
+ * unless a timeout needs the tool apart, see {@link execute}), registered in the same uninterruptible step
+ * that forks it, so that interrupting this phase always reaches every started call. Stopping gives the calls
+ * the grace period together; a call whose tool ignores cancellation is then abandoned, alone: its fiber is
+ * detached, so nothing of the batch waits on it, and being interrupted it never goes on to finalize.
  */
 const executeAll = <R>(
   batch: Batch<R>,
@@ -720,7 +730,7 @@ const executeAll = <R>(
   Effect.uninterruptibleMask((restore) =>
     Effect.suspend(() => {
       const limit = concurrency === "unbounded" ? Number.POSITIVE_INFINITY : Math.max(1, concurrency)
-      const running = new Set<Fiber.Fiber<void, never>>()
+      const running = new Map<Fiber.Fiber<void, never>, Call>()
       let failure: Cause.Cause<never> | undefined
       let wake: (() => void) | undefined
       let index = 0
@@ -731,36 +741,53 @@ const executeAll = <R>(
         wake = undefined
         resume?.()
       }
-      // Only this loop ever waits, so one waiter suffices.
-      const change = restore(Effect.callback<void>((resume) => {
+      // Only one waiter at a time: the loop, or the stop below once the loop is interrupted.
+      const change = Effect.callback<void>((resume) => {
         wake = () => resume(Effect.void)
-      }))
+      })
+      const stopAll = Effect.suspend(() => {
+        for (const [fiber, call] of running) {
+          if (call.stage === "running") call.abort?.()
+          fiber.interruptUnsafe()
+        }
+        const drained: Effect.Effect<void> = Effect.suspend(() =>
+          running.size === 0 ? Effect.void : Effect.flatMap(change, () => drained)
+        )
+        return Effect.map(Effect.timeoutOption(Effect.interruptible(drained), batch.grace), (stopped) => {
+          if (Option.isSome(stopped)) return
+          for (const call of running.values()) {
+            if (call.stage === "running" || call.stage === "finalizing") call.abandoned = true
+          }
+        })
+      })
       const loop = (): Effect.Effect<void, never, R> => {
         while (failure === undefined) {
           if (index === prepared.length || running.size >= limit) {
-            return running.size === 0 ? Effect.void : Effect.flatMap(change, loop)
+            return running.size === 0 ? Effect.void : Effect.flatMap(restore(change), loop)
           }
           if (isAborted(batch)) return Effect.interrupt
-          const effect = run(prepared[index++])
+          const p = prepared[index++]
+          const effect = run(p)
           if (Exit.isExit(effect)) {
             if (Exit.isFailure(effect)) return effect
             // A huge batch of instant calls must not starve the other fibers.
             if ((index & 2047) === 0) return Effect.flatMap(Effect.yieldNow, loop)
             continue
           }
-          return Effect.flatMap(Effect.forkChild(effect, { startImmediately: true }), (fiber) => {
-            if (fiber.pollUnsafe() === undefined) {
-              running.add(fiber)
+          return Effect.flatMap(Effect.forkDetach(effect, { startImmediately: true }), (fiber) => {
+            const exit = fiber.pollUnsafe()
+            if (exit === undefined) {
+              running.set(fiber, p.call)
               fiber.addObserver(settled(fiber))
             } else {
-              settled(fiber)(fiber.pollUnsafe()!)
+              settled(fiber)(exit)
             }
             return loop()
           })
         }
-        return Effect.andThen(Fiber.interruptAll(running), Effect.failCause(failure))
+        return Effect.andThen(stopAll, Effect.failCause(failure))
       }
-      return loop().pipe(Effect.onInterrupt(() => Fiber.interruptAll(running)))
+      return loop().pipe(Effect.onInterrupt(() => stopAll))
     })
   )
 
