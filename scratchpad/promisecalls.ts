@@ -7,6 +7,8 @@ import * as Tool from "../src/Tool.ts"
 import { executeToolCalls } from "../src/ToolExecution.ts"
 import { ToolRegistry } from "../src/ToolRegistry.ts"
 
+let lastStart = 0
+let firstDone: number | undefined
 const shape = process.argv[2] ?? "succeed"
 const n = Number(process.argv[3] ?? 50_000)
 const T = Tool.make("t", { description: "", parameters: Schema.Struct({ x: Schema.Number }) })
@@ -18,13 +20,22 @@ const handlers: Record<string, Tool.Handler<{ readonly x: number }>> = {
   tryPromiseSignal: ({ x }) => Effect.tryPromise(async (_signal) => result(x)),
   promise: ({ x }) => Effect.promise(async () => result(x)),
   toolTryPromise: ({ x }) => (Tool as any).tryPromise(async (_signal: AbortSignal) => result(x)),
-  sleep: ({ x }) => Effect.as(Effect.sleep(10), result(x))
+  sleep: ({ x }) => {
+    lastStart = performance.now()
+    return Effect.as(Effect.tap(Effect.sleep(10), () => Effect.sync(() => { firstDone ??= performance.now() })), result(x))
+  }
 }
 const msg = {
   role: "assistant" as const, api: "", provider: "", model: "", usage: emptyUsage, stopReason: "toolUse" as const, timestamp: 0,
   content: Array.from({ length: n }, (_, i) => ({ type: "toolCall" as const, id: String(i), name: "t", arguments: { x: i } }))
 }
 const registry = Effect.runSync(Effect.gen(function*() { return yield* ToolRegistry }).pipe(Effect.provide(ToolRegistry.fromEntries([{ tool: T, handler: handlers[shape] }]))))
+const runBatch = () => Effect.runPromise(executeToolCalls(msg, {}).pipe(
+  Effect.provideService(ToolRegistry, registry),
+  Effect.provideService(EventSink.EventSink, EventSink.fromCallback(() => {}))
+))
+// WARM=k: k untimed batches first, so the timed one runs on warm code.
+for (let k = 0; k < Number(process.env.WARM ?? 0); k++) await runBatch()
 let peak = 0
 const sample = () => { peak = Math.max(peak, process.memoryUsage().rss) }
 const timer = setInterval(sample, 5)
@@ -32,13 +43,11 @@ const timer = setInterval(sample, 5)
 const rss0 = process.memoryUsage().rss
 const t0 = performance.now()
 const c0 = process.cpuUsage()
-const r = await Effect.runPromise(executeToolCalls(msg, {}).pipe(
-  Effect.provideService(ToolRegistry, registry),
-  Effect.provideService(EventSink.EventSink, EventSink.fromCallback(() => {}))
-))
+firstDone = undefined
+const r = await runBatch()
 const ms = performance.now() - t0
 const cpu = process.cpuUsage(c0)
 sample()
 clearInterval(timer)
 const errors = r.messages.filter((m) => m.isError).length
-console.log(JSON.stringify({ shape, n, ms: Math.round(ms), cpuMs: Math.round((cpu.user + cpu.system) / 1000), peakRssMB: Math.round(peak / 2 ** 20), rssDeltaMB: Math.round((peak - rss0) / 2 ** 20), errors }))
+console.log(JSON.stringify({ shape, n, ms: Math.round(ms), cpuMs: Math.round((cpu.user + cpu.system) / 1000), peakRssMB: Math.round(peak / 2 ** 20), rssDeltaMB: Math.round((peak - rss0) / 2 ** 20), errors, ...(shape === "sleep" ? { lastStartMs: Math.round(lastStart - t0), firstDoneMs: Math.round(firstDone! - t0) } : {}) }))

@@ -734,6 +734,7 @@ const executeAll = <R>(
       let failure: Cause.Cause<never> | undefined
       let wake: (() => void) | undefined
       let index = 0
+      let forked = 0
       const settled = (fiber: Fiber.Fiber<void, never>) => (exit: Exit.Exit<void, never>) => {
         running.delete(fiber)
         if (Exit.isFailure(exit) && !Cause.hasInterruptsOnly(exit.cause)) failure ??= exit.cause
@@ -779,6 +780,8 @@ const executeAll = <R>(
             if (exit === undefined) {
               running.set(fiber, p.call)
               fiber.addObserver(settled(fiber))
+              // Let the first timers and I/O of the started calls through while the later ones start.
+              if ((++forked & 63) === 0) return Effect.flatMap(Effect.yieldNow, loop)
             } else {
               settled(fiber)(exit)
             }
