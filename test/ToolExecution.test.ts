@@ -1785,6 +1785,112 @@ describe("§8 abort and interruption", () => {
       ])
     }).pipe(unblockOnExit))
 
+  // Issue 16 item 2: promise-based tools written with Tool.tryPromise get the grace period and the honest text.
+  for (const mode of ["parallel", "sequential"] as const) {
+    it.effect(`§8 a promise tool that ignores its signal gets the grace period, then is abandoned (${mode})`, () =>
+      Effect.gen(function*() {
+        const rec = makeRecorder()
+        const controller = new AbortController()
+        let toolSignal: AbortSignal | undefined
+        const ignoring: Script = () =>
+          Tool.tryPromise((signal) => {
+            toolSignal = signal
+            rec.markUnsafe("exec:1")
+            return new Promise<ToolResult>(() => {})
+          })
+        const fiber = yield* Effect.forkChild(
+          runBatch(assistantMessage(toolCall("1", "p")), [scripted("p", ignoring)], rec.sink, {
+            signal: controller.signal,
+            toolExecution: mode
+          })
+        )
+        yield* within(rec.reached("exec:1"), "executing")
+        yield* settleFibers
+        yield* Effect.sync(() => controller.abort())
+        yield* settleFibers
+        assert.isTrue(toolSignal!.aborted, "the promise's signal fired")
+        yield* TestClock.adjust("1999 millis")
+        assert.isUndefined(fiber.pollUnsafe(), "the promise gets the grace period to settle")
+        yield* TestClock.adjust("1 millis")
+        const result = yield* within(Fiber.join(fiber), "the aborted batch")
+        assert.deepStrictEqual(result.messages.map(textOf), [
+          `${interruptedText("p")} It did not stop when cancelled and was abandoned.`
+        ])
+        assert.deepStrictEqual(result.messages[0]!.details, { aborted: true, started: true, abandoned: true })
+      }).pipe(unblockOnExit))
+
+    it.effect(`§8 a promise tool that settles on its signal within the grace period is interrupted, not abandoned (${mode})`, () =>
+      Effect.gen(function*() {
+        const rec = makeRecorder()
+        const controller = new AbortController()
+        let settle: (() => void) | undefined
+        // Stops when asked, but takes its time: it rejects only when the test says so.
+        const slowToStop: Script = () =>
+          Tool.tryPromise((signal) =>
+            new Promise<ToolResult>((_, reject) => {
+              rec.markUnsafe("exec:1")
+              signal.addEventListener("abort", () => {
+                settle = () => {
+                  rec.markUnsafe("settled:1")
+                  reject(new Error("stopped"))
+                }
+              }, { once: true })
+            })
+          )
+        const fiber = yield* Effect.forkChild(
+          runBatch(assistantMessage(toolCall("1", "p")), [scripted("p", slowToStop)], rec.sink, {
+            signal: controller.signal,
+            toolExecution: mode
+          })
+        )
+        yield* within(rec.reached("exec:1"), "executing")
+        yield* settleFibers
+        yield* Effect.sync(() => controller.abort())
+        yield* settleFibers
+        yield* TestClock.adjust("1 second")
+        assert.isUndefined(fiber.pollUnsafe(), "the batch waits for the promise to settle")
+        yield* Effect.sync(() => settle!())
+        const result = yield* within(Fiber.join(fiber), "the aborted batch")
+        assert.deepStrictEqual(result.messages.map(textOf), [interruptedText("p")])
+        assert.deepStrictEqual(result.messages[0]!.details, { aborted: true, started: true, abandoned: false })
+        assertBefore(rec.trace, "settled:1", "end:1")
+      }).pipe(unblockOnExit))
+  }
+
+  it.effect("§3 a promise tool that ignores its signal times out, then is abandoned after the grace period", () =>
+    Effect.gen(function*() {
+      const rec = makeRecorder()
+      const ignoring: Script = () =>
+        Tool.tryPromise(() => {
+          rec.markUnsafe("exec:1")
+          return new Promise<ToolResult>(() => {})
+        })
+      const fiber = yield* Effect.forkChild(
+        runBatch(assistantMessage(toolCall("1", "p")), [scripted("p", ignoring, { timeout: "1 second" })], rec.sink, {
+          abandonAfter: "500 millis"
+        })
+      )
+      yield* within(rec.reached("exec:1"), "executing")
+      yield* TestClock.adjust("1 second")
+      yield* TestClock.adjust("499 millis")
+      assert.isUndefined(fiber.pollUnsafe(), "still waiting within the grace period")
+      yield* TestClock.adjust("1 millis")
+      const result = yield* within(Fiber.join(fiber), "the batch")
+      assert.strictEqual(
+        textOf(result.messages[0]!),
+        "Tool p timed out after 1s and was abandoned: it did not stop when cancelled"
+      )
+    }).pipe(unblockOnExit))
+
+  it.effect("§3 a promise tool's rejection is an error result with the error's own message", () =>
+    Effect.gen(function*() {
+      const rec = makeRecorder()
+      const failing: Script = () => Tool.tryPromise(() => Promise.reject(new Error("disk full")))
+      const result = yield* runBatch(assistantMessage(toolCall("1", "p")), [scripted("p", failing)], rec.sink)
+      assert.strictEqual(textOf(result.messages[0]!), "disk full")
+      assert.isTrue(result.messages[0]!.isError)
+    }))
+
   it.effect("§8 ctx.signal fires when interruption is requested, so a tool whose cleanup waits on it is not abandoned", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
