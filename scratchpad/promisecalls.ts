@@ -19,7 +19,7 @@ const handlers: Record<string, Tool.Handler<{ readonly x: number }>> = {
   tryPromise: ({ x }) => Effect.tryPromise(async () => result(x)),
   tryPromiseSignal: ({ x }) => Effect.tryPromise(async (_signal) => result(x)),
   promise: ({ x }) => Effect.promise(async () => result(x)),
-  toolTryPromise: ({ x }) => (Tool as any).tryPromise(async (_signal: AbortSignal) => result(x)),
+  toolTryPromise: ({ x }) => Tool.tryPromise(async (_signal) => result(x)),
   sleep: ({ x }) => {
     lastStart = performance.now()
     return Effect.as(Effect.tap(Effect.sleep(10), () => Effect.sync(() => { firstDone ??= performance.now() })), result(x))
