@@ -196,6 +196,31 @@ const body = (c: BatchCase, rec: Recorder, i: number, ctx: ToolContext): Effect.
       Effect.andThen(Effect.sync(() => rec.abortFrom(i, "bodyEnd"))),
       Effect.andThen(outcome)
     )
+  if (spec.shape === "promise") {
+    switch (spec.body) {
+      case "succeed":
+        return settle(Tool.tryPromise(() => Promise.resolve(okResult(i))))
+      case "terminate":
+        return settle(Tool.tryPromise(() => Promise.resolve({ ...okResult(i), terminate: true })))
+      case "fail":
+        return settle(Tool.tryPromise(() => Promise.reject(new ToolFailure({ message: `tool ${i} failed` }))))
+      case "die":
+        return settle(Tool.tryPromise(() => Promise.reject(new Error(`tool ${i} died`))))
+      case "invalid":
+        return settle(Tool.tryPromise(() => Promise.resolve({ nope: i } as unknown as ToolResult)))
+      case "never":
+        return progress.pipe(Effect.andThen(Tool.tryPromise((signal) =>
+          new Promise<ToolResult>((_, reject) => {
+            if (signal.aborted) reject(new Error("aborted"))
+            else signal.addEventListener("abort", () => reject(new Error("aborted")), { once: true })
+          })
+        )))
+      case "stubborn":
+        return Effect.uninterruptible(progress).pipe(Effect.andThen(Tool.tryPromise(() => new Promise<ToolResult>(() => {}))))
+      case "stubbornSlow":
+        break
+    }
+  }
   switch (spec.body) {
     case "succeed":
       return settle(Effect.succeed(okResult(i)))
@@ -227,6 +252,25 @@ const makeRegistry = (c: BatchCase, rec: Recorder): ToolRegistryShape => {
     const begin: BodyBegin = { seq: rec.next(), i, args, signal: ctx.signal, ran: false }
     rec.bodyBegins.push(begin)
     rec.abortFrom(i, "handler")
+    const spec = c.calls[i]
+    const instant = spec.shape === "instant" && spec.delay === 0 && spec.updates === 0 && !spec.lateUpdate
+    if (instant && spec.body !== "never" && spec.body !== "stubborn" && spec.body !== "stubbornSlow") {
+      // An already-complete Effect: the whole body happens in this call.
+      begin.ran = true
+      rec.abortFrom(i, "bodyBegin")
+      rec.abortFrom(i, "bodyEnd")
+      const outcome = spec.body === "succeed"
+        ? Exit.succeed(okResult(i))
+        : spec.body === "terminate"
+        ? Exit.succeed({ ...okResult(i), terminate: true })
+        : spec.body === "fail"
+        ? Exit.fail(new ToolFailure({ message: `tool ${i} failed` }))
+        : spec.body === "die"
+        ? Exit.die(new Error(`tool ${i} died`))
+        : Exit.succeed({ nope: i } as unknown as ToolResult)
+      rec.bodyExits.push({ seq: rec.next(), i, exit: Exit.isSuccess(outcome) ? "success" : "failure" })
+      return outcome
+    }
     return Effect.withFiber((fiber) => {
       begin.ran = true
       rec.track(fiber, "tool", i)
@@ -919,6 +963,7 @@ const propertyOptions = (n: number) => ({
 
 /** A call that succeeds at once; override what matters. */
 const call = (spec: Partial<CallSpec> = {}): CallSpec => ({
+  shape: "effect",
   name: "par",
   args: "valid",
   duplicate: false,

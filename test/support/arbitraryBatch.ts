@@ -37,7 +37,16 @@ export interface Override {
   readonly terminate: boolean | null
 }
 
+/**
+ * How the handler is written: an Effect that runs in the runtime; an already-complete Effect
+ * (`Effect.succeed`, used only when the body is instant, else it falls back to `effect`); or promise code
+ * through `Tool.tryPromise` (a hanging body then is a promise: one that settles when its signal fires, or,
+ * for `stubborn`, one that never settles).
+ */
+export type Shape = "effect" | "instant" | "promise"
+
 export interface CallSpec {
+  readonly shape: Shape
   readonly name: ToolName
   readonly args: Args
   /** Reuses the id of the previous call (ignored for the first call). */
@@ -168,6 +177,7 @@ const overrideArb: Arbitrary.Arbitrary<Override> = Arbitrary.all({
 })
 
 export const callSpecArb: Arbitrary.Arbitrary<CallSpec> = Arbitrary.all({
+  shape: weighted<Shape>([[4, "effect"], [2, "instant"], [2, "promise"]]),
   name: weighted<ToolName>([[8, "par"], [2, "seq"], [1, "unknown"]]),
   args: weighted<Args>([[6, "valid"], [2, "coercible"], [1, "invalid"]]),
   duplicate: weighted<boolean>([[9, false], [1, true]]),
