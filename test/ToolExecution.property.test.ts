@@ -107,6 +107,8 @@ class Recorder {
   aliveLater: Array<TrackedFiber> = []
   /** Per body begun: had its AbortSignal fired when the batch returned? */
   signalsAtReturn: Array<boolean> = []
+  /** Calls whose body reached the part that ignores cancellation (a never-settling promise, `Effect.never`). */
+  readonly hung = new Set<number>()
   /** Raises the case's abort if it is meant to come from call `i` at this point (set by `runCase`). */
   abortFrom: (i: number, at: AbortPoint) => void = () => {}
   next(): number {
@@ -216,7 +218,10 @@ const body = (c: BatchCase, rec: Recorder, i: number, ctx: ToolContext): Effect.
           })
         )))
       case "stubborn":
-        return Effect.uninterruptible(progress).pipe(Effect.andThen(Tool.tryPromise(() => new Promise<ToolResult>(() => {}))))
+        return Effect.uninterruptible(progress).pipe(Effect.andThen(Tool.tryPromise(() => {
+          rec.hung.add(i)
+          return new Promise<ToolResult>(() => {})
+        })))
       case "stubbornSlow":
         break
     }
@@ -235,7 +240,9 @@ const body = (c: BatchCase, rec: Recorder, i: number, ctx: ToolContext): Effect.
     case "never":
       return progress.pipe(Effect.andThen(Effect.never))
     case "stubborn":
-      return Effect.uninterruptible(progress.pipe(Effect.andThen(Effect.never)))
+      return Effect.uninterruptible(
+        progress.pipe(Effect.andThen(Effect.sync(() => rec.hung.add(i))), Effect.andThen(Effect.never))
+      )
     case "stubbornSlow":
       return Effect.uninterruptible(settle(Effect.succeed(okResult(i))))
   }
@@ -831,6 +838,14 @@ const violations = (run: Run): Array<string> => {
       v.push("(8) the batch was aborted but reports aborted: false")
     }
   } else if (result !== undefined && result.aborted) v.push("(8) the batch reports aborted: true without an abort")
+
+  // (8) A tool that was stopped while it ignored cancellation is reported as abandoned, whether it is an Effect
+  // or a promise.
+  for (const i of rec.hung) {
+    const endText = textOf((endOf[i]?.event as any)?.result?.content)
+    const stopped = endText.includes("interrupted after it started") || endText.includes("timed out after")
+    if (stopped && !endText.includes("abandoned")) v.push(`(8) call ${i}: ignored cancellation but its result does not say it was abandoned`)
+  }
 
   // (8) An aborted batch returns within the grace period (plus the subscriber's own time).
   if (aborted && rec.doneAt !== undefined && rec.abortSeq! < rec.doneSeq!) {
