@@ -30,7 +30,9 @@ const msg = {
   content: Array.from({ length: n }, (_, i) => ({ type: "toolCall" as const, id: String(i), name: "t", arguments: { x: i } }))
 }
 const registry = Effect.runSync(Effect.gen(function*() { return yield* ToolRegistry }).pipe(Effect.provide(ToolRegistry.fromEntries([{ tool: T, handler: handlers[shape] }]))))
-const runBatch = () => Effect.runPromise(executeToolCalls(msg, {}).pipe(
+// HOOKS=void|sync: both hooks as Effect.void or as Effect.sync.
+const hook = process.env.HOOKS === "sync" ? () => Effect.sync(() => undefined) : process.env.HOOKS === "void" ? () => Effect.void : undefined
+const runBatch = () => Effect.runPromise(executeToolCalls(msg, hook === undefined ? {} : { beforeToolCall: hook, afterToolCall: hook }).pipe(
   Effect.provideService(ToolRegistry, registry),
   Effect.provideService(EventSink.EventSink, EventSink.fromCallback(() => {}))
 ))
@@ -50,4 +52,4 @@ const cpu = process.cpuUsage(c0)
 sample()
 clearInterval(timer)
 const errors = r.messages.filter((m) => m.isError).length
-console.log(JSON.stringify({ shape, n, ms: Math.round(ms), cpuMs: Math.round((cpu.user + cpu.system) / 1000), peakRssMB: Math.round(peak / 2 ** 20), rssDeltaMB: Math.round((peak - rss0) / 2 ** 20), errors, ...(shape === "sleep" ? { lastStartMs: Math.round(lastStart - t0), firstDoneMs: Math.round(firstDone! - t0) } : {}) }))
+console.log(JSON.stringify({ shape, hooks: process.env.HOOKS ?? "none", n, ms: Math.round(ms), cpuMs: Math.round((cpu.user + cpu.system) / 1000), peakRssMB: Math.round(peak / 2 ** 20), rssDeltaMB: Math.round((peak - rss0) / 2 ** 20), errors, ...(shape === "sleep" ? { lastStartMs: Math.round(lastStart - t0), firstDoneMs: Math.round(firstDone! - t0) } : {}) }))
