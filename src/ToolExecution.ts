@@ -483,8 +483,8 @@ const execute = <R>(batch: Batch<R>, prepared: Prepared, inline: boolean): Effec
   const handled = callUser(() => entry.handler(prepared.args, context))
   if (Exit.isExit(handled)) return Effect.succeed(executedResult(entry.tool, handled as Exit.Exit<ToolResult, unknown>))
   // The handler itself may have aborted the run (or a listener of the signal did) while it was called: the
-  // Effect it returned must then not run. This can happen outside any fiber of the batch (`forEach` builds
-  // the next item when a slot frees), where no interruption could stop it.
+  // Effect it returned must then not run. Nothing else would stop it: the interruption of the batch is
+  // deferred while the batch's own fiber is busy calling the handler.
   if (isAborted(batch)) {
     context.abort()
     return Effect.interrupt
@@ -502,8 +502,8 @@ const execute = <R>(batch: Batch<R>, prepared: Prepared, inline: boolean): Effec
       const done = fiber.pollUnsafe()
       if (done !== undefined) return Effect.succeed(executedResult(entry.tool, done))
       const stop = () => stopTool(call, fiber, () => context.abort(), batch.grace)
-      // Aborted while the tool ran its first synchronous steps: this fiber may already be out of reach of
-      // the batch's interruption (forked by `forEach` while its parent was being interrupted), so stop it here.
+      // Aborted while the tool ran its first synchronous steps: the interruption of this fiber is deferred
+      // until it waits, so stop the tool now rather than start waiting for it.
       if (isAborted(batch)) return Effect.andThen(stop(), Effect.interrupt)
       if (timeout === undefined) {
         return restore(Fiber.await(fiber)).pipe(
@@ -715,9 +715,9 @@ const runParallel = <R>(
  * most `concurrency` at once). The abort check is made at the very moment a call would start, so an abort
  * raised by an earlier call (its tool, its hook, a subscriber of its events) stops every later one.
  *
- * A call that completes as it starts needs no fiber; any other runs in one fiber of its own (its tool inline,
- * unless a timeout needs the tool apart, see {@link execute}), registered in the same uninterruptible step
- * that forks it, so that interrupting this phase always reaches every started call. Stopping gives the calls
+ * A call whose handler and hooks return already-complete Effects needs no fiber; any other runs in one fiber
+ * of its own (its tool inline, unless a timeout needs the tool apart, see {@link execute}), registered in the
+ * same uninterruptible step that forks it, so that interrupting this phase always reaches every started call. Stopping gives the calls
  * the grace period together; a call whose tool ignores cancellation is then abandoned, alone: its fiber is
  * detached, so nothing of the batch waits on it, and being interrupted it never goes on to finalize.
  */
