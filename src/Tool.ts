@@ -184,6 +184,35 @@ export const make = <const Name extends string, Params extends Parameters, Detai
   }
 }
 
+/**
+ * `Effect.tryPromise` for tools: runs promise-based code with an `AbortSignal` that is aborted when the call
+ * is stopped (abort, timeout), and, unlike `Effect.tryPromise`, which stops watching the promise the moment
+ * it is interrupted, waits for the promise to settle. A promise that honours its signal therefore stops within
+ * the grace period like an Effect tool and its result says it was interrupted; one that ignores its signal
+ * holds the call until the batch abandons it, and its result says so. A rejection (or a synchronous throw)
+ * fails with the error itself, so the error result reads the error's own message.
+ */
+export const tryPromise = <A>(evaluate: (signal: AbortSignal) => PromiseLike<A>): Effect.Effect<A, unknown> =>
+  Effect.callback<A, unknown>((resume, signal) => {
+    let settled = false
+    let onSettled: (() => void) | undefined
+    const settle = (outcome: Effect.Effect<A, unknown>) => {
+      settled = true
+      onSettled?.()
+      resume(outcome)
+    }
+    try {
+      evaluate(signal).then((value) => settle(Effect.succeed(value)), (error) => settle(Effect.fail(error)))
+    } catch (error) {
+      settle(Effect.fail(error))
+    }
+    // Run on interruption, after the signal was aborted: the interruption completes when the promise settles.
+    return Effect.callback<void>((done) => {
+      if (settled) return done(Effect.void)
+      onSettled = () => done(Effect.void)
+    })
+  })
+
 /** A successful text result, the common case. */
 export const textResult = <Details = undefined>(
   text: string,

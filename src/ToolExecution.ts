@@ -22,6 +22,7 @@ import {
   ToolCallSkipped,
   ToolNotFound
 } from "./ImmediateOutcome.ts"
+import { echo, NotJson, readArguments } from "./internal/arguments.ts"
 import { makeEmitter } from "./internal/emitter.ts"
 import { callUser, forEachEager } from "./internal/eager.ts"
 import { causeMessage } from "./internal/errorText.ts"
@@ -304,11 +305,23 @@ const prepare = <R>(batch: Batch<R>, call: Call): Effect.Effect<Prepared, Immedi
       new ToolNotFound({ toolCallId: toolCall.id, toolName: toolCall.name, message: `Tool ${toolCall.name} not found` })
     )
   }
+  const given = readArguments(toolCall)
+  if (given instanceof NotJson) {
+    return Effect.fail(
+      new InvalidToolArguments({
+        toolCallId: toolCall.id,
+        toolName: toolCall.name,
+        message: `Invalid arguments for tool "${toolCall.name}": the arguments are not valid JSON: ${given.reason}` +
+          `\n\nReceived arguments:\n${echo(given.text)}`,
+        issues: [{ path: "root", message: `not valid JSON: ${given.reason}` }]
+      })
+    )
+  }
   const shim = entry.tool.prepareArguments
   const validated = shim === undefined
-    ? validateArguments(toolCall, entry.tool, toolCall.arguments)
+    ? validateArguments(toolCall, entry.tool, given)
     : Effect.flatMapEager(
-      guardStage(toolCall, "prepareArguments", () => shim(toolCall.arguments)),
+      guardStage(toolCall, "prepareArguments", () => shim(given)),
       (raw) => validateArguments(toolCall, entry.tool, raw)
     )
   const before = batch.before
@@ -455,11 +468,13 @@ class CallContext implements ToolContext {
 
 /**
  * Phase 2. Calls the handler. An effect that is already complete (`Effect.succeed(result)`) needs nothing
- * more. Anything else runs in a detached fiber of its own, so that on abort or timeout it can be stopped
- * (its signal aborted, then its fiber interrupted) and, if it ignores cancellation, abandoned after the
- * grace period while nothing else of the batch waits on it. Never starts a tool once the run is stopping.
+ * more. With `inline` (the caller runs this call in a fiber of its own that it stops within the grace period,
+ * see {@link executeAll}) a tool without a timeout runs right there. Anything else runs in a detached fiber
+ * of its own, so that on abort or timeout it can be stopped (its signal aborted, then its fiber interrupted)
+ * and, if it ignores cancellation, abandoned after the grace period while nothing else of the batch waits
+ * on it. Never starts a tool once the run is stopping.
  */
-const execute = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<Finalized> => {
+const execute = <R>(batch: Batch<R>, prepared: Prepared, inline: boolean): Effect.Effect<Finalized> => {
   const { call, entry } = prepared
   if (isAborted(batch)) return Effect.interrupt
   call.stage = "running"
@@ -467,6 +482,13 @@ const execute = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<Finalize
   call.abort = () => context.abort()
   const handled = callUser(() => entry.handler(prepared.args, context))
   if (Exit.isExit(handled)) return Effect.succeed(executedResult(entry.tool, handled as Exit.Exit<ToolResult, unknown>))
+  // The handler itself may have aborted the run (or a listener of the signal did) while it was called: the
+  // Effect it returned must then not run. Nothing else would stop it: the interruption of the batch is
+  // deferred while the batch's own fiber is busy calling the handler.
+  if (isAborted(batch)) {
+    context.abort()
+    return Effect.interrupt
+  }
   // Runs once the tool's own finalizers are done: a tool that ignores cancellation never gets here.
   const run = Effect.onInterrupt(handled, () =>
     Effect.sync(() => {
@@ -474,11 +496,15 @@ const execute = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<Finalize
       call.stage = "stopped"
     }))
   const timeout = entry.tool.timeout ?? batch.timeout
+  if (inline && timeout === undefined) return Effect.map(Effect.exit(run), (exit) => executedResult(entry.tool, exit))
   return Effect.uninterruptibleMask((restore) =>
     Effect.flatMap(Effect.forkDetach(restore(run), { startImmediately: true }), (fiber) => {
       const done = fiber.pollUnsafe()
       if (done !== undefined) return Effect.succeed(executedResult(entry.tool, done))
       const stop = () => stopTool(call, fiber, () => context.abort(), batch.grace)
+      // Aborted while the tool ran its first synchronous steps: the interruption of this fiber is deferred
+      // until it waits, so stop the tool now rather than start waiting for it.
+      if (isAborted(batch)) return Effect.andThen(stop(), Effect.interrupt)
       if (timeout === undefined) {
         return restore(Fiber.await(fiber)).pipe(
           Effect.onInterrupt(stop),
@@ -613,8 +639,12 @@ const announce = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> =>
 // The two modes
 // ---------------------------------------------------------------------------------------------------------
 
-const executeAndFinalize = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<Finalized, never, R> =>
-  Effect.flatMapEager(execute(batch, prepared), (executed) => finalize(batch, prepared, executed))
+const executeAndFinalize = <R>(
+  batch: Batch<R>,
+  prepared: Prepared,
+  inline = false
+): Effect.Effect<Finalized, never, R> =>
+  Effect.flatMapEager(execute(batch, prepared, inline), (executed) => finalize(batch, prepared, executed))
 
 /** Prepare, and on success execute and finalize: the finalized outcome of one call. */
 const outcomeOf = <R>(batch: Batch<R>, call: Call): Effect.Effect<Finalized, never, R> =>
@@ -670,15 +700,99 @@ const runParallel = <R>(
         })))
     return Effect.flatMapEager(preflight, () =>
       Effect.flatMap(
-        // An item whose effect is already complete is not forked by forEach.
-        Effect.forEach(
+        executeAll(
+          batch,
           prepared,
-          (p) => Effect.flatMapEager(executeAndFinalize(batch, p), (finalized) => emitEnd(batch, p.call, finalized)),
-          { concurrency, discard: true }
+          (p) => Effect.flatMapEager(executeAndFinalize(batch, p, true), (finalized) => emitEnd(batch, p.call, finalized)),
+          concurrency
         ),
         () => forEachEager(calls, (call) => announce(batch, call))
       ))
   })
+
+/**
+ * The execute phase of parallel mode: starts each prepared call, in source order, once a slot is free (at
+ * most `concurrency` at once). The abort check is made at the very moment a call would start, so an abort
+ * raised by an earlier call (its tool, its hook, a subscriber of its events) stops every later one.
+ *
+ * A call whose handler and hooks return already-complete Effects needs no fiber; any other runs in one fiber
+ * of its own (its tool inline, unless a timeout needs the tool apart, see {@link execute}), registered in the
+ * same uninterruptible step that forks it, so that interrupting this phase always reaches every started call. Stopping gives the calls
+ * the grace period together; a call whose tool ignores cancellation is then abandoned, alone: its fiber is
+ * detached, so nothing of the batch waits on it, and being interrupted it never goes on to finalize.
+ */
+const executeAll = <R>(
+  batch: Batch<R>,
+  prepared: ReadonlyArray<Prepared>,
+  run: (p: Prepared) => Effect.Effect<void, never, R>,
+  concurrency: number | "unbounded"
+): Effect.Effect<void, never, R> =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.suspend(() => {
+      const limit = concurrency === "unbounded" ? Number.POSITIVE_INFINITY : Math.max(1, concurrency)
+      const running = new Map<Fiber.Fiber<void, never>, Call>()
+      let failure: Cause.Cause<never> | undefined
+      let wake: (() => void) | undefined
+      let index = 0
+      let forked = 0
+      const settled = (fiber: Fiber.Fiber<void, never>) => (exit: Exit.Exit<void, never>) => {
+        running.delete(fiber)
+        if (Exit.isFailure(exit) && !Cause.hasInterruptsOnly(exit.cause)) failure ??= exit.cause
+        const resume = wake
+        wake = undefined
+        resume?.()
+      }
+      // Only one waiter at a time: the loop, or the stop below once the loop is interrupted.
+      const change = Effect.callback<void>((resume) => {
+        wake = () => resume(Effect.void)
+      })
+      const stopAll = Effect.suspend(() => {
+        for (const [fiber, call] of running) {
+          if (call.stage === "running") call.abort?.()
+          fiber.interruptUnsafe()
+        }
+        const drained: Effect.Effect<void> = Effect.suspend(() =>
+          running.size === 0 ? Effect.void : Effect.flatMap(change, () => drained)
+        )
+        return Effect.map(Effect.timeoutOption(Effect.interruptible(drained), batch.grace), (stopped) => {
+          if (Option.isSome(stopped)) return
+          for (const call of running.values()) {
+            if (call.stage === "running" || call.stage === "finalizing") call.abandoned = true
+          }
+        })
+      })
+      const loop = (): Effect.Effect<void, never, R> => {
+        while (failure === undefined) {
+          if (index === prepared.length || running.size >= limit) {
+            return running.size === 0 ? Effect.void : Effect.flatMap(restore(change), loop)
+          }
+          if (isAborted(batch)) return Effect.interrupt
+          const p = prepared[index++]
+          const effect = run(p)
+          if (Exit.isExit(effect)) {
+            if (Exit.isFailure(effect)) return effect
+            // A huge batch of instant calls must not starve the other fibers.
+            if ((index & 2047) === 0) return Effect.flatMap(Effect.yieldNow, loop)
+            continue
+          }
+          return Effect.flatMap(Effect.forkDetach(effect, { startImmediately: true }), (fiber) => {
+            const exit = fiber.pollUnsafe()
+            if (exit === undefined) {
+              running.set(fiber, p.call)
+              fiber.addObserver(settled(fiber))
+              // Let the first timers and I/O of the started calls through while the later ones start.
+              if ((++forked & 63) === 0) return Effect.flatMap(Effect.yieldNow, loop)
+            } else {
+              settled(fiber)(exit)
+            }
+            return loop()
+          })
+        }
+        return Effect.andThen(stopAll, Effect.failCause(failure))
+      }
+      return loop().pipe(Effect.onInterrupt(() => stopAll))
+    })
+  )
 
 // ---------------------------------------------------------------------------------------------------------
 // After an abort

@@ -35,6 +35,8 @@ import { type RegisteredTool, ToolRegistry, type ToolRegistryShape } from "../sr
 import {
   abortByInterrupt,
   abortBySignal,
+  abortFromInside,
+  type AbortPoint,
   type BatchCase,
   type CallSpec,
   HORIZON_MS,
@@ -63,6 +65,8 @@ interface BodyBegin {
   readonly args: unknown
   /** The AbortSignal the tool was handed. */
   readonly signal: AbortSignal
+  /** Whether the Effect the handler returned began running (an abort inside the handler call may stop it). */
+  ran: boolean
 }
 
 interface TrackedFiber {
@@ -103,6 +107,10 @@ class Recorder {
   aliveLater: Array<TrackedFiber> = []
   /** Per body begun: had its AbortSignal fired when the batch returned? */
   signalsAtReturn: Array<boolean> = []
+  /** Calls whose body reached the part that ignores cancellation (a never-settling promise, `Effect.never`). */
+  readonly hung = new Set<number>()
+  /** Raises the case's abort if it is meant to come from call `i` at this point (set by `runCase`). */
+  abortFrom: (i: number, at: AbortPoint) => void = () => {}
   next(): number {
     return ++this.seq
   }
@@ -184,7 +192,40 @@ const body = (c: BatchCase, rec: Recorder, i: number, ctx: ToolContext): Effect.
     )
     : Effect.void
   const settle = <A, E>(outcome: Effect.Effect<A, E>) =>
-    progress.pipe(Effect.andThen(rest > 0 ? Effect.sleep(rest) : Effect.void), Effect.andThen(late), Effect.andThen(outcome))
+    progress.pipe(
+      Effect.andThen(rest > 0 ? Effect.sleep(rest) : Effect.void),
+      Effect.andThen(late),
+      Effect.andThen(Effect.sync(() => rec.abortFrom(i, "bodyEnd"))),
+      Effect.andThen(outcome)
+    )
+  if (spec.shape === "promise") {
+    switch (spec.body) {
+      case "succeed":
+        return settle(Tool.tryPromise(() => Promise.resolve(okResult(i))))
+      case "terminate":
+        return settle(Tool.tryPromise(() => Promise.resolve({ ...okResult(i), terminate: true })))
+      case "fail":
+        return settle(Tool.tryPromise(() => Promise.reject(new ToolFailure({ message: `tool ${i} failed` }))))
+      case "die":
+        return settle(Tool.tryPromise(() => Promise.reject(new Error(`tool ${i} died`))))
+      case "invalid":
+        return settle(Tool.tryPromise(() => Promise.resolve({ nope: i } as unknown as ToolResult)))
+      case "never":
+        return progress.pipe(Effect.andThen(Tool.tryPromise((signal) =>
+          new Promise<ToolResult>((_, reject) => {
+            if (signal.aborted) reject(new Error("aborted"))
+            else signal.addEventListener("abort", () => reject(new Error("aborted")), { once: true })
+          })
+        )))
+      case "stubborn":
+        return Effect.uninterruptible(progress).pipe(Effect.andThen(Tool.tryPromise(() => {
+          rec.hung.add(i)
+          return new Promise<ToolResult>(() => {})
+        })))
+      case "stubbornSlow":
+        break
+    }
+  }
   switch (spec.body) {
     case "succeed":
       return settle(Effect.succeed(okResult(i)))
@@ -199,22 +240,48 @@ const body = (c: BatchCase, rec: Recorder, i: number, ctx: ToolContext): Effect.
     case "never":
       return progress.pipe(Effect.andThen(Effect.never))
     case "stubborn":
-      return Effect.uninterruptible(progress.pipe(Effect.andThen(Effect.never)))
+      return Effect.uninterruptible(
+        progress.pipe(Effect.andThen(Effect.sync(() => rec.hung.add(i))), Effect.andThen(Effect.never))
+      )
     case "stubbornSlow":
       return Effect.uninterruptible(settle(Effect.succeed(okResult(i))))
   }
 }
 
 const makeRegistry = (c: BatchCase, rec: Recorder): ToolRegistryShape => {
-  const handler = (args: any, ctx: ToolContext): Effect.Effect<ToolResult, unknown> =>
-    Effect.withFiber((fiber) => {
-      const i = args?.i
-      if (typeof i !== "number" || !Number.isInteger(i) || i < 0 || i >= c.calls.length) {
-        rec.problems.push(`a tool received arguments it should never get: ${JSON.stringify(args)}`)
-        return Effect.succeed(okResult(-1))
-      }
-      rec.bodyBegins.push({ seq: rec.next(), i, args, signal: ctx.signal })
+  const handler = (args: any, ctx: ToolContext): Effect.Effect<ToolResult, unknown> => {
+    const i = args?.i
+    if (typeof i !== "number" || !Number.isInteger(i) || i < 0 || i >= c.calls.length) {
+      rec.problems.push(`a tool received arguments it should never get: ${JSON.stringify(args)}`)
+      return Effect.succeed(okResult(-1))
+    }
+    // Calling the handler is where execution begins: a body that begins counts from here.
+    const begin: BodyBegin = { seq: rec.next(), i, args, signal: ctx.signal, ran: false }
+    rec.bodyBegins.push(begin)
+    rec.abortFrom(i, "handler")
+    const spec = c.calls[i]
+    const instant = spec.shape === "instant" && spec.delay === 0 && spec.updates === 0 && !spec.lateUpdate
+    if (instant && spec.body !== "never" && spec.body !== "stubborn" && spec.body !== "stubbornSlow") {
+      // An already-complete Effect: the whole body happens in this call.
+      begin.ran = true
+      rec.abortFrom(i, "bodyBegin")
+      rec.abortFrom(i, "bodyEnd")
+      const outcome = spec.body === "succeed"
+        ? Exit.succeed(okResult(i))
+        : spec.body === "terminate"
+        ? Exit.succeed({ ...okResult(i), terminate: true })
+        : spec.body === "fail"
+        ? Exit.fail(new ToolFailure({ message: `tool ${i} failed` }))
+        : spec.body === "die"
+        ? Exit.die(new Error(`tool ${i} died`))
+        : Exit.succeed({ nope: i } as unknown as ToolResult)
+      rec.bodyExits.push({ seq: rec.next(), i, exit: Exit.isSuccess(outcome) ? "success" : "failure" })
+      return outcome
+    }
+    return Effect.withFiber((fiber) => {
+      begin.ran = true
       rec.track(fiber, "tool", i)
+      rec.abortFrom(i, "bodyBegin")
       return body(c, rec, i, ctx).pipe(
         Effect.onExit((exit) =>
           Effect.sync(() => {
@@ -227,6 +294,7 @@ const makeRegistry = (c: BatchCase, rec: Recorder): ToolRegistryShape => {
         )
       )
     })
+  }
   const par = Tool.make("par", {
     description: "a tool that may run in parallel",
     parameters: Params,
@@ -241,8 +309,14 @@ const makeRegistry = (c: BatchCase, rec: Recorder): ToolRegistryShape => {
 /** How long the `stall` subscriber blocks on its event. */
 const STALL_MS = 3_000
 
-const makeSink = (c: BatchCase, rec: Recorder, onEvent: () => void): EventSinkShape => {
+const makeSink = (c: BatchCase, rec: Recorder, clock: Clock.Clock, onEvent: () => void): EventSinkShape => {
   let notUpdates = 0
+  if (c.sink === "callback") {
+    return EventSink.fromCallback((event) => {
+      rec.events.push({ seq: rec.next(), event, at: clock.currentTimeMillisUnsafe() })
+      onEvent()
+    })
+  }
   return {
     emit: (event) => {
       const record = Effect.withFiber((fiber) =>
@@ -256,6 +330,7 @@ const makeSink = (c: BatchCase, rec: Recorder, onEvent: () => void): EventSinkSh
       )
       switch (c.sink) {
         case "sync":
+        case "callback":
           return record
         case "yield":
           return Effect.andThen(Effect.yieldNow, record)
@@ -288,12 +363,15 @@ const makeHooks = (c: BatchCase, rec: Recorder, message: AssistantMessage, repla
     if (i === undefined) throw new Error("a hook received a tool call that is not in the assistant message")
     return i
   }
-  const beforeToolCall = c.calls.some((call) => call.before !== "pass")
+  const abortIn = (at: AbortPoint) =>
+    (c.abort._tag === "SignalFromCall" || c.abort._tag === "InterruptFromCall") && c.abort.at === at
+  const beforeToolCall = c.calls.some((call) => call.before !== "pass") || abortIn("before")
     ? (ctx: { readonly toolCall: ToolCall }): Effect.Effect<BeforeToolCallResult | undefined, unknown> =>
       Effect.withFiber((fiber): Effect.Effect<BeforeToolCallResult | undefined, unknown> => {
         const i = which(ctx.toolCall)
         rec.beforeCalls.push({ seq: rec.next(), i })
         rec.track(fiber, "hook")
+        rec.abortFrom(i, "before")
         switch (c.calls[i].before) {
           case "pass":
             return Effect.succeed(undefined)
@@ -314,12 +392,13 @@ const makeHooks = (c: BatchCase, rec: Recorder, message: AssistantMessage, repla
         }
       })
     : undefined
-  const afterToolCall = c.calls.some((call) => call.after !== "pass")
+  const afterToolCall = c.calls.some((call) => call.after !== "pass") || abortIn("after")
     ? (ctx: { readonly toolCall: ToolCall }): Effect.Effect<AfterToolCallResult | undefined, unknown> =>
       Effect.withFiber((fiber): Effect.Effect<AfterToolCallResult | undefined, unknown> => {
         const i = which(ctx.toolCall)
         rec.afterCalls.push({ seq: rec.next(), i })
         rec.track(fiber, "hook")
+        rec.abortFrom(i, "after")
         const spec = c.calls[i]
         switch (spec.after) {
           case "pass":
@@ -374,7 +453,8 @@ const runCase = (c: BatchCase): Effect.Effect<Run> =>
     const snapshot = structuredClone(message)
     const replaced = c.calls.map((_, i) => ({ i, replaced: true }))
     const controller = new AbortController()
-    const byInterrupt = c.abort._tag === "InterruptAfterEvents" || c.abort._tag === "InterruptAtStep"
+    const byInterrupt = c.abort._tag === "InterruptAfterEvents" || c.abort._tag === "InterruptAtStep" ||
+      c.abort._tag === "InterruptFromCall"
     const fire = () => {
       if (rec.abortSeq !== undefined) return
       rec.abortSeq = rec.next()
@@ -382,10 +462,16 @@ const runCase = (c: BatchCase): Effect.Effect<Run> =>
       if (byInterrupt) rec.batchFiber!.interruptUnsafe()
       else controller.abort(new Error("test abort"))
     }
+    const from = c.abort._tag === "SignalFromCall" || c.abort._tag === "InterruptFromCall" ? c.abort : undefined
+    if (from !== undefined) {
+      rec.abortFrom = (i, at) => {
+        if (i === from.call && at === from.at) fire()
+      }
+    }
     const eventsToAbort = c.abort._tag === "SignalAfterEvents" || c.abort._tag === "InterruptAfterEvents"
       ? c.abort.events
       : undefined
-    const sink = makeSink(c, rec, () => {
+    const sink = makeSink(c, rec, clock, () => {
       if (rec.events.length === eventsToAbort) fire()
     })
     const { afterToolCall, beforeToolCall } = makeHooks(c, rec, message, replaced)
@@ -753,6 +839,14 @@ const violations = (run: Run): Array<string> => {
     }
   } else if (result !== undefined && result.aborted) v.push("(8) the batch reports aborted: true without an abort")
 
+  // (8) A tool that was stopped while it ignored cancellation is reported as abandoned, whether it is an Effect
+  // or a promise.
+  for (const i of rec.hung) {
+    const endText = textOf((endOf[i]?.event as any)?.result?.content)
+    const stopped = endText.includes("interrupted after it started") || endText.includes("timed out after")
+    if (stopped && !endText.includes("abandoned")) v.push(`(8) call ${i}: ignored cancellation but its result does not say it was abandoned`)
+  }
+
   // (8) An aborted batch returns within the grace period (plus the subscriber's own time).
   if (aborted && rec.doneAt !== undefined && rec.abortSeq! < rec.doneSeq!) {
     const grace = c.grace ?? 2_000
@@ -771,7 +865,7 @@ const violations = (run: Run): Array<string> => {
   const cooperative = (i: number) => c.calls[i].body !== "stubborn" && c.calls[i].body !== "stubbornSlow"
   for (const b of rec.bodyBegins) {
     const exit = rec.bodyExits.find((x) => x.i === b.i)
-    if (cooperative(b.i) && rec.doneSeq !== undefined && !(exit !== undefined && exit.seq < rec.doneSeq)) {
+    if (b.ran && cooperative(b.i) && rec.doneSeq !== undefined && !(exit !== undefined && exit.seq < rec.doneSeq)) {
       v.push(`call ${b.i}: its tool (${c.calls[b.i].body}) was still running when the batch returned`)
     }
   }
@@ -884,6 +978,7 @@ const propertyOptions = (n: number) => ({
 
 /** A call that succeeds at once; override what matters. */
 const call = (spec: Partial<CallSpec> = {}): CallSpec => ({
+  shape: "effect",
   name: "par",
   args: "valid",
   duplicate: false,
@@ -933,6 +1028,16 @@ describe("executeToolCalls: properties (spec section 10)", () => {
     { c: makeBatchCaseArb(abortByInterrupt) },
     ({ c }) => checkCase(c),
     propertyOptions(200)
+  )
+
+  // Issue 16 item 1 (spec 8): an abort raised synchronously from inside the batch (a tool as it is called,
+  // begins or settles; a hook; the subscriber on any event, updates included), in both modes and with a
+  // concurrency limit: no call starts executing after it, and those calls say they were not executed.
+  it.effect.prop(
+    "every invariant holds on random batches aborted from inside a tool, a hook or the subscriber",
+    { c: makeBatchCaseArb(abortFromInside, [[2, "unbounded"], [1, 1], [2, 2], [2, 3]]) },
+    ({ c }) => checkCase(c),
+    propertyOptions(400)
   )
 })
 
@@ -1118,6 +1223,24 @@ describe("executeToolCalls: regressions found by the properties", () => {
       calls: [call(), call({ body: "never" })],
       // start, start, end of the first call
       abort: { _tag: "InterruptAfterEvents", events: 3 }
+    })))
+
+  // Issue 16 item 1, found by the property over aborts from inside the batch. With a concurrency limit,
+  // `Effect.forEach` started the next call from the observer of the call that had just ended, outside any fiber
+  // of the batch: an abort raised as that call's handler was called, or as its body began, did not stop it
+  // (its item fiber was forked while the batch was being interrupted and never reached), so the tool ran on
+  // after the batch returned and then sent a second end event.
+  it.effect.each(
+    [
+      ["SignalFromCall", "handler"],
+      ["InterruptFromCall", "bodyBegin"],
+      ["SignalFromCall", "bodyBegin"]
+    ] as const
+  )("an abort from a call started as a slot frees stops it (%s, %s)", ([tag, at]) =>
+    checkCase(batchCase({
+      calls: [call({ delay: 100 }), call({ delay: 2000 }), call({ delay: 100 })],
+      concurrency: 2,
+      abort: { _tag: tag, call: 2, at }
     })))
 
   // A subscriber that blocks on message_start while the batch is aborted: the pair message_start/message_end

@@ -9,7 +9,10 @@ import type { AgentContext } from "../src/AgentContext.ts"
 import type { AgentEvent } from "../src/AgentEvent.ts"
 import * as EventSink from "../src/EventSink.ts"
 import type { ToolCall, ToolResultMessage } from "../src/Message.ts"
+import * as Tool from "../src/Tool.ts"
 import type { ToolResult } from "../src/Tool.ts"
+import { grep } from "../src/tools/grep.ts"
+import { read } from "../src/tools/read.ts"
 import {
   type AfterToolCallContext,
   type BeforeToolCallContext,
@@ -17,7 +20,7 @@ import {
   toolExecutionEvents,
   type ToolExecutionOptions
 } from "../src/ToolExecution.ts"
-import { ToolRegistry } from "../src/ToolRegistry.ts"
+import { type RegisteredTool, ToolRegistry } from "../src/ToolRegistry.ts"
 import {
   assertBatchInvariants,
   assistantMessage,
@@ -645,6 +648,114 @@ describe("§2 prepare", () => {
       assert.isFalse(rec.trace.includes("exec:1"))
       assert.deepStrictEqual(result.messages.map(textOf), [notStartedText("a")])
       assertBatchInvariants(rec.events, calls, result.messages)
+    }))
+})
+
+// ---------------------------------------------------------------------------------------------------------
+// §2.3 Arguments the model got wrong (issue 16 item 3), with the built-in tools' own parameter schemas
+// ---------------------------------------------------------------------------------------------------------
+
+describe("§2.3 arguments that are not valid JSON, and null for an optional property", () => {
+  /** The built-in tool's definition with a handler that records what it was given. */
+  const recording = (tool: Tool.Tool.Any, received: Array<unknown>): RegisteredTool => ({
+    tool,
+    handler: (args) => Effect.sync(() => (received.push(args), Tool.textResult("ran")))
+  })
+
+  it.effect("§2.3 argument text that is not valid JSON is said to be so, with the parser's position", () =>
+    Effect.gen(function*() {
+      const rec = makeRecorder()
+      const received: Array<unknown> = []
+      const raw = "{\"path\": \"src/a.ts\", \"offset\": 3"
+      const call: ToolCall = { ...toolCall("1", "read", {}), rawArguments: raw }
+      const result = yield* runBatch(assistantMessage(call), [recording(read, received)], rec.sink)
+      const text = textOf(result.messages[0]!)
+      assert.isTrue(result.messages[0]!.isError)
+      assert.strictEqual(
+        text,
+        "Invalid arguments for tool \"read\": the arguments are not valid JSON: " +
+          "Expected ',' or '}' after property value in JSON at position 32 (line 1 column 33)\n\n" +
+          `Received arguments:\n${raw}`
+      )
+      assert.notInclude(text, "Missing key")
+      assert.deepStrictEqual(received, [], "the tool never runs")
+    }))
+
+  it.effect("§2.3 text that simply stops is placed at its end", () =>
+    Effect.gen(function*() {
+      const rec = makeRecorder()
+      const call: ToolCall = { ...toolCall("1", "read", {}), rawArguments: "" }
+      const result = yield* runBatch(assistantMessage(call), [recording(read, [])], rec.sink)
+      assert.include(
+        textOf(result.messages[0]!),
+        "the arguments are not valid JSON: Unexpected end of JSON input at position 0 (the end of the text)"
+      )
+    }))
+
+  it.effect("§2.3 arguments sent as a string holding a JSON object are parsed; any other string is not valid JSON", () =>
+    Effect.gen(function*() {
+      const rec = makeRecorder()
+      const received: Array<unknown> = []
+      const asString = (id: string, text: string): ToolCall =>
+        ({ ...toolCall(id, "read"), arguments: text as unknown as Record<string, unknown> })
+      const result = yield* runBatch(
+        assistantMessage(
+          asString("1", "{\"path\": \"a.txt\", \"limit\": 5}"),
+          asString("2", "[\"a.txt\"]"),
+          asString("3", "path=a.txt")
+        ),
+        [recording(read, received)],
+        rec.sink
+      )
+      assert.deepStrictEqual(received, [{ path: "a.txt", limit: 5 }])
+      assert.isFalse(result.messages[0]!.isError)
+      assert.include(textOf(result.messages[1]!), "the arguments are not valid JSON: expected a JSON object, got an array")
+      assert.include(textOf(result.messages[2]!), "the arguments are not valid JSON: Unexpected token 'p'")
+      assert.include(textOf(result.messages[2]!), "(at position 0)")
+    }))
+
+  it.effect("§2.3 the bad text echoed back is bounded", () =>
+    Effect.gen(function*() {
+      const rec = makeRecorder()
+      const raw = `{"path": "${"x".repeat(100_000)}`
+      const call: ToolCall = { ...toolCall("1", "read", {}), rawArguments: raw }
+      const result = yield* runBatch(assistantMessage(call), [recording(read, [])], rec.sink)
+      const text = textOf(result.messages[0]!)
+      assert.isBelow(text.length, 3_000)
+      assert.include(text, "more characters)")
+    }))
+
+  it.effect("§2.3 null for an optional property is read as the property left out (read, grep)", () =>
+    Effect.gen(function*() {
+      const rec = makeRecorder()
+      const received: Array<unknown> = []
+      const result = yield* runBatch(
+        assistantMessage(
+          toolCall("1", "read", { path: "a.txt", offset: null, limit: null }),
+          toolCall("2", "grep", { pattern: "x", path: null, glob: null, ignoreCase: null, literal: true, limit: null })
+        ),
+        [recording(read, received), recording(grep, received)],
+        rec.sink
+      )
+      assert.deepStrictEqual(result.messages.map((m) => m.isError), [false, false], result.messages.map(textOf).join("\n"))
+      assert.deepStrictEqual(received, [{ path: "a.txt" }, { pattern: "x", literal: true }])
+    }))
+
+  it.effect("§2.3 null stays an error for a required property, and stays null where the schema accepts it", () =>
+    Effect.gen(function*() {
+      const rec = makeRecorder()
+      const received: Array<unknown> = []
+      const nullable = scripted("n", (args) => Effect.sync(() => (received.push(args), Tool.textResult("ran"))), {
+        parameters: Schema.Struct({ note: Schema.optionalKey(Schema.NullOr(Schema.String)) })
+      })
+      const result = yield* runBatch(
+        assistantMessage(toolCall("1", "read", { path: null }), toolCall("2", "n", { note: null })),
+        [recording(read, received), nullable],
+        rec.sink
+      )
+      assert.include(textOf(result.messages[0]!), "  - path: Expected string\n")
+      assert.isFalse(result.messages[1]!.isError)
+      assert.deepStrictEqual(received, [{ note: null }])
     }))
 })
 
@@ -1673,6 +1784,112 @@ describe("§8 abort and interruption", () => {
         `${interruptedText("stubborn")} It did not stop when cancelled and was abandoned.`
       ])
     }).pipe(unblockOnExit))
+
+  // Issue 16 item 2: promise-based tools written with Tool.tryPromise get the grace period and the honest text.
+  for (const mode of ["parallel", "sequential"] as const) {
+    it.effect(`§8 a promise tool that ignores its signal gets the grace period, then is abandoned (${mode})`, () =>
+      Effect.gen(function*() {
+        const rec = makeRecorder()
+        const controller = new AbortController()
+        let toolSignal: AbortSignal | undefined
+        const ignoring: Script = () =>
+          Tool.tryPromise((signal) => {
+            toolSignal = signal
+            rec.markUnsafe("exec:1")
+            return new Promise<ToolResult>(() => {})
+          })
+        const fiber = yield* Effect.forkChild(
+          runBatch(assistantMessage(toolCall("1", "p")), [scripted("p", ignoring)], rec.sink, {
+            signal: controller.signal,
+            toolExecution: mode
+          })
+        )
+        yield* within(rec.reached("exec:1"), "executing")
+        yield* settleFibers
+        yield* Effect.sync(() => controller.abort())
+        yield* settleFibers
+        assert.isTrue(toolSignal!.aborted, "the promise's signal fired")
+        yield* TestClock.adjust("1999 millis")
+        assert.isUndefined(fiber.pollUnsafe(), "the promise gets the grace period to settle")
+        yield* TestClock.adjust("1 millis")
+        const result = yield* within(Fiber.join(fiber), "the aborted batch")
+        assert.deepStrictEqual(result.messages.map(textOf), [
+          `${interruptedText("p")} It did not stop when cancelled and was abandoned.`
+        ])
+        assert.deepStrictEqual(result.messages[0]!.details, { aborted: true, started: true, abandoned: true })
+      }).pipe(unblockOnExit))
+
+    it.effect(`§8 a promise tool that settles on its signal within the grace period is interrupted, not abandoned (${mode})`, () =>
+      Effect.gen(function*() {
+        const rec = makeRecorder()
+        const controller = new AbortController()
+        let settle: (() => void) | undefined
+        // Stops when asked, but takes its time: it rejects only when the test says so.
+        const slowToStop: Script = () =>
+          Tool.tryPromise((signal) =>
+            new Promise<ToolResult>((_, reject) => {
+              rec.markUnsafe("exec:1")
+              signal.addEventListener("abort", () => {
+                settle = () => {
+                  rec.markUnsafe("settled:1")
+                  reject(new Error("stopped"))
+                }
+              }, { once: true })
+            })
+          )
+        const fiber = yield* Effect.forkChild(
+          runBatch(assistantMessage(toolCall("1", "p")), [scripted("p", slowToStop)], rec.sink, {
+            signal: controller.signal,
+            toolExecution: mode
+          })
+        )
+        yield* within(rec.reached("exec:1"), "executing")
+        yield* settleFibers
+        yield* Effect.sync(() => controller.abort())
+        yield* settleFibers
+        yield* TestClock.adjust("1 second")
+        assert.isUndefined(fiber.pollUnsafe(), "the batch waits for the promise to settle")
+        yield* Effect.sync(() => settle!())
+        const result = yield* within(Fiber.join(fiber), "the aborted batch")
+        assert.deepStrictEqual(result.messages.map(textOf), [interruptedText("p")])
+        assert.deepStrictEqual(result.messages[0]!.details, { aborted: true, started: true, abandoned: false })
+        assertBefore(rec.trace, "settled:1", "end:1")
+      }).pipe(unblockOnExit))
+  }
+
+  it.effect("§3 a promise tool that ignores its signal times out, then is abandoned after the grace period", () =>
+    Effect.gen(function*() {
+      const rec = makeRecorder()
+      const ignoring: Script = () =>
+        Tool.tryPromise(() => {
+          rec.markUnsafe("exec:1")
+          return new Promise<ToolResult>(() => {})
+        })
+      const fiber = yield* Effect.forkChild(
+        runBatch(assistantMessage(toolCall("1", "p")), [scripted("p", ignoring, { timeout: "1 second" })], rec.sink, {
+          abandonAfter: "500 millis"
+        })
+      )
+      yield* within(rec.reached("exec:1"), "executing")
+      yield* TestClock.adjust("1 second")
+      yield* TestClock.adjust("499 millis")
+      assert.isUndefined(fiber.pollUnsafe(), "still waiting within the grace period")
+      yield* TestClock.adjust("1 millis")
+      const result = yield* within(Fiber.join(fiber), "the batch")
+      assert.strictEqual(
+        textOf(result.messages[0]!),
+        "Tool p timed out after 1s and was abandoned: it did not stop when cancelled"
+      )
+    }).pipe(unblockOnExit))
+
+  it.effect("§3 a promise tool's rejection is an error result with the error's own message", () =>
+    Effect.gen(function*() {
+      const rec = makeRecorder()
+      const failing: Script = () => Tool.tryPromise(() => Promise.reject(new Error("disk full")))
+      const result = yield* runBatch(assistantMessage(toolCall("1", "p")), [scripted("p", failing)], rec.sink)
+      assert.strictEqual(textOf(result.messages[0]!), "disk full")
+      assert.isTrue(result.messages[0]!.isError)
+    }))
 
   it.effect("§8 ctx.signal fires when interruption is requested, so a tool whose cleanup waits on it is not abandoned", () =>
     Effect.gen(function*() {

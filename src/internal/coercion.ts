@@ -1,7 +1,8 @@
 /**
  * The argument coercions models need, compiled once per parameter Schema: numeric strings where numbers are
- * expected, `"true"`/`"false"` where booleans are, numbers where strings are. The input is never mutated;
- * an object or array is copied only when something inside it changed.
+ * expected, `"true"`/`"false"` where booleans are, numbers where strings are, and `null` on an optional
+ * property that cannot be null read as the property left out (models write `null` for "not given"). The
+ * input is never mutated; an object or array is copied only when something inside it changed.
  */
 import { SchemaAST } from "effect"
 
@@ -58,22 +59,61 @@ const accepts = (ast: SchemaAST.AST, value: unknown): boolean => {
   }
 }
 
+/**
+ * Whether a value of this type can never be `null`. Unsure cases (declarations, recursive types) say no, so
+ * that a `null` the schema might accept is never dropped.
+ */
+const rejectsNull = (ast: SchemaAST.AST): boolean => {
+  switch (ast._tag) {
+    case "String":
+    case "TemplateLiteral":
+    case "Number":
+    case "Boolean":
+    case "BigInt":
+    case "Symbol":
+    case "UniqueSymbol":
+    case "Enum":
+    case "Objects":
+    case "Arrays":
+    case "ObjectKeyword":
+    case "Undefined":
+    case "Void":
+    case "Never":
+      return true
+    case "Literal":
+      return ast.literal !== null
+    case "Union":
+      return ast.types.every(rejectsNull)
+    default:
+      return false
+  }
+}
+
 const compileObjects = (ast: SchemaAST.Objects, seen: Map<SchemaAST.AST, Coerce>): Coerce => {
   const properties = ast.propertySignatures.map((p) => [p.name, compile(p.type, seen)] as const)
     .filter(([, coerce]) => coerce !== identity)
   const named = new Set(ast.propertySignatures.map((p) => p.name))
   const indexes = ast.indexSignatures.map((i) => compile(i.type, seen)).filter((c) => c !== identity)
-  if (properties.length === 0 && indexes.length === 0) return identity
+  const nullMeansAbsent = ast.propertySignatures
+    .filter((p) => typeof p.name === "string" && SchemaAST.isOptional(p.type) && rejectsNull(p.type))
+    .map((p) => p.name as string)
+  if (properties.length === 0 && indexes.length === 0 && nullMeansAbsent.length === 0) return identity
   return (value) => {
     if (!isPlainObject(value)) return value
     let out: Record<string, unknown> | undefined
+    for (const name of nullMeansAbsent) {
+      if (value[name] === null && Object.hasOwn(value, name)) {
+        out ??= { ...value }
+        delete out[name]
+      }
+    }
     const set = (key: string, next: unknown) => {
       if (next === value[key]) return
       out ??= { ...value }
       out[key] = next
     }
     for (const [name, coerce] of properties) {
-      if (typeof name === "string" && Object.hasOwn(value, name)) set(name, coerce(value[name]))
+      if (typeof name === "string" && Object.hasOwn(out ?? value, name)) set(name, coerce(value[name]))
     }
     if (indexes.length > 0) {
       for (const key of Object.keys(value)) {

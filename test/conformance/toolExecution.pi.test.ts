@@ -1015,19 +1015,29 @@ describe("differences the spec does not mention", () => {
   }
   // typebox's Value.Convert (pi) coerces more than the three coercions of the spec.
   const coercions: ReadonlyArray<{ name: string; args: Record<string, unknown>; pi: Record<string, unknown> }> = [
-    { name: "null to 0 for a number", args: { n: null }, pi: { n: 0 } },
     { name: "hex string to a number", args: { n: "0x10" }, pi: { n: 16 } },
     { name: "fractional string truncated for an integer", args: { i: "2.5" }, pi: { i: 2 } },
     { name: "1 / 0 to booleans", args: { b: 1 }, pi: { b: true } },
     { name: "\"TRUE\" to a boolean", args: { b: "TRUE" }, pi: { b: true } },
-    { name: "boolean to a string", args: { s: true }, pi: { s: "true" } },
-    { name: "null to false for a boolean", args: { b: null }, pi: { b: false } }
+    { name: "boolean to a string", args: { s: true }, pi: { s: "true" } }
   ]
   it.each(coercions)("pi coerces $name, we reject it", async ({ args, pi: received }) => {
     const { pi, ours } = await runBoth({ tools: [mixed], calls: [call("a", "mixed", args)] })
     expect(pi.executions).toStrictEqual([{ toolCallId: "a", args: received }])
     expect(ours.executions).toStrictEqual([])
     expect(textOf(endOf(ours, "a").result)).toMatch(/^Validation failed for tool "mixed":/)
+  })
+
+  // Issue 16 item 3: models write null for "not given"; for an optional property that cannot be null we read
+  // it as the property left out, where pi converts it to the type's zero value.
+  const nulls: ReadonlyArray<{ name: string; args: Record<string, unknown>; pi: Record<string, unknown> }> = [
+    { name: "null to 0 for an optional number", args: { n: null }, pi: { n: 0 } },
+    { name: "null to false for an optional boolean", args: { b: null }, pi: { b: false } }
+  ]
+  it.each(nulls)("pi coerces $name, we read it as left out", async ({ args, pi: received }) => {
+    const { pi, ours } = await runBoth({ tools: [mixed], calls: [call("a", "mixed", args)] })
+    expect(pi.executions).toStrictEqual([{ toolCallId: "a", args: received }])
+    expect(ours.executions).toStrictEqual([{ toolCallId: "a", args: {} }])
   })
 
   it("pi passes properties the schema does not declare through to the tool, we drop them", async () => {

@@ -37,7 +37,16 @@ export interface Override {
   readonly terminate: boolean | null
 }
 
+/**
+ * How the handler is written: an Effect that runs in the runtime; an already-complete Effect
+ * (`Effect.succeed`, used only when the body is instant, else it falls back to `effect`); or promise code
+ * through `Tool.tryPromise` (a hanging body then is a promise: one that settles when its signal fires, or,
+ * for `stubborn`, one that never settles).
+ */
+export type Shape = "effect" | "instant" | "promise"
+
 export interface CallSpec {
+  readonly shape: Shape
   readonly name: ToolName
   readonly args: Args
   /** Reuses the id of the previous call (ignored for the first call). */
@@ -61,13 +70,23 @@ export type Abort =
   | { readonly _tag: "SignalAtStep"; readonly step: number }
   | { readonly _tag: "InterruptAfterEvents"; readonly events: number }
   | { readonly _tag: "InterruptAtStep"; readonly step: number }
+  | { readonly _tag: "SignalFromCall"; readonly call: number; readonly at: AbortPoint }
+  | { readonly _tag: "InterruptFromCall"; readonly call: number; readonly at: AbortPoint }
+
+/**
+ * Where, inside the batch's own callbacks, an abort is raised for the call it names: in the handler function
+ * before it returns its Effect, when the tool body begins, just before the body settles, or inside
+ * `beforeToolCall` / `afterToolCall`. (Aborts from a subscriber are `*AfterEvents`.)
+ */
+export type AbortPoint = "handler" | "bodyBegin" | "bodyEnd" | "before" | "after"
 
 /**
  * How the recording event subscriber behaves: records each event at once; yields once before recording it;
  * takes 1 ms (virtual) before recording it (a subscriber with backpressure); records it and then fails on
- * every other event; or records it and then blocks for 3 s (virtual) on one event (see `stallOn`).
+ * every other event; or records it and then blocks for 3 s (virtual) on one event (see `stallOn`). `callback`
+ * records at once too, but as a plain synchronous function (`emitUnsafe`), the path a callback sink takes.
  */
-export type Sink = "sync" | "yield" | "slow" | "failing" | "stall"
+export type Sink = "sync" | "callback" | "yield" | "slow" | "failing" | "stall"
 
 export interface BatchCase {
   readonly calls: ReadonlyArray<CallSpec>
@@ -158,6 +177,7 @@ const overrideArb: Arbitrary.Arbitrary<Override> = Arbitrary.all({
 })
 
 export const callSpecArb: Arbitrary.Arbitrary<CallSpec> = Arbitrary.all({
+  shape: weighted<Shape>([[4, "effect"], [2, "instant"], [2, "promise"]]),
   name: weighted<ToolName>([[8, "par"], [2, "seq"], [1, "unknown"]]),
   args: weighted<Args>([[6, "valid"], [2, "coercible"], [1, "invalid"]]),
   duplicate: weighted<boolean>([[9, false], [1, true]]),
@@ -182,6 +202,12 @@ const abortOf = (tag: Abort["_tag"]): Arbitrary.Arbitrary<Abort> => {
     case "SignalAtStep":
     case "InterruptAtStep":
       return Arbitrary.map(int(0, 30), (step) => ({ _tag: tag, step }))
+    case "SignalFromCall":
+    case "InterruptFromCall":
+      return Arbitrary.map(
+        Arbitrary.all({ call: int(0, 5), at: weighted<AbortPoint>([[2, "handler"], [3, "bodyBegin"], [2, "bodyEnd"], [1, "before"], [1, "after"]]) }),
+        ({ at, call }) => ({ _tag: tag, call, at })
+      )
   }
 }
 
@@ -197,6 +223,15 @@ export const abortBySignal: Arbitrary.Arbitrary<Abort> = Arbitrary.flatMap(
 /** Aborts by interrupting the batch's fiber: after k events (from the subscriber), or at a clock step. */
 export const abortByInterrupt: Arbitrary.Arbitrary<Abort> = Arbitrary.flatMap(
   weighted<Abort["_tag"]>([[1, "InterruptAfterEvents"], [1, "InterruptAtStep"]]),
+  abortOf
+)
+
+/**
+ * Aborts raised synchronously from inside the batch: by a tool (handler, body begin, body end), a hook, or the
+ * subscriber on its k-th event (updates included), through the signal or by interrupting the batch's fiber.
+ */
+export const abortFromInside: Arbitrary.Arbitrary<Abort> = Arbitrary.flatMap(
+  weighted<Abort["_tag"]>([[3, "SignalFromCall"], [2, "InterruptFromCall"], [2, "SignalAfterEvents"], [1, "InterruptAfterEvents"]]),
   abortOf
 )
 
@@ -252,6 +287,9 @@ const normalize = (raw: {
   } else {
     calls = calls.map((call) => (call.name === "seq" ? { ...call, name: "par" as const } : call))
   }
+  const abort: Abort = raw.abort._tag === "SignalFromCall" || raw.abort._tag === "InterruptFromCall"
+    ? { ...raw.abort, call: calls.length === 0 ? 0 : raw.abort.call % calls.length }
+    : raw.abort
   const base = {
     calls,
     configSequential: raw.mode === "configSequential",
@@ -262,7 +300,7 @@ const normalize = (raw: {
     sink: raw.sink,
     stallOn: raw.sink === "stall" ? raw.stallOn : 1,
     stepMs: raw.stepMs,
-    abort: raw.abort
+    abort
   }
   const mayHang = calls.some((call) =>
     call.name !== "unknown" && (call.body === "never" || call.body === "stubborn") &&
@@ -276,8 +314,17 @@ const normalize = (raw: {
   }
 }
 
-/** Random batches whose abort point is drawn from `abort`. */
-export const makeBatchCaseArb = (abort: Arbitrary.Arbitrary<Abort>): Arbitrary.Arbitrary<BatchCase> =>
+/** How often each concurrency limit is drawn (most batches run unbounded). */
+const defaultConcurrency: ReadonlyArray<readonly [number, number | "unbounded"]> = [[3, "unbounded"], [1, 1], [1, 2], [1, 3], [1, 4]]
+
+/**
+ * Random batches whose abort point is drawn from `abort`. `concurrency` reweights the concurrency limits, e.g.
+ * towards small limits, where calls start as earlier ones end.
+ */
+export const makeBatchCaseArb = (
+  abort: Arbitrary.Arbitrary<Abort>,
+  concurrency: ReadonlyArray<readonly [number, number | "unbounded"]> = defaultConcurrency
+): Arbitrary.Arbitrary<BatchCase> =>
   Arbitrary.map(
     Arbitrary.all({
       // Mostly non-empty batches; an empty one now and then.
@@ -289,11 +336,11 @@ export const makeBatchCaseArb = (abort: Arbitrary.Arbitrary<Abort>): Arbitrary.A
       // Every call behaves like the first (bodies, hooks): makes "every result terminates" and similar likely.
       homogeneous: weighted<boolean>([[5, false], [1, true]]),
       mode: weighted<ModeChoice>([[3, "parallel"], [1, "configSequential"], [1, "sequentialTool"]]),
-      concurrency: weighted<number | "unbounded">([[3, "unbounded"], [1, 1], [1, 2], [1, 3], [1, 4]]),
+      concurrency: weighted<number | "unbounded">(concurrency),
       configTimeout: nullable(Arbitrary.map(int(1, 30), (n) => n * 100 + 50), 2, 1),
       toolTimeout: nullable(Arbitrary.map(int(1, 30), (n) => n * 100 + 50), 3, 1),
       grace: nullable(Arbitrary.map(int(0, 20), (n) => n * 100 + 25)),
-      sink: weighted<Sink>([[5, "sync"], [1, "yield"], [1, "slow"], [1, "failing"], [1, "stall"]]),
+      sink: weighted<Sink>([[3, "sync"], [3, "callback"], [1, "yield"], [1, "slow"], [1, "failing"], [1, "stall"]]),
       stallOn: int(1, 12),
       stepMs: weighted<number>([[2, 250], [1, 100], [1, 1000]]),
       abort
