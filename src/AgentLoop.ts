@@ -17,6 +17,7 @@ import * as EventSink from "./EventSink.ts"
 import { interruptOnAbort } from "./internal/abort.ts"
 import { makeEmitter } from "./internal/emitter.ts"
 import { causeMessage } from "./internal/errorText.ts"
+import { Growing } from "./internal/growing.ts"
 import {
   type AgentMessage,
   type AssistantMessage,
@@ -99,23 +100,45 @@ interface Run<R> {
   readonly config: AgentLoopConfig<R>
   readonly model: ModelShape
   readonly registry: ToolRegistryShape
+  /** The registry's tools as the model sees them, built once per run. */
+  readonly tools: ReadonlyArray<ToolSpec>
   /** The sink as given: batches deliver to it themselves (keeping a synchronous sink's fast path). */
   readonly sink: EventSink.EventSinkShape
   readonly emit: (event: AgentEvent) => Effect.Effect<void>
   readonly signal: AbortSignal | undefined
-  /** The transcript so far; replaced (never mutated in place) so snapshots handed out stay valid. */
-  messages: ReadonlyArray<AgentMessage>
-  readonly newMessages: Array<AgentMessage>
+  /**
+   * The transcript so far. Appending costs the same at any length: snapshots handed out (to hooks, to the
+   * model) are immutable arrays, and the transcript copies itself only on the first append after one was
+   * actually taken (see `Growing`).
+   */
+  readonly transcript: Growing<AgentMessage>
+  /** How many messages of the transcript the default conversion drops (application messages). */
+  dropped: number
+  /** The messages this run added, kept the same way. */
+  readonly newMessages: Growing<AgentMessage>
 }
 
 const isAborted = (run: Run<any>) => run.signal?.aborted === true
 
 const append = <R>(run: Run<R>, message: AgentMessage) => {
-  run.messages = [...run.messages, message]
-  run.newMessages.push(message)
+  run.transcript.append(message)
+  if (!isMessage(message)) run.dropped++
+  run.newMessages.append(message)
 }
 
-const contextOf = <R>(run: Run<R>, systemPrompt: string): AgentContext => ({ systemPrompt, messages: run.messages })
+/**
+ * The context as of now. Its `messages` are taken only when read, so a batch or hook that never looks at the
+ * transcript costs nothing; read later, they are still the messages of this moment.
+ */
+const contextOf = <R>(run: Run<R>, systemPrompt: string): AgentContext => {
+  const messages = run.transcript.later()
+  return {
+    systemPrompt,
+    get messages() {
+      return messages()
+    }
+  }
+}
 
 /**
  * Delivery for the loop's own events: contained (a failing subscriber never ends a run) and, for an
@@ -154,13 +177,16 @@ const closingMessage = (
 /** Builds the model request: `transformContext`, then `convertToLlm`, then the tools' schemas. */
 const buildRequest = <R>(run: Run<R>, systemPrompt: string) =>
   Effect.gen(function*() {
-    const transformed = run.config.transformContext
-      ? yield* run.config.transformContext(run.messages)
-      : run.messages
-    const messages = run.config.convertToLlm
-      ? yield* run.config.convertToLlm(transformed)
-      : defaultConvertToLlm(transformed)
-    return { systemPrompt, messages, tools: toolSpecs(run.registry), options: run.config.modelOptions }
+    const transform = run.config.transformContext
+    const convert = run.config.convertToLlm
+    const transformed = transform ? yield* transform(run.transcript.snapshot()) : undefined
+    let messages: ReadonlyArray<Message>
+    if (convert !== undefined) messages = yield* convert(transformed ?? run.transcript.snapshot())
+    else if (transformed !== undefined) messages = defaultConvertToLlm(transformed)
+    // Nothing to drop: the model reads the transcript itself, with no filtering pass over it.
+    else if (run.dropped === 0) messages = run.transcript.snapshot() as ReadonlyArray<Message>
+    else messages = defaultConvertToLlm(run.transcript.peek())
+    return { systemPrompt, messages, tools: run.tools, options: run.config.modelOptions }
   })
 
 /**
@@ -241,9 +267,23 @@ const runToolBatch = <R>(
 }
 
 /** `shouldStopAfterTurn`, with its failure treated as "stop". */
-const stopAfterTurn = <R>(run: Run<R>, context: ShouldStopAfterTurnContext): Effect.Effect<boolean, never, R> => {
+const stopAfterTurn = <R>(
+  run: Run<R>,
+  message: AssistantMessage,
+  toolResults: ReadonlyArray<ToolResultMessage>,
+  systemPrompt: string
+): Effect.Effect<boolean, never, R> => {
   const hook = run.config.shouldStopAfterTurn
   if (hook === undefined) return Effect.succeed(false)
+  const newMessages = run.newMessages.later()
+  const context: ShouldStopAfterTurnContext = {
+    message,
+    toolResults,
+    context: contextOf(run, systemPrompt),
+    get newMessages() {
+      return newMessages()
+    }
+  }
   return Effect.suspend(() => hook(context)).pipe(
     Effect.catchCause((cause) =>
       Effect.as(Effect.logWarning("effect-agent: shouldStopAfterTurn failed; stopping the run", cause), true)
@@ -292,12 +332,7 @@ const runLoop = <R>(run: Run<R>, systemPrompt: string): Effect.Effect<void, neve
         }
         // A terminating batch ends the inner loop; a length stop goes on so the model can retry.
         moreToolCalls = batch !== undefined && !batch.terminate
-        const stop = yield* stopAfterTurn(run, {
-          message,
-          toolResults,
-          context: contextOf(run, systemPrompt),
-          newMessages: run.newMessages.slice()
-        })
+        const stop = yield* stopAfterTurn(run, message, toolResults, systemPrompt)
         if (stop) return
         pending = yield* poll(run.config.getSteeringMessages, "getSteeringMessages")
       }
@@ -320,16 +355,21 @@ const startRun = <R>(
       const interrupted = new AbortController()
       const signal = config.signal ? AbortSignal.any([config.signal, interrupted.signal]) : interrupted.signal
       const sink = yield* EventSink.EventSink
+      const registry = yield* ToolRegistry
       const run: Run<R> = {
         config,
         model: yield* Model,
-        registry: yield* ToolRegistry,
+        registry,
+        tools: toolSpecs(registry),
         sink,
         emit: loopEmit(sink),
         signal,
-        messages: [...context.messages, ...prompts],
-        newMessages: [...prompts]
+        transcript: new Growing(context.messages),
+        dropped: 0,
+        newMessages: new Growing()
       }
+      for (const message of context.messages) if (!isMessage(message)) run.dropped++
+      for (const prompt of prompts) append(run, prompt)
       const body = Effect.gen(function*() {
         yield* run.emit({ type: "agent_start" })
         yield* run.emit({ type: "turn_start" })
@@ -339,7 +379,7 @@ const startRun = <R>(
         if (Exit.isFailure(loop) && !Cause.hasInterruptsOnly(loop.cause)) {
           yield* Effect.logError("effect-agent: the agent loop died", loop.cause)
         }
-        yield* run.emit({ type: "agent_end", messages: run.newMessages.slice() })
+        yield* run.emit({ type: "agent_end", messages: run.newMessages.snapshot() })
       })
       const fiber = yield* Effect.forkChild(Effect.interruptible(body), { startImmediately: true })
       yield* restore(Fiber.await(fiber)).pipe(
@@ -350,7 +390,7 @@ const startRun = <R>(
           })
         )
       )
-      return run.newMessages.slice()
+      return run.newMessages.snapshot()
     })
   )
 
