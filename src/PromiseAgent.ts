@@ -59,6 +59,10 @@ export class PromiseAgent {
   reset(): Promise<void> {
     return this.#run((agent) => agent.reset)
   }
+  /** Replaces the transcript (the array is copied). Rejects with `AgentBusy` while a run is active. */
+  setMessages(messages: ReadonlyArray<AgentMessage>): Promise<void> {
+    return this.#run((agent) => agent.setMessages(messages))
+  }
   /**
    * Adds a subscriber, awaited in order for every event. Resolves to a function that removes it. A throwing
    * or rejecting subscriber is logged and never breaks a run.
