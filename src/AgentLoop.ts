@@ -14,7 +14,6 @@ import type { AgentContext } from "./AgentContext.ts"
 import type { AgentEvent } from "./AgentEvent.ts"
 import type { AssistantMessageEvent } from "./AssistantMessageEvent.ts"
 import * as EventSink from "./EventSink.ts"
-import { interruptOnAbort } from "./internal/abort.ts"
 import { makeEmitter } from "./internal/emitter.ts"
 import { causeMessage } from "./internal/errorText.ts"
 import { Growing } from "./internal/growing.ts"
@@ -190,6 +189,27 @@ const buildRequest = <R>(run: Run<R>, systemPrompt: string) =>
   })
 
 /**
+ * Runs the model call in a child fiber that is interrupted when the signal fires, and waits for it to finish
+ * interrupting. The child starts at once, with no trip through the scheduler; an abort raised while it runs
+ * synchronously is caught by the call's own event handler (which stops at the next event) and by the check
+ * right after the fork. A call that finished synchronously needs no listener at all.
+ */
+const abortable = <A, E, R>(work: Effect.Effect<A, E, R>, signal: AbortSignal): Effect.Effect<A, E, R> =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.flatMap(Effect.forkChild(restore(work), { startImmediately: true }), (fiber) => {
+      const exit = fiber.pollUnsafe()
+      if (exit !== undefined) return exit
+      const onAbort = () => fiber.interruptUnsafe()
+      if (signal.aborted) onAbort()
+      else signal.addEventListener("abort", onAbort, { once: true })
+      return restore(Fiber.join(fiber)).pipe(
+        Effect.onInterrupt(() => Fiber.interrupt(fiber)),
+        Effect.ensuring(Effect.sync(() => signal.removeEventListener("abort", onAbort)))
+      )
+    })
+  )
+
+/**
  * Streams one assistant response, announcing it (`message_start`, `message_update`s, `message_end`).
  * Always returns a message: failures become `stopReason: "error"`, an abort `stopReason: "aborted"` with
  * whatever had arrived.
@@ -200,6 +220,8 @@ const streamAssistantResponse = <R>(run: Run<R>, systemPrompt: string): Effect.E
     let final: AssistantMessage | undefined
     let started = false
     const onEvent = (event: AssistantMessageEvent): Effect.Effect<void> => {
+      // Aborted while the stream was delivering synchronously: stop here, as the signal's listener would.
+      if (isAborted(run)) return Effect.interrupt
       switch (event.type) {
         case "start":
           partial = event.partial
@@ -230,7 +252,7 @@ const streamAssistantResponse = <R>(run: Run<R>, systemPrompt: string): Effect.E
       ))
     const exit = isAborted(run)
       ? Exit.interrupt()
-      : yield* Effect.exit(run.signal ? interruptOnAbort(call, run.signal) : call)
+      : yield* Effect.exit(run.signal ? abortable(call, run.signal) : call)
     const now = yield* Clock.currentTimeMillis
     let message: AssistantMessage
     if (Exit.isSuccess(exit) && !isAborted(run)) {
@@ -477,7 +499,75 @@ export const agentLoopAsyncIterable = (
   context: AgentContext,
   config: AgentLoopConfig,
   layer: RunLayer
-): AsyncIterable<AgentEvent> => Stream.toAsyncIterable(agentLoop(prompts, context, config).pipe(Stream.provide(layer)))
+): AsyncIterable<AgentEvent> => ({
+  [Symbol.asyncIterator]: () => {
+    // The run delivers into a plain buffer (no Effect, no fiber per event); the iterator drains it and waits
+    // only when it is empty. Unbounded like the run's own transcript: every event is kept until read.
+    let buffer: Array<AgentEvent | undefined> = []
+    let head = 0
+    let wake: (() => void) | undefined
+    let exit: Exit.Exit<unknown, unknown> | undefined
+    let fiber: Fiber.Fiber<unknown, unknown> | undefined
+    const notify = () => {
+      const f = wake
+      wake = undefined
+      f?.()
+    }
+    const start = () => {
+      fiber = Effect.runFork(
+        runAgentLoop(prompts, context, config).pipe(
+          Effect.provideService(
+            EventSink.EventSink,
+            EventSink.fromCallback((event) => {
+              buffer.push(event)
+              notify()
+            })
+          ),
+          Effect.provide(layer)
+        )
+      )
+      fiber.addObserver((done) => {
+        exit = done
+        notify()
+      })
+    }
+    const stop = async (): Promise<IteratorResult<AgentEvent>> => {
+      const running = fiber
+      if (running !== undefined && exit === undefined) await Effect.runPromise(Fiber.interrupt(running))
+      buffer = []
+      head = 0
+      return { done: true, value: undefined }
+    }
+    return {
+      next: async (): Promise<IteratorResult<AgentEvent>> => {
+        if (fiber === undefined) start()
+        while (true) {
+          if (head < buffer.length) {
+            const value = buffer[head]!
+            buffer[head++] = undefined
+            if (head === buffer.length) {
+              buffer = []
+              head = 0
+            }
+            return { done: false, value }
+          }
+          if (exit !== undefined) {
+            if (Exit.isFailure(exit) && !Cause.hasInterruptsOnly(exit.cause)) throw Cause.squash(exit.cause)
+            return { done: true, value: undefined }
+          }
+          await new Promise<void>((resolve) => {
+            wake = resolve
+          })
+        }
+      },
+      return: stop,
+      throw: async (error: unknown) => {
+        await stop()
+        throw error
+      }
+    }
+  }
+})
 
 /**
  * A run as a Promise of the messages it added, for code without Effect; events go to `onEvent` (awaited
