@@ -65,7 +65,8 @@ export interface Work {
 /** One side: a run resolves with the number of events consumed. */
 export interface LoopSide {
   readonly name: "ours" | "pi"
-  readonly loop: (work: Work, consumer: Consumer) => Promise<number>
+  /** `onEvent` is called for every event consumed (the memory probe samples there). */
+  readonly loop: (work: Work, consumer: Consumer, onEvent?: () => void) => Promise<number>
   /** The stateful agent: sets its transcript (untimed by callers), then `prompt`s. */
   readonly agent: {
     readonly reset: (messages: ReadonlyArray<AgentMessage>, script: ReadonlyArray<AssistantMessage>) => Promise<void>
@@ -234,13 +235,19 @@ export const makeOurs = (shape: Shape, delayMs = 0): LoopSide => {
   let agentEvents = 0
   return {
     name: "ours",
-    loop: async (work, consumer) => {
+    loop: async (work, consumer, onEvent) => {
       const model = ourModel(work.script)
       const context = { systemPrompt: "", messages: work.context }
       if (consumer === "iterate") {
         const layer = Layer.merge(Layer.succeed(Model, model), Layer.succeed(ToolRegistry, registry))
         let count = 0
-        for await (const _ of agentLoopAsyncIterable([PROMPT], context, configOf(work), layer)) count++
+        if (onEvent === undefined) for await (const _ of agentLoopAsyncIterable([PROMPT], context, configOf(work), layer)) count++
+        else {
+          for await (const _ of agentLoopAsyncIterable([PROMPT], context, configOf(work), layer)) {
+            count++
+            onEvent()
+          }
+        }
         return count
       }
       let count = 0
@@ -370,13 +377,19 @@ export const makePi = (shape: Shape, delayMs = 0): LoopSide => {
   let agentScript: { script: ReadonlyArray<AssistantMessage>; step: number } = { script: [FINAL], step: 0 }
   return {
     name: "pi",
-    loop: async (work, consumer) => {
+    loop: async (work, consumer, onEvent) => {
       const context = { systemPrompt: "", messages: work.context as Array<PiAgentMessage>, tools }
       const prompts = [PROMPT as PiAgentMessage]
       if (consumer === "iterate") {
         const stream = piAgentLoop(prompts, context, configOf(work), undefined, piStreamFn(work.script))
         let count = 0
-        for await (const _ of stream as AsyncIterable<PiEvent>) count++
+        if (onEvent === undefined) for await (const _ of stream as AsyncIterable<PiEvent>) count++
+        else {
+          for await (const _ of stream as AsyncIterable<PiEvent>) {
+            count++
+            onEvent()
+          }
+        }
         await stream.result()
         return count
       }

@@ -83,3 +83,49 @@ export const compare = async (
   }
   return samples
 }
+
+/** A run of one side that resolves with the number of events it consumed. */
+export interface Runner {
+  readonly run: () => Promise<number>
+  readonly events: number
+}
+
+/** The same work on both sides, and optionally each side's no-call run to subtract. */
+export interface RunnerPair {
+  readonly ours: Runner
+  readonly pi: Runner
+  readonly baseline?: { readonly ours: Runner; readonly pi: Runner } | undefined
+}
+
+/**
+ * Like {@link compare} for any pair of runners: the sides alternate (and which goes first alternates), each
+ * sample is a mean over `iters` runs minus, when there is a baseline, a baseline sample taken right before
+ * it on the same side, so drift in machine load cancels out. Every run's event count is checked.
+ */
+export const compareRunners = async (
+  pair: RunnerPair,
+  p: Plan,
+  label: string
+): Promise<{ ours: Array<number>; pi: Array<number> }> => {
+  const samples = { ours: [] as Array<number>, pi: [] as Array<number> }
+  const spent = { ours: 0, pi: 0 }
+  const one = async (name: "ours" | "pi") => {
+    const base = pair.baseline?.[name]
+    const b = base === undefined ? 0 : await sample(base.run, p.iters, base.events, `${label} ${name} baseline`, p.rewarm)
+    const r = pair[name]
+    return (await sample(r.run, p.iters, r.events, `${label} ${name}`, p.rewarm)) - b
+  }
+  for (let w = 0; w < p.warm; w++) {
+    for (const name of ["ours", "pi"] as const) await one(name)
+  }
+  for (let r = 0; r < p.reps; r++) {
+    const order = r % 2 === 0 ? (["ours", "pi"] as const) : (["pi", "ours"] as const)
+    for (const name of order) {
+      if (samples[name].length > 0 && spent[name] > p.budgetUs) continue
+      const t0 = now()
+      samples[name].push(await one(name))
+      spent[name] += now() - t0
+    }
+  }
+  return samples
+}

@@ -258,11 +258,17 @@ export const make = <R = never>(
 
     const deliver = (signal: AbortSignal) => (event: AgentEvent): Effect.Effect<void> =>
       delivery.withPermit(
-        Effect.gen(function*() {
-          yield* SubscriptionRef.update(state, (current) => states.reduce(current, event))
-          for (const listener of listeners) {
-            yield* contain(`a subscriber on ${event.type}`, () => listener(event, signal))
-          }
+        Effect.suspend(() => {
+          const update = SubscriptionRef.update(state, (current) => states.reduce(current, event))
+          // The subscribers at the time of the event, each awaited in turn.
+          const current = listeners
+          if (current.length === 0) return update
+          const what = `a subscriber on ${event.type}`
+          if (current.length === 1) return Effect.andThen(update, contain(what, () => current[0]!(event, signal)))
+          return Effect.andThen(
+            update,
+            Effect.forEach(current, (listener) => contain(what, () => listener(event, signal)), { discard: true })
+          )
         })
       )
 
