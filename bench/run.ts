@@ -30,7 +30,7 @@ import {
   turnsScript,
   type Work
 } from "./loop.ts"
-import { compareRunners, type Runner, type RunnerPair } from "./measure.ts"
+import { compareRunners, cpuNow, type Runner, type RunnerPair } from "./measure.ts"
 import { type MemoryResult, spawnMemory } from "./memory.ts"
 import { spawnStartup, type StartupResult } from "./startup.ts"
 import { median, round, summarize, table } from "./stats.ts"
@@ -118,7 +118,7 @@ const perCall = async (
       : undefined
   }
   const label = `${consumer} ${mode} n=${n} ${shape}${hooks ? " +hooks" : ""}`
-  const samples = await compareRunners(runners, p, label)
+  const samples = await compareRunners(runners, p, label, cpuNow)
   const ours = summarize(samples.ours.map((t) => t / n))
   const pi = summarize(samples.pi.map((t) => t / n))
   const row: PerCallRow = {
@@ -182,7 +182,8 @@ const batchRows = async () => {
         (side) => expected(side, n),
         p,
         `executeToolCalls ${mode} ${n}`,
-        (side) => side.baseline
+        (side) => side.baseline,
+        cpuNow
       )
       const ours = median(samples.ours) / n
       const pi = median(samples.pi) / n
@@ -268,7 +269,12 @@ const turnRows = async () => {
       const pairOf: RunnerPair = api === "agentLoop"
         ? { ours: runner(pair.ours, work, "iterate"), pi: runner(pair.pi, work, "iterate") }
         : { ours: agentRunner(pair.ours, context, script, events), pi: agentRunner(pair.pi, context, script, events) }
-      const samples = await compareRunners(pairOf, { iters, rewarm: 1, warm: 1, reps: c.reps, budgetUs: 20e6 }, `${c.name} ${api}`)
+      const samples = await compareRunners(
+        pairOf,
+        { iters, rewarm: 1, warm: 1, reps: c.reps, budgetUs: 20e6 },
+        `${c.name} ${api}`,
+        cpuNow
+      )
       // Per model call: the run's turns plus the final answer.
       const calls = c.turns + 1
       const ours = median(samples.ours) / calls
