@@ -16,7 +16,7 @@ export class Growing<A> {
 
   /** Starts from a copy of `initial`, so the caller's array is never touched. */
   constructor(initial: ReadonlyArray<A> = []) {
-    this.buffer = initial.slice()
+    this.buffer = copyWithRoom(initial)
   }
 
   get length(): number {
@@ -25,7 +25,7 @@ export class Growing<A> {
 
   append(item: A): void {
     if (this.shared) {
-      this.buffer = this.buffer.slice()
+      this.buffer = copyWithRoom(this.buffer)
       this.shared = false
     }
     this.buffer.push(item)
@@ -61,4 +61,18 @@ export class Growing<A> {
       return read
     }
   }
+}
+
+/**
+ * A copy with room to grow: the appends that follow a copy-on-write then fill spare capacity instead of
+ * reallocating the whole array again (for a long transcript each reallocation is a large-object allocation,
+ * far more costly than its size suggests).
+ */
+const copyWithRoom = <A>(items: ReadonlyArray<A>): Array<A> => {
+  const length = items.length
+  // V8 keeps the backing store when an array is shortened by less than half of it.
+  const copy = new Array<A>(length + (length >> 2) + 16)
+  for (let i = 0; i < length; i++) copy[i] = items[i]!
+  copy.length = length
+  return copy
 }
