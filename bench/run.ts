@@ -51,7 +51,7 @@ const SHAPES: ReadonlyArray<Shape> = ["succeed", "sync", "promise"]
 const plan = (n: number): Plan => {
   if (n <= 1000) {
     const iters = Math.max(1, Math.round(2000 / n))
-    return { iters, rewarm: Math.max(1, Math.round(iters / 4)), warm: 1, reps: QUICK ? 3 : 7, budgetUs: 5e6 }
+    return { iters, rewarm: Math.max(1, Math.round(iters / 4)), warm: 1, reps: QUICK ? 3 : 5, budgetUs: 5e6 }
   }
   if (n <= 10_000) return { iters: 1, rewarm: 1, warm: 0, reps: QUICK ? 2 : 3, budgetUs: 5e6 }
   return { iters: 1, rewarm: 0, warm: 0, reps: 1, budgetUs: 0 }
@@ -255,9 +255,9 @@ const turnRows = async () => {
   const pair = sidesFor("succeed")
   const rows: Array<Record<string, unknown>> = []
   const cases = [
-    { name: "500 short turns", turns: 500, context: 0, reps: QUICK ? 3 : 7 },
-    { name: "10 turns from an empty transcript", turns: 10, context: 0, reps: QUICK ? 3 : 9 },
-    { name: "10 turns from a 20 000-message transcript", turns: 10, context: 20_000, reps: QUICK ? 3 : 9 }
+    { name: "500 short turns", turns: 500, context: 0, reps: QUICK ? 3 : 5 },
+    { name: "10 turns from an empty transcript", turns: 10, context: 0, reps: QUICK ? 3 : 5 },
+    { name: "10 turns from a 20 000-message transcript", turns: 10, context: 20_000, reps: QUICK ? 3 : 5 }
   ]
   for (const c of cases) {
     const context = transcriptOf(c.context)
