@@ -26,7 +26,7 @@ import {
   toolCallsOf,
   type ToolResultMessage
 } from "./Message.ts"
-import { Model, type ModelOptions, type ModelShape, type ToolSpec } from "./Model.ts"
+import { Model, type ModelOptions, type ModelRequest, type ModelShape, type ToolSpec } from "./Model.ts"
 import { executeToolCalls, type ToolBatchResult, type ToolExecutionConfig } from "./ToolExecution.ts"
 import { ToolRegistry, type ToolRegistryShape } from "./ToolRegistry.ts"
 
@@ -101,8 +101,6 @@ interface Run<R> {
   readonly registry: ToolRegistryShape
   /** The registry's tools as the model sees them, built once per run. */
   readonly tools: ReadonlyArray<ToolSpec>
-  /** The sink as given: batches deliver to it themselves (keeping a synchronous sink's fast path). */
-  readonly sink: EventSink.EventSinkShape
   readonly emit: (event: AgentEvent) => Effect.Effect<void>
   readonly signal: AbortSignal | undefined
   /**
@@ -174,10 +172,17 @@ const closingMessage = (
 })
 
 /** Builds the model request: `transformContext`, then `convertToLlm`, then the tools' schemas. */
-const buildRequest = <R>(run: Run<R>, systemPrompt: string) =>
-  Effect.gen(function*() {
-    const transform = run.config.transformContext
-    const convert = run.config.convertToLlm
+const buildRequest = <R>(run: Run<R>, systemPrompt: string): Effect.Effect<ModelRequest, unknown, R> => {
+  const transform = run.config.transformContext
+  const convert = run.config.convertToLlm
+  if (transform === undefined && convert === undefined) {
+    // No hook to run: the request is built right here, without an Effect per step.
+    const messages = run.dropped === 0
+      ? run.transcript.snapshot() as ReadonlyArray<Message>
+      : defaultConvertToLlm(run.transcript.peek())
+    return Effect.succeed({ systemPrompt, messages, tools: run.tools, options: run.config.modelOptions })
+  }
+  return Effect.gen(function*() {
     const transformed = transform ? yield* transform(run.transcript.snapshot()) : undefined
     let messages: ReadonlyArray<Message>
     if (convert !== undefined) messages = yield* convert(transformed ?? run.transcript.snapshot())
@@ -187,6 +192,7 @@ const buildRequest = <R>(run: Run<R>, systemPrompt: string) =>
     else messages = defaultConvertToLlm(run.transcript.peek())
     return { systemPrompt, messages, tools: run.tools, options: run.config.modelOptions }
   })
+}
 
 /**
  * Runs the model call in a child fiber that is interrupted when the signal fires, and waits for it to finish
@@ -253,14 +259,18 @@ const streamAssistantResponse = <R>(run: Run<R>, systemPrompt: string): Effect.E
     const exit = isAborted(run)
       ? Exit.interrupt()
       : yield* Effect.exit(run.signal ? abortable(call, run.signal) : call)
-    const now = yield* Clock.currentTimeMillis
     let message: AssistantMessage
-    if (Exit.isSuccess(exit) && !isAborted(run)) {
-      message = final ?? closingMessage(run, partial, "error", "The model stream ended without a final message", now)
-    } else if (isAborted(run) || Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)) {
-      message = closingMessage(run, partial, "aborted", "Request was aborted", now)
+    if (Exit.isSuccess(exit) && !isAborted(run) && final !== undefined) {
+      message = final
     } else {
-      message = closingMessage(run, partial, "error", Exit.isFailure(exit) ? causeMessage(exit.cause) : "", now)
+      const now = yield* Clock.currentTimeMillis
+      if (Exit.isSuccess(exit) && !isAborted(run)) {
+        message = closingMessage(run, partial, "error", "The model stream ended without a final message", now)
+      } else if (isAborted(run) || Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)) {
+        message = closingMessage(run, partial, "aborted", "Request was aborted", now)
+      } else {
+        message = closingMessage(run, partial, "error", Exit.isFailure(exit) ? causeMessage(exit.cause) : "", now)
+      }
     }
     if (!started) yield* run.emit({ type: "message_start", message })
     yield* run.emit({ type: "message_end", message })
@@ -272,7 +282,7 @@ const runToolBatch = <R>(
   run: Run<R>,
   message: AssistantMessage,
   systemPrompt: string
-): Effect.Effect<ToolBatchResult, never, R> => {
+): Effect.Effect<ToolBatchResult, never, ToolRegistry | R> => {
   const skipReason = message.stopReason === "length"
     ? NOT_RUN_AFTER_LENGTH
     : message.stopReason === "error"
@@ -285,7 +295,7 @@ const runToolBatch = <R>(
     signal,
     skipReason,
     context: contextOf(run, systemPrompt)
-  }).pipe(Effect.provideService(ToolRegistry, run.registry), Effect.provideService(EventSink.EventSink, run.sink))
+  })
 }
 
 /** `shouldStopAfterTurn`, with its failure treated as "stop". */
@@ -326,10 +336,14 @@ const poll = <R>(queue: Effect.Effect<ReadonlyArray<AgentMessage>, never, R> | u
     )
 
 /** The two nested loops. Ends with `agent_end` on every path. */
-const runLoop = <R>(run: Run<R>, systemPrompt: string): Effect.Effect<void, never, R> =>
+// The run's registry and sink are the ones in the context it runs in: the batch finds them there.
+const runLoop = <R>(run: Run<R>, systemPrompt: string): Effect.Effect<void, never, ToolRegistry | R> =>
   Effect.gen(function*() {
     let firstTurn = true
-    let pending = yield* poll(run.config.getSteeringMessages, "getSteeringMessages")
+    // Built once per run, read once or twice per turn.
+    const steering = poll(run.config.getSteeringMessages, "getSteeringMessages")
+    const followUps = poll(run.config.getFollowUpMessages, "getFollowUpMessages")
+    let pending = yield* steering
     while (true) {
       let moreToolCalls = true
       while (moreToolCalls || pending.length > 0) {
@@ -354,11 +368,12 @@ const runLoop = <R>(run: Run<R>, systemPrompt: string): Effect.Effect<void, neve
         }
         // A terminating batch ends the inner loop; a length stop goes on so the model can retry.
         moreToolCalls = batch !== undefined && !batch.terminate
-        const stop = yield* stopAfterTurn(run, message, toolResults, systemPrompt)
-        if (stop) return
-        pending = yield* poll(run.config.getSteeringMessages, "getSteeringMessages")
+        if (run.config.shouldStopAfterTurn !== undefined && (yield* stopAfterTurn(run, message, toolResults, systemPrompt))) {
+          return
+        }
+        pending = yield* steering
       }
-      pending = yield* poll(run.config.getFollowUpMessages, "getFollowUpMessages")
+      pending = yield* followUps
       if (pending.length === 0) return
     }
   })
@@ -383,7 +398,6 @@ const startRun = <R>(
         model: yield* Model,
         registry,
         tools: toolSpecs(registry),
-        sink,
         emit: loopEmit(sink),
         signal,
         transcript: new Growing(context.messages),
