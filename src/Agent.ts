@@ -133,7 +133,7 @@ type Plain = Omit<AgentState, "messages" | "pendingToolCalls">
 const internals: unique symbol = Symbol("effect-agent/AgentState")
 
 interface Internals {
-  /** The state these belong to: a copy made by spreading has the symbol too, but is not this state. */
+  /** The state these belong to (an object whose prototype is a state would find them too, but is not it). */
   readonly self: AgentState
   readonly messages: () => ReadonlyArray<AgentMessage>
   readonly pending: HashSet.HashSet<string>
@@ -143,7 +143,7 @@ type Built = AgentState & { readonly [internals]: Internals }
 
 const build = (plain: Plain, messages: () => ReadonlyArray<AgentMessage>, pending: HashSet.HashSet<string>): AgentState => {
   let pendingSet: ReadonlySet<string> | undefined
-  const state: Built = {
+  const state = {
     systemPrompt: plain.systemPrompt,
     model: plain.model,
     tools: plain.tools,
@@ -155,10 +155,10 @@ const build = (plain: Plain, messages: () => ReadonlyArray<AgentMessage>, pendin
     },
     get pendingToolCalls() {
       return pendingSet ??= new Set(pending)
-    },
-    [internals]: undefined as unknown as Internals
-  }
-  ;(state as { [internals]: Internals })[internals] = { self: state, messages, pending }
+    }
+  } as Built
+  // Not enumerable: a copy or a comparison of states sees only the public fields.
+  Object.defineProperty(state, internals, { value: { self: state, messages, pending } })
   return state
 }
 
