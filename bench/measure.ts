@@ -31,19 +31,29 @@ export const sample = async (
   iters: number,
   events: number,
   label: string,
-  rewarm = 0
+  rewarm = 0,
+  clock: () => number = now
 ): Promise<number> => {
   collect()
   for (let i = 0; i < rewarm; i++) {
     const count = await run()
     if (count !== events) throw new Error(`${label}: consumed ${count} events, expected ${events}`)
   }
-  const t0 = now()
+  const t0 = clock()
   for (let i = 0; i < iters; i++) {
     const count = await run()
     if (count !== events) throw new Error(`${label}: consumed ${count} events, expected ${events}`)
   }
-  return (now() - t0) / iters
+  return (clock() - t0) / iters
+}
+
+/**
+ * This process's CPU time (user + system, all threads) in microseconds. On a shared machine it counts only
+ * the work this process did, not the time it waited for a core, so it is what CPU-bound rows are timed with.
+ */
+export const cpuNow = (): number => {
+  const u = process.cpuUsage()
+  return u.user + u.system
 }
 
 /**
@@ -58,15 +68,16 @@ export const compare = async (
   eventsOf: (side: Side) => number,
   p: Plan,
   label: string,
-  baselineOf?: (side: Side) => () => Promise<number>
+  baselineOf?: (side: Side) => () => Promise<number>,
+  clock: () => number = now
 ): Promise<{ ours: Array<number>; pi: Array<number> }> => {
   const samples = { ours: [] as Array<number>, pi: [] as Array<number> }
   const spent = { ours: 0, pi: 0 }
   const one = async (side: Side) => {
     const base = baselineOf === undefined
       ? 0
-      : await sample(baselineOf(side), p.iters, baselineEvents(side), `${label} ${side.name} baseline`, p.rewarm)
-    return (await sample(runOf(side), p.iters, eventsOf(side), `${label} ${side.name}`, p.rewarm)) - base
+      : await sample(baselineOf(side), p.iters, baselineEvents(side), `${label} ${side.name} baseline`, p.rewarm, clock)
+    return (await sample(runOf(side), p.iters, eventsOf(side), `${label} ${side.name}`, p.rewarm, clock)) - base
   }
   for (let w = 0; w < p.warm; w++) {
     for (const side of [pair.ours, pair.pi]) await one(side)
@@ -79,6 +90,55 @@ export const compare = async (
       const t0 = now()
       mine.push(await one(side))
       spent[side.name] += now() - t0
+    }
+  }
+  return samples
+}
+
+/** A run of one side that resolves with the number of events it consumed. */
+export interface Runner {
+  readonly run: () => Promise<number>
+  readonly events: number
+}
+
+/** The same work on both sides, and optionally each side's no-call run to subtract. */
+export interface RunnerPair {
+  readonly ours: Runner
+  readonly pi: Runner
+  readonly baseline?: { readonly ours: Runner; readonly pi: Runner } | undefined
+}
+
+/**
+ * Like {@link compare} for any pair of runners: the sides alternate (and which goes first alternates), each
+ * sample is a mean over `iters` runs minus, when there is a baseline, a baseline sample taken right before
+ * it on the same side, so drift in machine load cancels out. Every run's event count is checked.
+ */
+export const compareRunners = async (
+  pair: RunnerPair,
+  p: Plan,
+  label: string,
+  clock: () => number = now
+): Promise<{ ours: Array<number>; pi: Array<number> }> => {
+  const samples = { ours: [] as Array<number>, pi: [] as Array<number> }
+  const spent = { ours: 0, pi: 0 }
+  const one = async (name: "ours" | "pi") => {
+    const base = pair.baseline?.[name]
+    const b = base === undefined
+      ? 0
+      : await sample(base.run, p.iters, base.events, `${label} ${name} baseline`, p.rewarm, clock)
+    const r = pair[name]
+    return (await sample(r.run, p.iters, r.events, `${label} ${name}`, p.rewarm, clock)) - b
+  }
+  for (let w = 0; w < p.warm; w++) {
+    for (const name of ["ours", "pi"] as const) await one(name)
+  }
+  for (let r = 0; r < p.reps; r++) {
+    const order = r % 2 === 0 ? (["ours", "pi"] as const) : (["pi", "ours"] as const)
+    for (const name of order) {
+      if (samples[name].length > 0 && spent[name] > p.budgetUs) continue
+      const t0 = now()
+      samples[name].push(await one(name))
+      spent[name] += now() - t0
     }
   }
   return samples

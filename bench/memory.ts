@@ -1,5 +1,6 @@
 /**
- * Peak memory of one side running one batch, in a fresh process so the two sides never share a heap.
+ * Peak memory of one side running one batch through its public `agentLoop` (events iterated), in a fresh
+ * process so the two sides never share a heap.
  *
  *   node --experimental-strip-types --expose-gc bench/memory.ts <ours|pi> <parallel|sequential> <n>
  *
@@ -10,7 +11,7 @@ import { execFile } from "node:child_process"
 import { dirname, join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { promisify } from "node:util"
-import { makeMessage, makeOurs, makePi, type Mode } from "./harness.ts"
+import { callsMessage, FINAL, type LoopSide, loopEvents, makeOurs, makePi, type Mode, type Work } from "./loop.ts"
 import { collect } from "./stats.ts"
 
 export interface MemoryResult {
@@ -32,10 +33,10 @@ export interface MemoryResult {
 const MB = 1024 * 1024
 
 export const measureMemory = async (sideName: "ours" | "pi", mode: Mode, n: number): Promise<MemoryResult> => {
-  const side = sideName === "ours" ? makeOurs({ toolCount: 1, delayMs: 0 }) : makePi({ toolCount: 1, delayMs: 0 })
-  const warm = makeMessage(100, 1)
-  for (let i = 0; i < 5; i++) await side.run(warm, { mode, hooks: false })
-  const message = makeMessage(n, 1)
+  const side: LoopSide = sideName === "ours" ? makeOurs("succeed") : makePi("succeed")
+  const warm: Work = { mode, hooks: false, script: [callsMessage(100), FINAL], context: [] }
+  for (let i = 0; i < 5; i++) await side.loop(warm, "iterate")
+  const work: Work = { mode, hooks: false, script: [callsMessage(n), FINAL], context: [] }
   collect()
   collect()
   const base = process.memoryUsage()
@@ -47,10 +48,10 @@ export const measureMemory = async (sideName: "ours" | "pi", mode: Mode, n: numb
     if (m.rss > peakRss) peakRss = m.rss
   }
   let k = 0
-  // The batch's last event: ours emits only the batch; pi emits 6 loop events before it.
-  const lastOfBatch = 4 * n + (sideName === "pi" ? 6 : 0)
+  // The batch's last event: 6 loop events (agent_start, turn_start, the prompt, the assistant) come before it.
+  const lastOfBatch = 4 * n + 6
   let live = Number.NaN
-  side.onEvent = () => {
+  const onEvent = () => {
     if ((++k & 63) === 0) sample()
     if (k === lastOfBatch) {
       sample()
@@ -60,7 +61,8 @@ export const measureMemory = async (sideName: "ours" | "pi", mode: Mode, n: numb
   }
   const timer = setInterval(sample, 1)
   const t0 = performance.now()
-  const events = await side.run(message, { mode, hooks: false })
+  const events = await side.loop(work, "iterate", onEvent)
+  if (events !== loopEvents(work)) throw new Error(`memory ${sideName}: ${events} events, expected ${loopEvents(work)}`)
   const wall = performance.now() - t0
   sample()
   clearInterval(timer)

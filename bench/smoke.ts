@@ -1,14 +1,28 @@
 /**
- * A fast check that the benchmark still works: tiny batches, one repetition, every workload of the bench
- * (instant calls in both modes with and without hooks and with 20 tools, 10 ms tools, the floor), on both
- * sides, asserting each produces the expected events. No timing is asserted.
+ * A fast check that the benchmark still works: every workload of `run.ts`, tiny and once, on both sides,
+ * asserting the number of events each run consumed. No timing is asserted.
  *
- *   node --experimental-strip-types --expose-gc bench/smoke.ts   (also spawns the memory probe once per side)
+ *   node --experimental-strip-types --expose-gc bench/smoke.ts   (also spawns the memory and startup probes)
  */
 import { pathToFileURL } from "node:url"
-import { floorArgs, floorEffect, floorPromise, makeMessage, makeOurs, makePi, type Mode, type Side } from "./harness.ts"
-import { baselineEvents, compare, expected } from "./measure.ts"
+import { makeMessage, makeOurs as makeOursBatch, makePi as makePiBatch } from "./harness.ts"
+import {
+  callsMessage,
+  type Consumer,
+  FINAL,
+  type LoopSide,
+  loopEvents,
+  makeOurs,
+  makePi,
+  type Mode,
+  type Shape,
+  transcriptOf,
+  turnsScript,
+  type Work
+} from "./loop.ts"
+import { compare, compareRunners, cpuNow, expected } from "./measure.ts"
 import { spawnMemory } from "./memory.ts"
+import { spawnStartup } from "./startup.ts"
 
 export interface SmokeReport {
   /** Workloads checked, each on both sides. */
@@ -18,67 +32,82 @@ export interface SmokeReport {
 }
 
 const MODES: ReadonlyArray<Mode> = ["parallel", "sequential"]
+const SHAPES: ReadonlyArray<Shape> = ["succeed", "sync", "promise"]
+const CONSUMERS: ReadonlyArray<Consumer> = ["iterate", "callback"]
 const ONCE = { iters: 1, warm: 0, reps: 1, budgetUs: Infinity }
 
 const assertEqual = (actual: unknown, wanted: unknown, what: string) => {
   if (actual !== wanted) throw new Error(`bench smoke: ${what}: got ${String(actual)}, expected ${String(wanted)}`)
 }
 
-/** Runs one batch on a side and checks the events by kind: each call's 4 events, pi's loop events. */
-const checkKinds = async (side: Side, n: number, mode: Mode, hooks: boolean, toolCount: number) => {
-  const kinds = new Map<string, number>()
-  side.onEvent = (type) => kinds.set(type, (kinds.get(type) ?? 0) + 1)
-  try {
-    const total = await side.run(makeMessage(n, toolCount), { mode, hooks })
-    assertEqual(total, expected(side, n), `${side.name} ${mode} events`)
-    assertEqual(kinds.get("tool_execution_start"), n, `${side.name} ${mode} starts`)
-    assertEqual(kinds.get("tool_execution_end"), n, `${side.name} ${mode} ends`)
-    assertEqual(kinds.get("tool_execution_update") ?? 0, 0, `${side.name} ${mode} updates`)
-    // pi also announces the prompt, both assistant messages: 3 more message_start/message_end pairs.
-    const extra = side.name === "pi" ? 3 : 0
-    assertEqual(kinds.get("message_start"), n + extra, `${side.name} ${mode} message_start`)
-    assertEqual(kinds.get("message_end"), n + extra, `${side.name} ${mode} message_end`)
-    return total
-  } finally {
-    side.onEvent = undefined
-  }
-}
-
 export const smoke = async (n = 5): Promise<SmokeReport> => {
   let checks = 0
   let events = 0
-  for (const toolCount of [1, 20]) {
-    const pair = { ours: makeOurs({ toolCount, delayMs: 0 }), pi: makePi({ toolCount, delayMs: 0 }) }
-    for (const side of [pair.ours, pair.pi]) {
-      assertEqual(await side.baseline(), baselineEvents(side), `${side.name} baseline events`)
+  const both = async (sides: ReadonlyArray<LoopSide>, work: Work, consumer: Consumer, what: string) => {
+    for (const side of sides) {
+      const count = await side.loop(work, consumer)
+      assertEqual(count, loopEvents(work), `${side.name} ${what}`)
+      events += count
     }
+    checks++
+  }
+  // Per call: every shape, mode, hooks and consumer, and each side's no-call baseline.
+  for (const shape of SHAPES) {
+    const sides = [makeOurs(shape), makePi(shape)]
     for (const mode of MODES) {
       for (const hooks of [false, true]) {
-        for (const side of [pair.ours, pair.pi]) events += await checkKinds(side, n, mode, hooks, toolCount)
-        const message = makeMessage(n, toolCount)
-        const samples = await compare(
-          pair,
-          (side) => () => side.run(message, { mode, hooks }),
-          (side) => expected(side, n),
-          ONCE,
-          `smoke ${mode} ${toolCount} tools${hooks ? " + hooks" : ""}`
-        )
-        assertEqual(samples.ours.length + samples.pi.length, 2, "one sample per side")
-        events += expected("ours", n) + expected("pi", n)
-        checks++
+        for (const consumer of CONSUMERS) {
+          await both(sides, { mode, hooks, script: [callsMessage(n), FINAL], context: [] }, consumer, `${shape} ${mode} ${consumer}`)
+          await both(sides, { mode, hooks, script: [FINAL, FINAL], context: [], followUp: true }, consumer, "baseline")
+        }
       }
     }
   }
+  // The sampler itself, once per side with a baseline.
+  const [ours, pi] = [makeOurs("succeed"), makePi("succeed")]
+  const work: Work = { mode: "parallel", hooks: false, script: [callsMessage(n), FINAL], context: [] }
+  const base: Work = { mode: "parallel", hooks: false, script: [FINAL, FINAL], context: [], followUp: true }
+  const runner = (side: LoopSide, w: Work) => ({ run: () => side.loop(w, "iterate"), events: loopEvents(w) })
+  const samples = await compareRunners(
+    { ours: runner(ours, work), pi: runner(pi, work), baseline: { ours: runner(ours, base), pi: runner(pi, base) } },
+    ONCE,
+    "smoke sampler",
+    cpuNow
+  )
+  assertEqual(samples.ours.length + samples.pi.length, 2, "one sample per side")
+  checks++
   // Tools that wait 10 ms.
-  const slow = { ours: makeOurs({ toolCount: 1, delayMs: 10 }), pi: makePi({ toolCount: 1, delayMs: 10 }) }
-  for (const mode of MODES) {
-    for (const side of [slow.ours, slow.pi]) events += await checkKinds(side, 2, mode, false, 1)
+  const slow = [makeOurs("succeed", 10), makePi("succeed", 10)]
+  for (const mode of MODES) await both(slow, { mode, hooks: false, script: [callsMessage(2), FINAL], context: [] }, "iterate", `10 ms ${mode}`)
+  // Turns, from an empty and from a long transcript, through the loop and the stateful agents.
+  for (const context of [[], transcriptOf(40)]) {
+    const turns: Work = { mode: "parallel", hooks: false, script: turnsScript(3), context }
+    await both([ours, pi], turns, "iterate", `3 turns from ${context.length} messages`)
+    for (const side of [ours, pi]) {
+      await side.agent.reset(context, turns.script)
+      const count = await side.agent.prompt()
+      assertEqual(count, loopEvents(turns), `${side.name} agent 3 turns from ${context.length} messages`)
+      events += count
+    }
     checks++
   }
-  // The floor.
+  await ours.agent.dispose()
+  await pi.agent.dispose()
+  // executeToolCalls alone against pi's agentLoop.
+  const batch = { ours: makeOursBatch({ toolCount: 1, delayMs: 0 }), pi: makePiBatch({ toolCount: 1, delayMs: 0 }) }
   for (const mode of MODES) {
-    assertEqual(await floorPromise(floorArgs(n), mode), n, `floor promise ${mode}`)
-    assertEqual(await floorEffect(floorArgs(n), mode), n, `floor effect ${mode}`)
+    const message = makeMessage(n, 1)
+    const s = await compare(
+      batch,
+      (side) => () => side.run(message, { mode, hooks: false }),
+      (side) => expected(side, n),
+      ONCE,
+      `smoke executeToolCalls ${mode}`,
+      (side) => side.baseline,
+      cpuNow
+    )
+    assertEqual(s.ours.length + s.pi.length, 2, "one executeToolCalls sample per side")
+    events += expected("ours", n) + expected("pi", n)
     checks++
   }
   return { checks, events }
@@ -88,7 +117,9 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
   const report = await smoke()
   for (const side of ["ours", "pi"] as const) {
     const m = await spawnMemory(side, "parallel", 20)
-    assertEqual(m.events, expected(side, 20), `memory probe ${side} events`)
+    assertEqual(m.events, loopEvents({ mode: "parallel", hooks: false, script: [callsMessage(20), FINAL], context: [] }), `memory probe ${side} events`)
+    const s = await spawnStartup(side)
+    assertEqual(s.first_event, "agent_start", `startup probe ${side}`)
   }
-  console.log(`bench smoke ok: ${report.checks} checks, ${report.events} events, memory probe ok`)
+  console.log(`bench smoke ok: ${report.checks} checks, ${report.events} events, memory and startup probes ok`)
 }

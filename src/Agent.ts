@@ -4,17 +4,24 @@
  *
  * @since 0.1.0
  */
-import { Cause, Clock, Context, Deferred, Effect, Fiber, Layer, Schema, Semaphore, SubscriptionRef } from "effect"
+import { Cause, Clock, Context, Deferred, Effect, Fiber, HashSet, Layer, Schema, Semaphore, SubscriptionRef } from "effect"
 import type { AgentEvent } from "./AgentEvent.ts"
 import { type AgentLoopConfig, CannotContinue, runAgentLoop, runAgentLoopContinue } from "./AgentLoop.ts"
 import * as EventSink from "./EventSink.ts"
 import { contain } from "./internal/contain.ts"
+import { Growing } from "./internal/growing.ts"
 import type { AgentMessage, ImageContent, UserMessage } from "./Message.ts"
 import { Model, type ModelInfo } from "./Model.ts"
 import type { Tool } from "./Tool.ts"
 import { ToolRegistry } from "./ToolRegistry.ts"
 
-/** What the agent shows of itself. Replaced (never mutated) on every change. */
+/**
+ * What the agent shows of itself. Replaced on every change, and never mutated: a state read later (from
+ * `changes`, or kept by a subscriber) still shows its own moment. `messages` and `pendingToolCalls` are
+ * taken when first read, so a change costs the same whatever the transcript's length; reading the current
+ * state's `messages` gives the transcript itself, which the agent then stops appending to (it moves to a
+ * copy on its next message). Spreading a state reads them (a plain copy is still a valid state).
+ */
 export interface AgentState {
   readonly systemPrompt: string
   readonly model: ModelInfo
@@ -119,34 +126,109 @@ interface ActiveRun {
   readonly done: Deferred.Deferred<void>
 }
 
-/** Applies an event to the state, as the transcript and UI fields follow it. */
-const reduce = (state: AgentState, event: AgentEvent): AgentState => {
-  switch (event.type) {
-    case "message_start":
-    case "message_update":
-      return { ...state, streamingMessage: event.message as AgentMessage }
-    case "message_end":
-      return { ...state, streamingMessage: undefined, messages: [...state.messages, event.message as AgentMessage] }
-    case "tool_execution_start": {
-      const pending = new Set(state.pendingToolCalls)
-      pending.add(event.toolCallId)
-      return { ...state, pendingToolCalls: pending }
+/** The plain fields of a state; the two collections are kept apart so that a change never copies them. */
+type Plain = Omit<AgentState, "messages" | "pendingToolCalls">
+
+/** Where a state built here keeps its collections: the transcript as of its moment, the pending ids. */
+const internals: unique symbol = Symbol("effect-agent/AgentState")
+
+interface Internals {
+  /** The state these belong to (an object whose prototype is a state would find them too, but is not it). */
+  readonly self: AgentState
+  readonly messages: () => ReadonlyArray<AgentMessage>
+  readonly pending: HashSet.HashSet<string>
+}
+
+type Built = AgentState & { readonly [internals]: Internals }
+
+const build = (plain: Plain, messages: () => ReadonlyArray<AgentMessage>, pending: HashSet.HashSet<string>): AgentState => {
+  let pendingSet: ReadonlySet<string> | undefined
+  const state = {
+    systemPrompt: plain.systemPrompt,
+    model: plain.model,
+    tools: plain.tools,
+    isStreaming: plain.isStreaming,
+    streamingMessage: plain.streamingMessage,
+    errorMessage: plain.errorMessage,
+    get messages() {
+      return messages()
+    },
+    get pendingToolCalls() {
+      return pendingSet ??= new Set(pending)
     }
-    case "tool_execution_end": {
-      const pending = new Set(state.pendingToolCalls)
-      pending.delete(event.toolCallId)
-      return { ...state, pendingToolCalls: pending }
+  } as Built
+  // Not enumerable: a copy or a comparison of states sees only the public fields.
+  Object.defineProperty(state, internals, { value: { self: state, messages, pending } })
+  return state
+}
+
+const plainOf = (state: AgentState): Plain => ({
+  systemPrompt: state.systemPrompt,
+  model: state.model,
+  tools: state.tools,
+  isStreaming: state.isStreaming,
+  streamingMessage: state.streamingMessage,
+  errorMessage: state.errorMessage
+})
+
+/**
+ * The agent's transcript and its states. The transcript only grows during a run (see `Growing`); each state
+ * holds a deferred snapshot of it. A state set from outside (not built here) is adopted as it is.
+ */
+const makeStates = (initial: ReadonlyArray<AgentMessage>) => {
+  let transcript = new Growing(initial)
+  const internalsOf = (state: AgentState): Internals => {
+    const own = (state as Partial<Built>)[internals]
+    if (own !== undefined && own.self === state) return own
+    transcript = new Growing(state.messages)
+    return { self: state, messages: transcript.later(), pending: HashSet.fromIterable(state.pendingToolCalls) }
+  }
+  /** `state` with some plain fields changed; the collections are shared, not copied. */
+  const patch = (state: AgentState, fields: Partial<Plain>): AgentState => {
+    const { messages, pending } = internalsOf(state)
+    return build({ ...plainOf(state), ...fields }, messages, pending)
+  }
+  return {
+    initial: (plain: Plain) => build(plain, transcript.later(), HashSet.empty()),
+    patch,
+    /** A new transcript (copied from `messages`) and no pending calls. */
+    replace: (state: AgentState, fields: Partial<Plain>, messages: ReadonlyArray<AgentMessage>): AgentState => {
+      transcript = new Growing(messages)
+      return build({ ...plainOf(state), ...fields }, transcript.later(), HashSet.empty())
+    },
+    clearPending: (state: AgentState, fields: Partial<Plain>): AgentState =>
+      build({ ...plainOf(state), ...fields }, internalsOf(state).messages, HashSet.empty()),
+    /** Applies an event to the state, as the transcript and UI fields follow it. O(1) in the transcript. */
+    reduce: (state: AgentState, event: AgentEvent): AgentState => {
+      switch (event.type) {
+        case "message_start":
+        case "message_update":
+          return patch(state, { streamingMessage: event.message as AgentMessage })
+        case "message_end": {
+          const { pending } = internalsOf(state)
+          transcript.append(event.message as AgentMessage)
+          return build({ ...plainOf(state), streamingMessage: undefined }, transcript.later(), pending)
+        }
+        case "tool_execution_start": {
+          const { messages, pending } = internalsOf(state)
+          return build(plainOf(state), messages, HashSet.add(pending, event.toolCallId))
+        }
+        case "tool_execution_end": {
+          const { messages, pending } = internalsOf(state)
+          return build(plainOf(state), messages, HashSet.remove(pending, event.toolCallId))
+        }
+        case "turn_end": {
+          const message = event.message as AgentMessage
+          return message.role === "assistant" && typeof message.errorMessage === "string"
+            ? patch(state, { errorMessage: message.errorMessage })
+            : state
+        }
+        case "agent_end":
+          return patch(state, { streamingMessage: undefined })
+        default:
+          return state
+      }
     }
-    case "turn_end": {
-      const message = event.message as AgentMessage
-      return message.role === "assistant" && typeof message.errorMessage === "string"
-        ? { ...state, errorMessage: message.errorMessage }
-        : state
-    }
-    case "agent_end":
-      return { ...state, streamingMessage: undefined }
-    default:
-      return state
   }
 }
 
@@ -158,16 +240,15 @@ export const make = <R = never>(
     const model = yield* Model
     const registry = yield* ToolRegistry
     const services = yield* Effect.context<Model | ToolRegistry | R>()
-    const state = yield* SubscriptionRef.make<AgentState>({
+    const states = makeStates(options.messages ?? [])
+    const state = yield* SubscriptionRef.make<AgentState>(states.initial({
       systemPrompt: options.systemPrompt ?? "",
       model: model.info,
       tools: registry.tools.map((entry) => entry.tool),
-      messages: options.messages ?? [],
       isStreaming: false,
       streamingMessage: undefined,
-      pendingToolCalls: new Set<string>(),
       errorMessage: undefined
-    })
+    }))
     const steering = new MessageQueue(options.steeringMode ?? "one-at-a-time")
     const followUps = new MessageQueue(options.followUpMode ?? "one-at-a-time")
     let listeners: ReadonlyArray<Listener> = []
@@ -177,11 +258,17 @@ export const make = <R = never>(
 
     const deliver = (signal: AbortSignal) => (event: AgentEvent): Effect.Effect<void> =>
       delivery.withPermit(
-        Effect.gen(function*() {
-          yield* SubscriptionRef.update(state, (current) => reduce(current, event))
-          for (const listener of listeners) {
-            yield* contain(`a subscriber on ${event.type}`, () => listener(event, signal))
-          }
+        Effect.suspend(() => {
+          const update = SubscriptionRef.update(state, (current) => states.reduce(current, event))
+          // The subscribers at the time of the event, each awaited in turn.
+          const current = listeners
+          if (current.length === 0) return update
+          const what = `a subscriber on ${event.type}`
+          if (current.length === 1) return Effect.andThen(update, contain(what, () => current[0]!(event, signal)))
+          return Effect.andThen(
+            update,
+            Effect.forEach(current, (listener) => contain(what, () => listener(event, signal)), { discard: true })
+          )
         })
       )
 
@@ -207,12 +294,8 @@ export const make = <R = never>(
           if (active !== undefined) return yield* new AgentBusy({ message: busy })
           const run: ActiveRun = { controller: new AbortController(), done: Deferred.makeUnsafe<void>() }
           active = run
-          const snapshot = yield* SubscriptionRef.updateAndGet(state, (current) => ({
-            ...current,
-            isStreaming: true,
-            streamingMessage: undefined,
-            errorMessage: undefined
-          }))
+          const snapshot = yield* SubscriptionRef.updateAndGet(state, (current) =>
+            states.patch(current, { isStreaming: true, streamingMessage: undefined, errorMessage: undefined }))
           const config: AgentLoopConfig<R> = {
             ...options,
             signal: run.controller.signal,
@@ -238,12 +321,8 @@ export const make = <R = never>(
               )
             )
           )
-          yield* SubscriptionRef.update(state, (current) => ({
-            ...current,
-            isStreaming: false,
-            streamingMessage: undefined,
-            pendingToolCalls: new Set<string>()
-          }))
+          yield* SubscriptionRef.update(state, (current) =>
+            states.clearPending(current, { isStreaming: false, streamingMessage: undefined }))
           active = undefined
           yield* Deferred.succeed(run.done, undefined)
           if (exit._tag === "Failure" && !Cause.hasInterruptsOnly(exit.cause)) return yield* Effect.failCause(exit.cause)
@@ -319,17 +398,16 @@ export const make = <R = never>(
             steering.items = []
             followUps.items = []
           }),
-          SubscriptionRef.update(state, (current) => ({
-            ...current,
-            messages: [],
-            streamingMessage: undefined,
-            pendingToolCalls: new Set<string>(),
-            errorMessage: undefined
-          }))
+          SubscriptionRef.update(state, (current) =>
+            states.replace(current, { streamingMessage: undefined, errorMessage: undefined }, []))
         )),
-      setSystemPrompt: (systemPrompt) => SubscriptionRef.update(state, (current) => ({ ...current, systemPrompt })),
+      setSystemPrompt: (systemPrompt) =>
+        SubscriptionRef.update(state, (current) => states.patch(current, { systemPrompt })),
       setMessages: (messages) =>
-        whenIdle(SET_MESSAGES_BUSY, () => SubscriptionRef.update(state, (current) => ({ ...current, messages }))),
+        whenIdle(
+          SET_MESSAGES_BUSY,
+          () => SubscriptionRef.update(state, (current) => states.replace(current, {}, messages))
+        ),
       subscribe: (listener) =>
         Effect.sync(() => {
           listeners = [...listeners, listener]

@@ -14,9 +14,9 @@ import type { AgentContext } from "./AgentContext.ts"
 import type { AgentEvent } from "./AgentEvent.ts"
 import type { AssistantMessageEvent } from "./AssistantMessageEvent.ts"
 import * as EventSink from "./EventSink.ts"
-import { interruptOnAbort } from "./internal/abort.ts"
 import { makeEmitter } from "./internal/emitter.ts"
 import { causeMessage } from "./internal/errorText.ts"
+import { Growing } from "./internal/growing.ts"
 import {
   type AgentMessage,
   type AssistantMessage,
@@ -26,7 +26,7 @@ import {
   toolCallsOf,
   type ToolResultMessage
 } from "./Message.ts"
-import { Model, type ModelOptions, type ModelShape, type ToolSpec } from "./Model.ts"
+import { Model, type ModelOptions, type ModelRequest, type ModelShape, type ToolSpec } from "./Model.ts"
 import { executeToolCalls, type ToolBatchResult, type ToolExecutionConfig } from "./ToolExecution.ts"
 import { ToolRegistry, type ToolRegistryShape } from "./ToolRegistry.ts"
 
@@ -99,23 +99,43 @@ interface Run<R> {
   readonly config: AgentLoopConfig<R>
   readonly model: ModelShape
   readonly registry: ToolRegistryShape
-  /** The sink as given: batches deliver to it themselves (keeping a synchronous sink's fast path). */
-  readonly sink: EventSink.EventSinkShape
+  /** The registry's tools as the model sees them, built once per run. */
+  readonly tools: ReadonlyArray<ToolSpec>
   readonly emit: (event: AgentEvent) => Effect.Effect<void>
   readonly signal: AbortSignal | undefined
-  /** The transcript so far; replaced (never mutated in place) so snapshots handed out stay valid. */
-  messages: ReadonlyArray<AgentMessage>
-  readonly newMessages: Array<AgentMessage>
+  /**
+   * The transcript so far. Appending costs the same at any length: snapshots handed out (to hooks, to the
+   * model) are immutable arrays, and the transcript copies itself only on the first append after one was
+   * actually taken (see `Growing`).
+   */
+  readonly transcript: Growing<AgentMessage>
+  /** How many messages of the transcript the default conversion drops (application messages). */
+  dropped: number
+  /** The messages this run added, kept the same way. */
+  readonly newMessages: Growing<AgentMessage>
 }
 
 const isAborted = (run: Run<any>) => run.signal?.aborted === true
 
 const append = <R>(run: Run<R>, message: AgentMessage) => {
-  run.messages = [...run.messages, message]
-  run.newMessages.push(message)
+  run.transcript.append(message)
+  if (!isMessage(message)) run.dropped++
+  run.newMessages.append(message)
 }
 
-const contextOf = <R>(run: Run<R>, systemPrompt: string): AgentContext => ({ systemPrompt, messages: run.messages })
+/**
+ * The context as of now. Its `messages` are taken only when read, so a batch or hook that never looks at the
+ * transcript costs nothing; read later, they are still the messages of this moment.
+ */
+const contextOf = <R>(run: Run<R>, systemPrompt: string): AgentContext => {
+  const messages = run.transcript.later()
+  return {
+    systemPrompt,
+    get messages() {
+      return messages()
+    }
+  }
+}
 
 /**
  * Delivery for the loop's own events: contained (a failing subscriber never ends a run) and, for an
@@ -152,16 +172,48 @@ const closingMessage = (
 })
 
 /** Builds the model request: `transformContext`, then `convertToLlm`, then the tools' schemas. */
-const buildRequest = <R>(run: Run<R>, systemPrompt: string) =>
-  Effect.gen(function*() {
-    const transformed = run.config.transformContext
-      ? yield* run.config.transformContext(run.messages)
-      : run.messages
-    const messages = run.config.convertToLlm
-      ? yield* run.config.convertToLlm(transformed)
-      : defaultConvertToLlm(transformed)
-    return { systemPrompt, messages, tools: toolSpecs(run.registry), options: run.config.modelOptions }
+const buildRequest = <R>(run: Run<R>, systemPrompt: string): Effect.Effect<ModelRequest, unknown, R> => {
+  const transform = run.config.transformContext
+  const convert = run.config.convertToLlm
+  if (transform === undefined && convert === undefined) {
+    // No hook to run: the request is built right here, without an Effect per step.
+    const messages = run.dropped === 0
+      ? run.transcript.snapshot() as ReadonlyArray<Message>
+      : defaultConvertToLlm(run.transcript.peek())
+    return Effect.succeed({ systemPrompt, messages, tools: run.tools, options: run.config.modelOptions })
+  }
+  return Effect.gen(function*() {
+    const transformed = transform ? yield* transform(run.transcript.snapshot()) : undefined
+    let messages: ReadonlyArray<Message>
+    if (convert !== undefined) messages = yield* convert(transformed ?? run.transcript.snapshot())
+    else if (transformed !== undefined) messages = defaultConvertToLlm(transformed)
+    // Nothing to drop: the model reads the transcript itself, with no filtering pass over it.
+    else if (run.dropped === 0) messages = run.transcript.snapshot() as ReadonlyArray<Message>
+    else messages = defaultConvertToLlm(run.transcript.peek())
+    return { systemPrompt, messages, tools: run.tools, options: run.config.modelOptions }
   })
+}
+
+/**
+ * Runs the model call in a child fiber that is interrupted when the signal fires, and waits for it to finish
+ * interrupting. The child starts at once, with no trip through the scheduler; an abort raised while it runs
+ * synchronously is caught by the call's own event handler (which stops at the next event) and by the check
+ * right after the fork. A call that finished synchronously needs no listener at all.
+ */
+const abortable = <A, E, R>(work: Effect.Effect<A, E, R>, signal: AbortSignal): Effect.Effect<A, E, R> =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.flatMap(Effect.forkChild(restore(work), { startImmediately: true }), (fiber) => {
+      const exit = fiber.pollUnsafe()
+      if (exit !== undefined) return exit
+      const onAbort = () => fiber.interruptUnsafe()
+      if (signal.aborted) onAbort()
+      else signal.addEventListener("abort", onAbort, { once: true })
+      return restore(Fiber.join(fiber)).pipe(
+        Effect.onInterrupt(() => Fiber.interrupt(fiber)),
+        Effect.ensuring(Effect.sync(() => signal.removeEventListener("abort", onAbort)))
+      )
+    })
+  )
 
 /**
  * Streams one assistant response, announcing it (`message_start`, `message_update`s, `message_end`).
@@ -174,6 +226,8 @@ const streamAssistantResponse = <R>(run: Run<R>, systemPrompt: string): Effect.E
     let final: AssistantMessage | undefined
     let started = false
     const onEvent = (event: AssistantMessageEvent): Effect.Effect<void> => {
+      // Aborted while the stream was delivering synchronously: stop here, as the signal's listener would.
+      if (isAborted(run)) return Effect.interrupt
       switch (event.type) {
         case "start":
           partial = event.partial
@@ -204,15 +258,19 @@ const streamAssistantResponse = <R>(run: Run<R>, systemPrompt: string): Effect.E
       ))
     const exit = isAborted(run)
       ? Exit.interrupt()
-      : yield* Effect.exit(run.signal ? interruptOnAbort(call, run.signal) : call)
-    const now = yield* Clock.currentTimeMillis
+      : yield* Effect.exit(run.signal ? abortable(call, run.signal) : call)
     let message: AssistantMessage
-    if (Exit.isSuccess(exit) && !isAborted(run)) {
-      message = final ?? closingMessage(run, partial, "error", "The model stream ended without a final message", now)
-    } else if (isAborted(run) || Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)) {
-      message = closingMessage(run, partial, "aborted", "Request was aborted", now)
+    if (Exit.isSuccess(exit) && !isAborted(run) && final !== undefined) {
+      message = final
     } else {
-      message = closingMessage(run, partial, "error", Exit.isFailure(exit) ? causeMessage(exit.cause) : "", now)
+      const now = yield* Clock.currentTimeMillis
+      if (Exit.isSuccess(exit) && !isAborted(run)) {
+        message = closingMessage(run, partial, "error", "The model stream ended without a final message", now)
+      } else if (isAborted(run) || Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)) {
+        message = closingMessage(run, partial, "aborted", "Request was aborted", now)
+      } else {
+        message = closingMessage(run, partial, "error", Exit.isFailure(exit) ? causeMessage(exit.cause) : "", now)
+      }
     }
     if (!started) yield* run.emit({ type: "message_start", message })
     yield* run.emit({ type: "message_end", message })
@@ -224,7 +282,7 @@ const runToolBatch = <R>(
   run: Run<R>,
   message: AssistantMessage,
   systemPrompt: string
-): Effect.Effect<ToolBatchResult, never, R> => {
+): Effect.Effect<ToolBatchResult, never, ToolRegistry | R> => {
   const skipReason = message.stopReason === "length"
     ? NOT_RUN_AFTER_LENGTH
     : message.stopReason === "error"
@@ -237,13 +295,27 @@ const runToolBatch = <R>(
     signal,
     skipReason,
     context: contextOf(run, systemPrompt)
-  }).pipe(Effect.provideService(ToolRegistry, run.registry), Effect.provideService(EventSink.EventSink, run.sink))
+  })
 }
 
 /** `shouldStopAfterTurn`, with its failure treated as "stop". */
-const stopAfterTurn = <R>(run: Run<R>, context: ShouldStopAfterTurnContext): Effect.Effect<boolean, never, R> => {
+const stopAfterTurn = <R>(
+  run: Run<R>,
+  message: AssistantMessage,
+  toolResults: ReadonlyArray<ToolResultMessage>,
+  systemPrompt: string
+): Effect.Effect<boolean, never, R> => {
   const hook = run.config.shouldStopAfterTurn
   if (hook === undefined) return Effect.succeed(false)
+  const newMessages = run.newMessages.later()
+  const context: ShouldStopAfterTurnContext = {
+    message,
+    toolResults,
+    context: contextOf(run, systemPrompt),
+    get newMessages() {
+      return newMessages()
+    }
+  }
   return Effect.suspend(() => hook(context)).pipe(
     Effect.catchCause((cause) =>
       Effect.as(Effect.logWarning("effect-agent: shouldStopAfterTurn failed; stopping the run", cause), true)
@@ -264,10 +336,14 @@ const poll = <R>(queue: Effect.Effect<ReadonlyArray<AgentMessage>, never, R> | u
     )
 
 /** The two nested loops. Ends with `agent_end` on every path. */
-const runLoop = <R>(run: Run<R>, systemPrompt: string): Effect.Effect<void, never, R> =>
+// The run's registry and sink are the ones in the context it runs in: the batch finds them there.
+const runLoop = <R>(run: Run<R>, systemPrompt: string): Effect.Effect<void, never, ToolRegistry | R> =>
   Effect.gen(function*() {
     let firstTurn = true
-    let pending = yield* poll(run.config.getSteeringMessages, "getSteeringMessages")
+    // Built once per run, read once or twice per turn.
+    const steering = poll(run.config.getSteeringMessages, "getSteeringMessages")
+    const followUps = poll(run.config.getFollowUpMessages, "getFollowUpMessages")
+    let pending = yield* steering
     while (true) {
       let moreToolCalls = true
       while (moreToolCalls || pending.length > 0) {
@@ -292,16 +368,12 @@ const runLoop = <R>(run: Run<R>, systemPrompt: string): Effect.Effect<void, neve
         }
         // A terminating batch ends the inner loop; a length stop goes on so the model can retry.
         moreToolCalls = batch !== undefined && !batch.terminate
-        const stop = yield* stopAfterTurn(run, {
-          message,
-          toolResults,
-          context: contextOf(run, systemPrompt),
-          newMessages: run.newMessages.slice()
-        })
-        if (stop) return
-        pending = yield* poll(run.config.getSteeringMessages, "getSteeringMessages")
+        if (run.config.shouldStopAfterTurn !== undefined && (yield* stopAfterTurn(run, message, toolResults, systemPrompt))) {
+          return
+        }
+        pending = yield* steering
       }
-      pending = yield* poll(run.config.getFollowUpMessages, "getFollowUpMessages")
+      pending = yield* followUps
       if (pending.length === 0) return
     }
   })
@@ -320,16 +392,20 @@ const startRun = <R>(
       const interrupted = new AbortController()
       const signal = config.signal ? AbortSignal.any([config.signal, interrupted.signal]) : interrupted.signal
       const sink = yield* EventSink.EventSink
+      const registry = yield* ToolRegistry
       const run: Run<R> = {
         config,
         model: yield* Model,
-        registry: yield* ToolRegistry,
-        sink,
+        registry,
+        tools: toolSpecs(registry),
         emit: loopEmit(sink),
         signal,
-        messages: [...context.messages, ...prompts],
-        newMessages: [...prompts]
+        transcript: new Growing(context.messages),
+        dropped: 0,
+        newMessages: new Growing()
       }
+      for (const message of context.messages) if (!isMessage(message)) run.dropped++
+      for (const prompt of prompts) append(run, prompt)
       const body = Effect.gen(function*() {
         yield* run.emit({ type: "agent_start" })
         yield* run.emit({ type: "turn_start" })
@@ -339,7 +415,7 @@ const startRun = <R>(
         if (Exit.isFailure(loop) && !Cause.hasInterruptsOnly(loop.cause)) {
           yield* Effect.logError("effect-agent: the agent loop died", loop.cause)
         }
-        yield* run.emit({ type: "agent_end", messages: run.newMessages.slice() })
+        yield* run.emit({ type: "agent_end", messages: run.newMessages.snapshot() })
       })
       const fiber = yield* Effect.forkChild(Effect.interruptible(body), { startImmediately: true })
       yield* restore(Fiber.await(fiber)).pipe(
@@ -350,7 +426,7 @@ const startRun = <R>(
           })
         )
       )
-      return run.newMessages.slice()
+      return run.newMessages.snapshot()
     })
   )
 
@@ -437,7 +513,75 @@ export const agentLoopAsyncIterable = (
   context: AgentContext,
   config: AgentLoopConfig,
   layer: RunLayer
-): AsyncIterable<AgentEvent> => Stream.toAsyncIterable(agentLoop(prompts, context, config).pipe(Stream.provide(layer)))
+): AsyncIterable<AgentEvent> => ({
+  [Symbol.asyncIterator]: () => {
+    // The run delivers into a plain buffer (no Effect, no fiber per event); the iterator drains it and waits
+    // only when it is empty. Unbounded like the run's own transcript: every event is kept until read.
+    let buffer: Array<AgentEvent | undefined> = []
+    let head = 0
+    let wake: (() => void) | undefined
+    let exit: Exit.Exit<unknown, unknown> | undefined
+    let fiber: Fiber.Fiber<unknown, unknown> | undefined
+    const notify = () => {
+      const f = wake
+      wake = undefined
+      f?.()
+    }
+    const start = () => {
+      fiber = Effect.runFork(
+        runAgentLoop(prompts, context, config).pipe(
+          Effect.provideService(
+            EventSink.EventSink,
+            EventSink.fromCallback((event) => {
+              buffer.push(event)
+              notify()
+            })
+          ),
+          Effect.provide(layer)
+        )
+      )
+      fiber.addObserver((done) => {
+        exit = done
+        notify()
+      })
+    }
+    const stop = async (): Promise<IteratorResult<AgentEvent>> => {
+      const running = fiber
+      if (running !== undefined && exit === undefined) await Effect.runPromise(Fiber.interrupt(running))
+      buffer = []
+      head = 0
+      return { done: true, value: undefined }
+    }
+    return {
+      next: async (): Promise<IteratorResult<AgentEvent>> => {
+        if (fiber === undefined) start()
+        while (true) {
+          if (head < buffer.length) {
+            const value = buffer[head]!
+            buffer[head++] = undefined
+            if (head === buffer.length) {
+              buffer = []
+              head = 0
+            }
+            return { done: false, value }
+          }
+          if (exit !== undefined) {
+            if (Exit.isFailure(exit) && !Cause.hasInterruptsOnly(exit.cause)) throw Cause.squash(exit.cause)
+            return { done: true, value: undefined }
+          }
+          await new Promise<void>((resolve) => {
+            wake = resolve
+          })
+        }
+      },
+      return: stop,
+      throw: async (error: unknown) => {
+        await stop()
+        throw error
+      }
+    }
+  }
+})
 
 /**
  * A run as a Promise of the messages it added, for code without Effect; events go to `onEvent` (awaited

@@ -59,6 +59,10 @@ export class PromiseAgent {
   reset(): Promise<void> {
     return this.#run((agent) => agent.reset)
   }
+  /** Replaces the transcript (the array is copied). Rejects with `AgentBusy` while a run is active. */
+  setMessages(messages: ReadonlyArray<AgentMessage>): Promise<void> {
+    return this.#run((agent) => agent.setMessages(messages))
+  }
   /**
    * Adds a subscriber, awaited in order for every event. Resolves to a function that removes it. A throwing
    * or rejecting subscriber is logged and never breaks a run.
@@ -66,7 +70,15 @@ export class PromiseAgent {
   subscribe(listener: (event: AgentEvent, signal: AbortSignal) => void | Promise<void>): Promise<() => Promise<void>> {
     return this.#run((agent) =>
       Effect.map(
-        agent.subscribe((event, signal) => Effect.tryPromise(async () => await listener(event, signal))),
+        agent.subscribe((event, signal) =>
+          Effect.suspend(() => {
+            // A listener that returns nothing is done: no promise to wait for, no trip through the microtask queue.
+            const result = listener(event, signal)
+            return result !== undefined && typeof (result as Promise<void>).then === "function"
+              ? Effect.tryPromise(() => result as Promise<void>)
+              : Effect.void
+          })
+        ),
         (unsubscribe) => () => this.#runtime.runPromise(unsubscribe)
       )
     )

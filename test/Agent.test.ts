@@ -618,6 +618,18 @@ describe("Agent", () => {
         assert.isUndefined(final.errorMessage)
       }))
 
+    it.effect("a state keeps its moment, and a plain copy set from outside is taken as it is", () =>
+      Effect.gen(function*() {
+        const { agent } = yield* setup([say("one"), say("two")])
+        yield* agent.prompt("first")
+        const state = yield* stateOf(agent)
+        yield* SubscriptionRef.set(agent.state, { ...state, messages: state.messages.slice(0, 1) })
+        yield* agent.prompt("second")
+        const after = yield* stateOf(agent)
+        assert.deepStrictEqual(after.messages.map((m) => textOf(m)), ["first", "second", "two"])
+        assert.deepStrictEqual(state.messages.map((m) => textOf(m)), ["first", "one"], "the earlier state is unchanged")
+      }))
+
     it.effect("errorMessage is set by a failed turn and cleared by the next run", () =>
       Effect.gen(function*() {
         const { agent } = yield* setup([{ fail: "rate limited", as: "error" }, say("fine")])

@@ -4,6 +4,7 @@ import { Effect, Layer, Schema } from "effect"
 import type { AgentEvent } from "../src/AgentEvent.ts"
 import { agentLoopAsyncIterable, runAgentLoopPromise } from "../src/AgentLoop.ts"
 import type { AgentMessage, UserMessage } from "../src/Message.ts"
+import { Model } from "../src/Model.ts"
 import * as ScriptedModel from "../src/ScriptedModel.ts"
 import * as Tool from "../src/Tool.ts"
 import { ToolRegistry } from "../src/ToolRegistry.ts"
@@ -49,6 +50,39 @@ describe("AgentLoop adapters", () => {
     expect(types.at(-1)).toBe("agent_end")
     expect(types.filter((t) => t === "tool_execution_end")).toHaveLength(1)
     expect(types.filter((t) => t === "turn_end")).toHaveLength(2)
+  })
+
+  it("agentLoopAsyncIterable yields the events in the order the run emits them, none lost or repeated", async () => {
+    const script = [
+      ScriptedModel.callTools([
+        ScriptedModel.toolCall("c1", "add", { a: 1, b: 2 }),
+        ScriptedModel.toolCall("c2", "add", { a: 3, b: 4 })
+      ]),
+      ScriptedModel.say("done")
+    ]
+    const emitted: Array<AgentEvent> = []
+    await runAgentLoopPromise([user], context, {}, setup(script).layer, (event) => void emitted.push(event))
+    const iterated: Array<AgentEvent> = []
+    for await (const event of agentLoopAsyncIterable([user], context, {}, setup(script).layer)) {
+      iterated.push(event)
+      // A consumer slower than the run: every event is buffered until read.
+      await Promise.resolve()
+    }
+    const label = (e: AgentEvent) => "toolCallId" in e ? `${e.type}:${e.toolCallId}` : e.type
+    expect(iterated.map(label)).toEqual(emitted.map(label))
+  })
+
+  it("agentLoopAsyncIterable throws the error of a layer that cannot be built", async () => {
+    const broken = Layer.merge(
+      ToolRegistry.layer(Add).pipe(Layer.provide(Add.toLayer(() => Effect.succeed(Tool.textResult("0"))))),
+      Layer.effect(Model, Effect.fail(new Error("no model here")))
+    )
+    const iterate = async () => {
+      for await (const _ of agentLoopAsyncIterable([user], context, {}, broken)) {
+        // no event is expected
+      }
+    }
+    await expect(iterate()).rejects.toThrow("no model here")
   })
 
   it("breaking out of the iteration stops the run: the running tool is interrupted", async () => {

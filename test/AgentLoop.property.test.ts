@@ -6,12 +6,16 @@
  *
  * Whatever happens: the event stream ends with exactly one `agent_end`; start/end events balance; every tool
  * call in the returned messages has exactly one tool result after it and before the next assistant message;
- * the model is never called after an abort.
+ * the model is never called after an abort. The transcript is appended to without copying, so these also
+ * check that every array the run handed out (model requests, hook contexts read at once or only after the
+ * run) still shows its own moment.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema, SubscriptionRef } from "effect"
 import * as Agent from "../src/Agent.ts"
 import type { AgentEvent } from "../src/AgentEvent.ts"
+import type { ShouldStopAfterTurnContext } from "../src/AgentLoop.ts"
+import { Growing } from "../src/internal/growing.ts"
 import type { AgentMessage } from "../src/Message.ts"
 import { Model } from "../src/Model.ts"
 import * as ScriptedModel from "../src/ScriptedModel.ts"
@@ -153,7 +157,48 @@ const checkRun = (events: ReadonlyArray<AgentEvent>, messages: ReadonlyArray<Age
 
 const RUNS = 300
 
+/** What can be done to a growing list: append, take a snapshot now, take one to read later, read one. */
+const GrowingOp = Schema.Union([
+  Schema.Struct({ op: Schema.Literal("append") }),
+  Schema.Struct({ op: Schema.Literal("snapshot") }),
+  Schema.Struct({ op: Schema.Literal("later") }),
+  Schema.Struct({ op: Schema.Literal("read"), which: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 50 })) })
+])
+
 describe("AgentLoop properties", () => {
+  it.effect.prop(
+    "the transcript appends without copying per message, and every snapshot keeps its own moment",
+    { initial: Schema.Array(Schema.Int).check(Schema.isMaxLength(5)), ops: Schema.Array(GrowingOp).check(Schema.isMaxLength(60)) },
+    ({ initial, ops }) =>
+      Effect.sync(() => {
+        const source = initial.slice()
+        const list = new Growing<number>(source)
+        const model: Array<number> = [...initial]
+        let next = 1000
+        const arrays: Array<{ readonly array: ReadonlyArray<number>; readonly copy: ReadonlyArray<number> }> = []
+        const pending: Array<{ readonly read: () => ReadonlyArray<number>; readonly length: number }> = []
+        for (const op of ops) {
+          if (op.op === "append") {
+            list.append(next)
+            model.push(next++)
+          } else if (op.op === "snapshot") {
+            const array = list.snapshot()
+            arrays.push({ array, copy: array.slice() })
+          } else if (op.op === "later") pending.push({ read: list.later(), length: model.length })
+          else if (pending.length > 0) {
+            const { read, length } = pending[op.which % pending.length]!
+            const array = read()
+            assert.strictEqual(read(), array, "a deferred snapshot reads the same array every time")
+            arrays.push({ array, copy: model.slice(0, length) })
+          }
+          assert.deepStrictEqual(list.peek(), model)
+        }
+        for (const { read, length } of pending) arrays.push({ array: read(), copy: model.slice(0, length) })
+        for (const { array, copy } of arrays) assert.deepStrictEqual(array, copy, "a snapshot never changes")
+        assert.deepStrictEqual(source, initial, "the initial array is never touched")
+      })
+  )
+
   it.effect.prop(
     "random conversations: one agent_end, balanced events, well-formed transcript, no model call after abort",
     { scenario: Scenario },
@@ -178,7 +223,10 @@ describe("AgentLoop properties", () => {
           }
         })
         let turns = 0
-        const { events, messages } = yield* within(runLoop({
+        // What each turn's hook context should show: the messages ended so far.
+        const held: Array<{ readonly context: ShouldStopAfterTurnContext; readonly ended: number; readonly read?: { readonly array: ReadonlyArray<AgentMessage>; readonly copy: ReadonlyArray<AgentMessage> } }> = []
+        const requestCopies: Array<ReadonlyArray<unknown>> = []
+        const { events, messages, requests } = yield* within(runLoop({
           script: [],
           model,
           tools: toolsFor(h),
@@ -189,10 +237,31 @@ describe("AgentLoop properties", () => {
             abandonAfter: "50 millis",
             getSteeringMessages: Effect.sync(() => h.steering.splice(0, 1)),
             getFollowUpMessages: Effect.sync(() => h.followUps.splice(0)),
-            shouldStopAfterTurn: () => Effect.sync(() => ++turns === scenario.stopAfterTurn)
+            shouldStopAfterTurn: (context) =>
+              Effect.sync(() => {
+                const ended = recorder.events.filter((e) => e.type === "message_end").length
+                // Every other turn reads its context at once; the rest are read only after the run.
+                if (turns % 2 === 0) {
+                  const array = context.context.messages
+                  held.push({ context, ended, read: { array, copy: array.slice() } })
+                } else held.push({ context, ended })
+                for (const request of Effect.runSync(model.requests).slice(requestCopies.length)) {
+                  requestCopies.push(request.messages.slice())
+                }
+                return ++turns === scenario.stopAfterTurn
+              })
           }
         }), "the run ends")
         checkRun(events, messages, h)
+        const transcript = [user("hi"), ...messages.slice(1)]
+        for (const { context, ended, read } of held) {
+          if (read !== undefined) assert.deepStrictEqual(read.array, read.copy, "a context read during the run never changes")
+          assert.deepStrictEqual(context.context.messages, transcript.slice(0, ended), "a context shows its own moment")
+          assert.deepStrictEqual(context.newMessages, messages.slice(0, ended), "newMessages shows its own moment")
+        }
+        requestCopies.forEach((copy, i) =>
+          assert.deepStrictEqual(requests[i]!.messages, copy, "a model request's messages never change")
+        )
       }),
     { timeout: 60_000, arbitrary: { runs: RUNS } }
   )
@@ -224,9 +293,19 @@ describe("AgentLoop properties", () => {
           return agent.abort
         })
         const events: Array<AgentEvent> = []
+        // The states subscribers saw, some read at once and some only at the end: each keeps its moment.
+        const held: Array<{ readonly state: Agent.AgentState; readonly ended: number; readonly pending: ReadonlyArray<string>; readonly read?: ReadonlyArray<AgentMessage> }> = []
+        let ended = 0
+        const pending = new Set<string>()
         yield* agent.subscribe((event) =>
           Effect.gen(function*() {
             events.push(event)
+            if (event.type === "message_end") ended++
+            if (event.type === "tool_execution_start") pending.add(event.toolCallId)
+            if (event.type === "tool_execution_end") pending.delete(event.toolCallId)
+            const now = yield* SubscriptionRef.get(agent.state)
+            const read = events.length % 2 === 0 ? now.messages : undefined
+            held.push({ state: now, ended, pending: [...pending].sort(), ...(read ? { read } : {}) })
             for (const injection of scenario.injections) {
               if (injection.at !== events.length - 1) continue
               if (injection.kind === "abort") yield* h.abortRun
@@ -250,6 +329,12 @@ describe("AgentLoop properties", () => {
         }
         const state = yield* SubscriptionRef.get(agent.state)
         assertWellFormed(state.messages)
+        for (const seen of held) {
+          const expected = state.messages.slice(0, seen.ended)
+          if (seen.read !== undefined) assert.deepStrictEqual(seen.read, expected, "messages read at once never change")
+          assert.deepStrictEqual(seen.state.messages, expected, "a state keeps the transcript of its moment")
+          assert.deepStrictEqual([...seen.state.pendingToolCalls].sort(), seen.pending, "a state keeps its pending calls")
+        }
         assert.isFalse(state.isStreaming)
         assert.strictEqual(state.pendingToolCalls.size, 0)
       }),
