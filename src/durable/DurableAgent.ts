@@ -102,11 +102,25 @@ type StepOutcome = typeof StepOutcome.Type
 /** A failure whose text is exactly the stored text: the batch and the loop read failures by their message. */
 const replayFailure = (message: string) => Effect.fail(new Error(message))
 
+/**
+ * The value as the store will give it back: JSON, so keys holding `undefined` are dropped. The live run
+ * continues with this same value, so a replay cannot differ from it. A value JSON cannot hold (a bigint, a
+ * cycle) becomes a failure saying so, rather than a run that cannot be stored.
+ */
+const storable = (value: unknown): StepOutcome => {
+  if (value === undefined) return { _tag: "ok" }
+  try {
+    const json = JSON.stringify(value)
+    return json === undefined ? { _tag: "ok" } : { _tag: "ok", value: JSON.parse(json) }
+  } catch (error) {
+    return { _tag: "failed", message: `The result cannot be stored in the run: ${causeMessage(Cause.die(error))}` }
+  }
+}
+
 /** Runs `effect` and turns its result or failure into a storable outcome; an interruption stays one. */
 const toOutcome = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<StepOutcome, never, R> =>
   Effect.matchCauseEffect(effect, {
-    // JSON has no `undefined`: an absent value is stored as an absent key.
-    onSuccess: (value) => Effect.succeed<StepOutcome>(value === undefined ? { _tag: "ok" } : { _tag: "ok", value }),
+    onSuccess: (value) => Effect.succeed(storable(value)),
     onFailure: (cause) =>
       Cause.hasInterruptsOnly(cause)
         ? Effect.failCause(cause as Cause.Cause<never>)
@@ -271,7 +285,8 @@ export const layer = <R = never>(
       Effect.provideService(ToolRegistry, durableRegistry(execution, registry)),
       Effect.provideService(EventSink.EventSink, sink)
     )
-    return messages.filter(isMessage)
+    // Stored as JSON: keys holding `undefined` (e.g. a result without details) are dropped, not refused.
+    return JSON.parse(JSON.stringify(messages.filter(isMessage))) as Array<Message>
   }))
   return Layer.provideMerge(workflow, RunListeners.layer) as any
 }

@@ -2,8 +2,9 @@
  * Pieces of the `node:sqlite` client that are not API: error classification, parameter binding and the
  * prepared-statement cache.
  */
+import { Effect } from "effect"
 import { SqlError as SqlErrors } from "effect/sql"
-import type { SQLInputValue, StatementSync } from "node:sqlite"
+import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite"
 
 const SQLITE_CORRUPT = 11
 const SQLITE_NOTADB = 26
@@ -87,3 +88,30 @@ export class StatementCache {
     }
   }
 }
+
+/**
+ * Holds an exclusive SQLite lock on `<file>-owner` until the scope closes, so only one process at a time
+ * works on a store. The operating system drops the lock when the process dies, even by SIGKILL, so a resumed
+ * store never waits for a lease to expire. A second process gets a `LockTimeoutError` reason at once.
+ */
+export const holdOwnerLock = (file: string) =>
+  Effect.acquireRelease(
+    Effect.try({
+      try: () => {
+        const db = new DatabaseSync(`${file}-owner`, { timeout: 0 })
+        try {
+          db.exec("PRAGMA locking_mode = EXCLUSIVE")
+          db.exec("BEGIN EXCLUSIVE")
+        } catch (cause) {
+          db.close()
+          throw cause
+        }
+        return db
+      },
+      catch: (cause) =>
+        new SqlErrors.SqlError({
+          reason: classifyError(cause, `The run store ${file} is in use by another process`, "lock")
+        })
+    }),
+    (db) => Effect.sync(() => db.isOpen && db.close())
+  )

@@ -1,0 +1,51 @@
+/**
+ * The embedded store of durable runs: effect's cluster workflow engine (`ClusterWorkflowEngine` on a
+ * `SingleRunner` with SQL message and runner storage) over one SQLite file, no server.
+ *
+ * @since 0.1.0
+ */
+import { NodeCrypto } from "@effect/platform-node"
+import { Layer } from "effect"
+import { ClusterWorkflowEngine, SingleRunner } from "effect/cluster"
+import type { SqlClient, SqlError } from "effect/sql"
+import type { WorkflowEngine } from "effect/workflow"
+import * as os from "node:os"
+import * as path from "node:path"
+import { StartLedger } from "./internal/ledger.ts"
+import { holdOwnerLock } from "./internal/sqlite.ts"
+import { SqliteClient, type SqliteClientConfig } from "./SqliteClient.ts"
+
+/** The state folder: `$EFFECT_AGENT_HOME`, by default `~/.effect-agent`. */
+export const stateFolder = (env: NodeJS.ProcessEnv = process.env): string =>
+  env.EFFECT_AGENT_HOME !== undefined && env.EFFECT_AGENT_HOME !== ""
+    ? env.EFFECT_AGENT_HOME
+    : path.join(os.homedir(), ".effect-agent")
+
+/** The default store file: `runs.db` in the state folder. */
+export const defaultStoreFile = (env: NodeJS.ProcessEnv = process.env): string =>
+  path.join(stateFolder(env), "runs.db")
+
+/**
+ * The workflow engine and start ledger of durable runs, persisted in the SQLite file of `config`. Fails
+ * with a typed `SqlError` when the file cannot be opened (locked past the busy timeout, corrupted, no
+ * permission). Unfinished runs in the file are taken up again by the engine as soon as the layer is built
+ * and the workflow is registered.
+ */
+export const layer = (
+  config: SqliteClientConfig
+): Layer.Layer<
+  WorkflowEngine.WorkflowEngine | StartLedger | SqlClient.SqlClient | SqliteClient,
+  SqlError.SqlError
+> =>
+  ClusterWorkflowEngine.layer.pipe(
+    Layer.provideMerge(StartLedger.layerSql),
+    // Messages and replies (the runs' history) are in the file. Shard ownership is not: the owner lock below
+    // already makes this process the only one, and a lease in the file would make a resume after kill -9
+    // wait for it to expire (35 s by default).
+    Layer.provide(Layer.orDie(SingleRunner.layer({ runnerStorage: "memory" }))),
+    Layer.provide(NodeCrypto.layerDigest),
+    Layer.provideMerge(SqliteClient.layer(config)),
+    Layer.provide(
+      config.filename === ":memory:" ? Layer.empty : Layer.effectDiscard(holdOwnerLock(config.filename))
+    )
+  )
