@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { NodeCrypto } from "@effect/platform-node"
+import * as NodeCrypto from "@effect/platform-node/NodeCrypto"
 import { Layer } from "effect"
 import { ClusterWorkflowEngine, SingleRunner } from "effect/cluster"
 import type { SqlClient, SqlError } from "effect/sql"

@@ -12,18 +12,17 @@
  * Scenarios:
  * - `batch`: one parallel batch of `append` calls (bash-like, not idempotent): c1..c3 finish at once, c4
  *   appends `c4-start` then sleeps for a minute; plus `probe` (idempotent), which logs its attempt and key and
- *   hangs on its first attempt. Then a final answer.
- * - `stream`: one long streamed answer, slow enough to be killed in the middle.
- * - `approval`: every call needs an approval; with RUNNER_APPROVAL=hang the approval of c2 never comes.
+ *   hangs on its first attempt. Then a final answer, streamed slowly enough to be killed in the middle.
+ * - `approval`: two quick `append` calls, each needing an approval; with RUNNER_APPROVAL=hang the approval
+ *   of c2 never comes.
  */
-import { NodeServices } from "@effect/platform-node"
 import { Effect, Layer, Schema, Stream } from "effect"
 import { appendFileSync } from "node:fs"
 import { join } from "node:path"
-import { labelOf } from "../support/loop.ts"
 import * as DurableAgent from "../../src/durable/DurableAgent.ts"
 import * as DurableStore from "../../src/durable/DurableStore.ts"
 import { ToolAttempt } from "../../src/durable/ToolAttempt.ts"
+import type { AgentEvent } from "../../src/AgentEvent.ts"
 import * as EventSink from "../../src/EventSink.ts"
 import { Model, type ModelRequest, type ModelShape } from "../../src/Model.ts"
 import * as ScriptedModel from "../../src/ScriptedModel.ts"
@@ -32,7 +31,28 @@ import { ToolRegistry } from "../../src/ToolRegistry.ts"
 
 const [store, work, runId, scenario] = process.argv.slice(2) as [string, string, string, string]
 const out = join(work, "out.txt")
-const say = (line: string) => process.stdout.write(line + "\n")
+const say = (line: string) =>
+  process.stdout.write((process.env.RUNNER_TIMES ? `${performance.now().toFixed(0)} ` : "") + line + "\n")
+
+/** The event labels of test/support/loop.ts (not imported: it pulls in pi, which is slow to load). */
+const labelOf = (event: AgentEvent): string => {
+  const e = event as any
+  switch (e.type) {
+    case "message_start":
+    case "message_end":
+      return `${e.type}:${e.message.role}${e.message.role === "assistant" ? `:${e.message.stopReason}` : ""}${
+        e.message.role === "toolResult" ? `:${e.message.toolCallId}` : ""
+      }`
+    case "message_update":
+      return `message_update:${e.assistantMessageEvent?.type}`
+    case "tool_execution_start":
+    case "tool_execution_update":
+    case "tool_execution_end":
+      return `${e.type}:${e.toolCallId}`
+    default:
+      return e.type
+  }
+}
 
 const AppendParams = Schema.Struct({ line: Schema.String, sleepMillis: Schema.Number })
 const append = Tool.make("append", { description: "Appends a line to out.txt, then sleeps", parameters: AppendParams })
@@ -66,24 +86,21 @@ const call = (id: string, line: string, sleepMillis = 0) =>
   ScriptedModel.toolCall(id, "append", { line, sleepMillis })
 
 const stepFor = (turn: number): ScriptedModel.Step => {
-  switch (scenario) {
-    case "batch":
-      return turn === 0
-        ? ScriptedModel.callTools([
-          call("c1", "c1"),
-          call("c2", "c2"),
-          call("c3", "c3"),
-          call("c4", "c4-start", 60_000),
-          ScriptedModel.toolCall("p1", "probe", {})
-        ])
-        : ScriptedModel.say("all done")
-    case "stream":
-      return ScriptedModel.say("one two three four five six seven eight nine ten", { delay: "150 millis" })
-    default:
-      return turn === 0
-        ? ScriptedModel.callTools([call("c1", "c1-start", 60_000), call("c2", "c2")])
-        : ScriptedModel.say("approved and done")
+  if (scenario === "batch") {
+    return turn === 0
+      ? ScriptedModel.callTools([
+        call("c1", "c1"),
+        call("c2", "c2"),
+        call("c3", "c3"),
+        call("c4", "c4-start", 60_000),
+        ScriptedModel.toolCall("p1", "probe", {})
+      ])
+      // Slow enough to be killed while it streams.
+      : ScriptedModel.say("all done: c1, c2 and c3 ran, c4 was cut by the crash", { delay: "100 millis" })
   }
+  return turn === 0
+    ? ScriptedModel.callTools([call("c1", "c1"), call("c2", "c2")])
+    : ScriptedModel.say("approved and done")
 }
 
 /** A scripted model that answers by turn (so a new process continues where the run is). */
@@ -111,12 +128,11 @@ const approvals = scenario === "approval"
 
 const services = DurableAgent.layer(approvals).pipe(
   Layer.provide([Layer.succeed(Model, model), Layer.orDie(tools)]),
-  Layer.provideMerge(DurableStore.layer({ filename: store })),
-  Layer.provide(NodeServices.layer)
+  Layer.provideMerge(DurableStore.layer({ filename: store }))
 )
 
 const program = DurableAgent.run({ runId, prompts: [{ role: "user", content: "go", timestamp: 0 }] }).pipe(
-  Effect.provideService(EventSink.EventSink, EventSink.fromCallback((event) => say(`event ${labelOf(event as any)}`))),
+  Effect.provideService(EventSink.EventSink, EventSink.fromCallback((event) => say(`event ${labelOf(event)}`))),
   Effect.provide(services)
 )
 
