@@ -31,7 +31,7 @@ import { Model, type ModelShape } from "../Model.ts"
 import type { Handler, Tool, ToolContext, ToolResult } from "../Tool.ts"
 import type { BeforeToolCallContext } from "../ToolExecution.ts"
 import { ToolRegistry, type ToolRegistryShape } from "../ToolRegistry.ts"
-import { StartLedger } from "./internal/ledger.ts"
+import { Inbox, type InboxKind, StartLedger } from "./internal/ledger.ts"
 import { ToolAttempt } from "./ToolAttempt.ts"
 
 /** The built-in tools that only read: running one again after a crash does no harm. */
@@ -67,17 +67,39 @@ export interface DurableRunConfig<R = never>
    * a tool object with `idempotent: true` counts as well.
    */
   readonly idempotentTools?: ReadonlyArray<string> | undefined
+  /**
+   * Read steering and follow-up messages sent with {@link steer} and {@link followUp}. Each read is a step
+   * of its own (one per batch and one when the run would stop), so it is off by default.
+   */
+  readonly inbox?: boolean | undefined
+}
+
+/** What this process holds for a run it is executing or listening to. */
+export interface RunHandle {
+  /** Where the run's events go while someone listens (see {@link run}). */
+  sink: EventSink.EventSinkShape | undefined
+  /** Aborts the run's current execution in this process (a new one per execution). */
+  controller: AbortController
 }
 
 /**
- * Where the events of each run go while this process is attached to it. Events of a run nobody listens to
- * (e.g. one the engine resumed on its own after a restart) are dropped; its transcript is still stored.
+ * The runs this process is executing or listening to. Events of a run nobody listens to (e.g. one the
+ * engine resumed on its own after a restart) are dropped; its transcript is still stored.
  */
-export class RunListeners extends Context.Service<RunListeners, Map<string, EventSink.EventSinkShape>>()(
+export class RunListeners extends Context.Service<RunListeners, Map<string, RunHandle>>()(
   "effect-agent/durable/RunListeners"
 ) {
   /** An empty set of listeners. */
   static readonly layer: Layer.Layer<RunListeners> = Layer.sync(RunListeners, () => new Map())
+}
+
+const handleOf = (listeners: Map<string, RunHandle>, runId: string): RunHandle => {
+  let handle = listeners.get(runId)
+  if (handle === undefined) {
+    handle = { sink: undefined, controller: new AbortController() }
+    listeners.set(runId, handle)
+  }
+  return handle
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -135,9 +157,12 @@ interface Execution {
   readonly runId: string
   readonly services: Context.Context<WorkflowEngine.WorkflowEngine | WorkflowEngine.WorkflowInstance>
   readonly ledger: StartLedger["Service"]
+  readonly inbox: Inbox["Service"]
   readonly idempotent: (tool: Tool.Any) => boolean
   /** How many model steps this execution has asked for; names the next one. */
   modelSteps: number
+  /** How many inbox reads this execution has made; names the next one. */
+  inboxReads: number
 }
 
 const inWorkflow = <A, E>(execution: Execution, effect: Effect.Effect<A, E, any>): Effect.Effect<A, E> =>
@@ -241,6 +266,26 @@ const durableBefore = <R>(
     fromOutcome
   ) as ReturnType<typeof before>
 
+/**
+ * A read of the run's inbox as an activity: what it took is stored, so a replay reads the same messages at
+ * the same point, and a message sent later waits for the next read.
+ */
+const inboxRead = (execution: Execution, kind: InboxKind): Effect.Effect<ReadonlyArray<Message>> =>
+  Effect.suspend(() => {
+    const name = `inbox/${execution.inboxReads++}/${kind}`
+    return inWorkflow(
+      execution,
+      Activity.make({
+        name,
+        success: Schema.Array(Message),
+        execute: Effect.flatMap(
+          execution.inbox.take(execution.runId, kind, name),
+          (messages) => Effect.orDie(Schema.decodeUnknownEffect(Schema.Array(Message))(messages))
+        )
+      })
+    )
+  })
+
 // ---------------------------------------------------------------------------------------------------------
 // Layers and entry points
 // ---------------------------------------------------------------------------------------------------------
@@ -254,12 +299,17 @@ export const layer = <R = never>(
 ): Layer.Layer<
   RunListeners,
   never,
-  WorkflowEngine.WorkflowEngine | Model | ToolRegistry | StartLedger | Exclude<R, WorkflowEngine.WorkflowInstance>
+  | WorkflowEngine.WorkflowEngine
+  | Model
+  | ToolRegistry
+  | StartLedger
+  | Inbox
+  | Exclude<R, WorkflowEngine.WorkflowInstance>
 > => {
   const idempotentNames = new Set(config.idempotentTools ?? DEFAULT_IDEMPOTENT_TOOLS)
   const idempotent = (tool: Tool.Any) =>
     idempotentNames.has(tool.name) || (tool as { readonly idempotent?: unknown }).idempotent === true
-  const { idempotentTools: _, ...loopConfig } = config
+  const { idempotentTools: _, inbox: readInbox, ...loopConfig } = config
   const workflow = AgentRun.toLayer(Effect.fnUntraced(function*(payload) {
     const model = yield* Model
     const registry = yield* ToolRegistry
@@ -268,18 +318,33 @@ export const layer = <R = never>(
       runId: payload.runId,
       services: yield* Effect.context<WorkflowEngine.WorkflowEngine | WorkflowEngine.WorkflowInstance>(),
       ledger: yield* StartLedger,
+      inbox: yield* Inbox,
       idempotent,
-      modelSteps: 0
+      modelSteps: 0,
+      inboxReads: 0
     }
+    const handle = handleOf(listeners, payload.runId)
+    // An abort ends one execution; a later resume of the run starts unaborted.
+    if (handle.controller.signal.aborted) handle.controller = new AbortController()
     // Looked up per event: a process that attaches to a resumed run gets the events from then on.
     const sink: EventSink.EventSinkShape = {
-      emit: (event: AgentEvent) => listeners.get(payload.runId)?.emit(event) ?? Effect.void
+      emit: (event: AgentEvent) => handle.sink?.emit(event) ?? Effect.void
     }
     const before = loopConfig.beforeToolCall
     const messages = yield* runAgentLoop(
       payload.prompts,
       { systemPrompt: payload.systemPrompt, messages: payload.history },
-      { ...loopConfig, beforeToolCall: before && durableBefore(execution, before) }
+      {
+        ...loopConfig,
+        signal: handle.controller.signal,
+        beforeToolCall: before && durableBefore(execution, before),
+        ...(readInbox === true
+          ? {
+            getSteeringMessages: inboxRead(execution, "steer"),
+            getFollowUpMessages: inboxRead(execution, "followUp")
+          }
+          : {})
+      }
     ).pipe(
       Effect.provideService(Model, durableModel(execution, model)),
       Effect.provideService(ToolRegistry, durableRegistry(execution, registry)),
@@ -315,7 +380,9 @@ export const run = Effect.fn("DurableAgent.run")(function*(options: {
   const listeners = yield* RunListeners
   const sink = yield* EventSink.EventSink
   return yield* Effect.acquireUseRelease(
-    Effect.sync(() => listeners.set(runId, sink)),
+    Effect.sync(() => {
+      handleOf(listeners, runId).sink = sink
+    }),
     () =>
       AgentRun.execute({
         runId,
@@ -323,7 +390,11 @@ export const run = Effect.fn("DurableAgent.run")(function*(options: {
         history: options.history ?? [],
         prompts: options.prompts
       }),
-    () => Effect.sync(() => listeners.delete(runId))
+    () =>
+      Effect.sync(() => {
+        const handle = listeners.get(runId)
+        if (handle !== undefined) handle.sink = undefined
+      })
   ).pipe(Effect.map((messages): DurableRunResult => ({ runId, messages })))
 })
 
@@ -343,4 +414,27 @@ export const status = Effect.fn("DurableAgent.status")(function*(runId: string) 
   const value = result.value
   if (value._tag === "Suspended") return "suspended" as RunStatus
   return (Exit.isSuccess(value.exit) ? "completed" : "failed") as RunStatus
+})
+
+/**
+ * Queues a steering message for a run: it is read after the current batch (runs with `inbox: true`). It is
+ * stored at once, so a message sent while no process runs the run is read when the run resumes.
+ */
+export const steer = Effect.fn("DurableAgent.steer")(function*(runId: string, message: Message) {
+  yield* (yield* Inbox).send(runId, "steer", message)
+})
+
+/** Queues a follow-up message for a run: it is read when the run would otherwise stop (runs with `inbox: true`). */
+export const followUp = Effect.fn("DurableAgent.followUp")(function*(runId: string, message: Message) {
+  yield* (yield* Inbox).send(runId, "followUp", message)
+})
+
+/**
+ * Aborts a run that this process is executing: the loop's abort, so the run settles like an aborted
+ * in-memory run (the current response ends `aborted`, every started call gets a result, no model call
+ * follows) and completes with that transcript. A run executing in another process is not reached.
+ */
+export const abort = Effect.fn("DurableAgent.abort")(function*(runId: string) {
+  const listeners = yield* RunListeners
+  listeners.get(runId)?.controller.abort()
 })

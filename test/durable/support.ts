@@ -5,10 +5,10 @@
 import { Effect, Layer } from "effect"
 import { WorkflowEngine } from "effect/workflow"
 import * as DurableAgent from "../../src/durable/DurableAgent.ts"
-import { StartLedger } from "../../src/durable/internal/ledger.ts"
+import { Inbox, StartLedger } from "../../src/durable/internal/ledger.ts"
 import * as EventSink from "../../src/EventSink.ts"
 import type { Message } from "../../src/Message.ts"
-import { Model } from "../../src/Model.ts"
+import { Model, type ModelShape } from "../../src/Model.ts"
 import * as ScriptedModel from "../../src/ScriptedModel.ts"
 import { type RegisteredTool, ToolRegistry } from "../../src/ToolRegistry.ts"
 import { makeRecorder, type Recorder, type RunResult, standardTools, user } from "../support/loop.ts"
@@ -22,20 +22,30 @@ export interface DurableRunOptions {
   readonly recorder?: Recorder
 }
 
+/** The services of durable runs on `WorkflowEngine.layerMemory`, with this model and these tools. */
+export const memoryServices = (
+  model: ModelShape,
+  tools: ReadonlyArray<RegisteredTool> = standardTools,
+  config: DurableAgent.DurableRunConfig = {}
+) =>
+  DurableAgent.layer(config).pipe(
+    Layer.provideMerge(WorkflowEngine.layerMemory),
+    Layer.provideMerge(Layer.merge(StartLedger.layerMemory, Inbox.layerMemory)),
+    Layer.provide(Layer.succeed(Model, model)),
+    Layer.provide(Layer.orDie(ToolRegistry.fromEntries(tools)))
+  )
+
 /** One durable run on `WorkflowEngine.layerMemory` with a scripted model. */
 export const runDurable = (options: DurableRunOptions) =>
   Effect.gen(function*() {
     const model = yield* ScriptedModel.make(options.script)
     const recorder = options.recorder ?? makeRecorder()
-    const services = DurableAgent.layer(options.config ?? {}).pipe(
-      Layer.provideMerge(WorkflowEngine.layerMemory),
-      Layer.provide(StartLedger.layerMemory),
-      Layer.provide(Layer.succeed(Model, model)),
-      Layer.provide(Layer.orDie(ToolRegistry.fromEntries(options.tools ?? standardTools)))
-    )
     const result = yield* DurableAgent.run({
       prompts: options.prompts ?? [user("hi")],
       systemPrompt: options.systemPrompt ?? "You are a test."
-    }).pipe(Effect.provideService(EventSink.EventSink, recorder.sink), Effect.provide(services))
+    }).pipe(
+      Effect.provideService(EventSink.EventSink, recorder.sink),
+      Effect.provide(memoryServices(model, options.tools, options.config))
+    )
     return { events: recorder.events, messages: result.messages, requests: yield* model.requests } satisfies RunResult
   })

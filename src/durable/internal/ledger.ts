@@ -52,3 +52,61 @@ export class StartLedger extends Context.Service<StartLedger, StartLedgerShape>(
     })
   )
 }
+
+/** Which queue of a run a message from outside goes to. */
+export type InboxKind = "steer" | "followUp"
+
+/**
+ * Messages sent to a run from outside, kept until a step of the run takes them. Taking is keyed by the
+ * step: a step run again after a crash gets the same messages, none twice and none lost.
+ */
+export interface InboxShape {
+  readonly send: (runId: string, kind: InboxKind, message: unknown) => Effect.Effect<void>
+  readonly take: (runId: string, kind: InboxKind, step: string) => Effect.Effect<ReadonlyArray<unknown>>
+}
+
+/** The inbox of durable runs. */
+export class Inbox extends Context.Service<Inbox, InboxShape>()("effect-agent/durable/Inbox") {
+  /** In memory, for the in-memory engine. */
+  static readonly layerMemory: Layer.Layer<Inbox> = Layer.sync(Inbox, () => {
+    const rows: Array<{ runId: string; kind: InboxKind; message: unknown; takenBy: string | undefined }> = []
+    return {
+      send: (runId, kind, message) => Effect.sync(() => void rows.push({ runId, kind, message, takenBy: undefined })),
+      take: (runId, kind, step) =>
+        Effect.sync(() => {
+          const mine = rows.filter((r) => r.runId === runId && r.kind === kind)
+          for (const row of mine) if (row.takenBy === undefined) row.takenBy = step
+          return mine.filter((r) => r.takenBy === step).map((r) => r.message)
+        })
+    }
+  })
+
+  /** In the run store, so a message sent while no process runs the run waits for it. */
+  static readonly layerSql: Layer.Layer<Inbox, never, SqlClient.SqlClient> = Layer.effect(
+    Inbox,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`CREATE TABLE IF NOT EXISTS effect_agent_inbox (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        message TEXT NOT NULL,
+        taken_by TEXT
+      )`.pipe(Effect.orDie)
+      return {
+        send: (runId, kind, message) =>
+          sql`INSERT INTO effect_agent_inbox (run_id, kind, message) VALUES (${runId}, ${kind}, ${
+            JSON.stringify(message)
+          })`.pipe(Effect.asVoid, Effect.orDie),
+        take: (runId, kind, step) =>
+          sql.withTransaction(Effect.gen(function*() {
+            yield* sql`UPDATE effect_agent_inbox SET taken_by = ${step}
+              WHERE run_id = ${runId} AND kind = ${kind} AND taken_by IS NULL`
+            const rows = yield* sql<{ message: string }>`SELECT message FROM effect_agent_inbox
+              WHERE run_id = ${runId} AND kind = ${kind} AND taken_by = ${step} ORDER BY seq`
+            return rows.map((row) => JSON.parse(row.message) as unknown)
+          })).pipe(Effect.orDie)
+      }
+    })
+  )
+}
