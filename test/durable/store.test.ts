@@ -1,0 +1,105 @@
+/**
+ * Durable runs on the embedded store (src/durable/DurableStore.ts, issue 12 items 3 and 4), in process:
+ * the cluster engine over the SQLite file runs the loop to the same transcript as the in-memory loop, a
+ * message sent before the run reads its inbox is not lost, and a store in use by one owner is refused to a
+ * second one with a typed error.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, Layer } from "effect"
+import { SqlError } from "effect/sql"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as DurableAgent from "../../src/durable/DurableAgent.ts"
+import * as DurableStore from "../../src/durable/DurableStore.ts"
+import * as EventSink from "../../src/EventSink.ts"
+import { Model, type ModelShape } from "../../src/Model.ts"
+import * as ScriptedModel from "../../src/ScriptedModel.ts"
+import { type RegisteredTool, ToolRegistry } from "../../src/ToolRegistry.ts"
+import {
+  assertMessagesMatchEvents,
+  assertWellFormed,
+  makeRecorder,
+  runLoop,
+  standardTools,
+  user,
+  withoutTimestamps
+} from "../support/loop.ts"
+
+const tempStore = Effect.acquireRelease(
+  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "effect-agent-store-"))),
+  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+).pipe(Effect.map((dir) => path.join(dir, "runs.db")))
+
+const storeServices = (
+  file: string,
+  model: ModelShape,
+  tools: ReadonlyArray<RegisteredTool>,
+  config: DurableAgent.DurableRunConfig = {}
+) =>
+  DurableAgent.layer(config).pipe(
+    Layer.provide([Layer.succeed(Model, model), Layer.orDie(ToolRegistry.fromEntries(tools))]),
+    Layer.provideMerge(DurableStore.layer({ filename: file, synchronous: "normal" }))
+  )
+
+const asJson = <A>(value: A): A => JSON.parse(JSON.stringify(value))
+
+const script = (): Array<ScriptedModel.Step> => [
+  ScriptedModel.callTools([
+    ScriptedModel.toolCall("c1", "add", { a: 1, b: 2 }),
+    ScriptedModel.toolCall("c2", "fail", { text: "x" }),
+    ScriptedModel.toolCall("c3", "missing", {}),
+    ScriptedModel.toolCall("c4", "echo", { text: "hello" })
+  ]),
+  ScriptedModel.callTools([ScriptedModel.toolCall("c5", "stop", { text: "bye" })], "stopping"),
+  ScriptedModel.say("never reached")
+]
+
+describe("durable runs on the SQLite store", () => {
+  it.live("give the events and transcript of the in-memory loop", () =>
+    Effect.gen(function*() {
+      const file = yield* tempStore
+      const plain = yield* runLoop({ script: script() })
+      const model = yield* ScriptedModel.make(script())
+      const recorder = makeRecorder()
+      const result = yield* DurableAgent.run({ prompts: [user("hi")], systemPrompt: "You are a test." }).pipe(
+        Effect.provideService(EventSink.EventSink, recorder.sink),
+        Effect.provide(storeServices(file, model, standardTools))
+      )
+      assertWellFormed(result.messages)
+      assertMessagesMatchEvents(asJson(recorder.events), result.messages)
+      assert.deepStrictEqual(withoutTimestamps(asJson(recorder.events)), withoutTimestamps(asJson(plain.events)))
+      assert.deepStrictEqual(withoutTimestamps(result.messages), withoutTimestamps(asJson(plain.messages)))
+    }), 60_000)
+
+  it.live("a steering message stored before the run reads its inbox is read at its start", () =>
+    Effect.gen(function*() {
+      const file = yield* tempStore
+      const model = yield* ScriptedModel.make([ScriptedModel.say("answer")])
+      const result = yield* Effect.gen(function*() {
+        yield* DurableAgent.steer("run-early", user("sent before the run"))
+        return yield* DurableAgent.run({ runId: "run-early", prompts: [user("hi")] })
+      }).pipe(Effect.provide(storeServices(file, model, [], { inbox: true })))
+      assert.deepStrictEqual(result.messages.map((m) => m.role === "user" ? m.content : m.role), [
+        "hi",
+        "sent before the run",
+        "assistant"
+      ])
+      assert.strictEqual((yield* model.requests).length, 1)
+    }), 60_000)
+
+  it.live("a store already owned is refused with a typed LockTimeoutError", () =>
+    Effect.gen(function*() {
+      const file = yield* tempStore
+      const exit = yield* Effect.gen(function*() {
+        return yield* Effect.exit(Layer.build(DurableStore.layer({ filename: file })))
+      }).pipe(Effect.provide(DurableStore.layer({ filename: file })), Effect.scoped)
+      assert.isTrue(Exit.isFailure(exit))
+      const reason = Exit.isFailure(exit) && exit.cause.reasons[0]?._tag === "Fail"
+        ? exit.cause.reasons[0].error
+        : undefined
+      assert.isTrue(SqlError.isSqlError(reason))
+      assert.strictEqual((reason as SqlError.SqlError).reason._tag, "LockTimeoutError")
+      assert.match((reason as SqlError.SqlError).message, /in use by another process/)
+    }), 60_000)
+})
