@@ -31,7 +31,7 @@ import { Model, type ModelShape } from "../Model.ts"
 import type { Handler, Tool, ToolContext, ToolResult } from "../Tool.ts"
 import type { BeforeToolCallContext } from "../ToolExecution.ts"
 import { ToolRegistry, type ToolRegistryShape } from "../ToolRegistry.ts"
-import { Inbox, type InboxKind, StartLedger } from "./internal/ledger.ts"
+import { Inbox, type InboxKind, StartLedger } from "./RunState.ts"
 import { ToolAttempt } from "./ToolAttempt.ts"
 
 /** The built-in tools that only read: running one again after a crash does no harm. */

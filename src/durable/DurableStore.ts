@@ -11,7 +11,7 @@ import type { SqlClient, SqlError } from "effect/sql"
 import type { WorkflowEngine } from "effect/workflow"
 import * as os from "node:os"
 import * as path from "node:path"
-import { Inbox, StartLedger } from "./internal/ledger.ts"
+import { Inbox, StartLedger } from "./RunState.ts"
 import { holdOwnerLock } from "./internal/sqlite.ts"
 import { SqliteClient, type SqliteClientConfig } from "./SqliteClient.ts"
 

@@ -5,7 +5,7 @@
 import { Effect, Layer } from "effect"
 import { WorkflowEngine } from "effect/workflow"
 import * as DurableAgent from "../../src/durable/DurableAgent.ts"
-import { Inbox, StartLedger } from "../../src/durable/internal/ledger.ts"
+import { Inbox, StartLedger } from "../../src/durable/RunState.ts"
 import * as EventSink from "../../src/EventSink.ts"
 import type { Message } from "../../src/Message.ts"
 import { Model, type ModelShape } from "../../src/Model.ts"

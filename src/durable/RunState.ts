@@ -1,7 +1,9 @@
 /**
- * Which durable steps have been started, and how often. The workflow engine stores a step's result once
- * it finishes, but cannot tell a step that never ran from one that was running when the process died: this
- * table can, because a start is committed before the step's side effects begin.
+ * The state of durable runs that the workflow engine does not keep: which steps have started (and how
+ * often), and the messages sent to a run from outside. Both live in the run store next to the engine's
+ * tables; in-memory versions go with the in-memory engine.
+ *
+ * @since 0.1.0
  */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
@@ -11,7 +13,11 @@ export interface StartLedgerShape {
   readonly start: (runId: string, stepId: string) => Effect.Effect<number>
 }
 
-/** The start ledger of durable runs. */
+/**
+ * Which steps of durable runs have started, and how often. The workflow engine stores a step's result once
+ * it finishes, but cannot tell a step that never ran from one that was running when the process died; the
+ * ledger can, because a start is committed before the step's side effects begin.
+ */
 export class StartLedger extends Context.Service<StartLedger, StartLedgerShape>()("effect-agent/durable/StartLedger") {
   /** In memory: for the in-memory workflow engine, where nothing survives the process anyway. */
   static readonly layerMemory: Layer.Layer<StartLedger> = Layer.sync(StartLedger, () => {
