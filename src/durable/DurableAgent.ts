@@ -404,13 +404,16 @@ export const run = Effect.fn("DurableAgent.run")(function*(options: {
  */
 export const resume = (runId: string) => run({ runId, prompts: [] })
 
-/** Where a run stands, as the engine reports it. */
-export type RunStatus = "unknown" | "running" | "suspended" | "completed" | "failed"
+/**
+ * Where a run stands, as the engine reports it. The engine keeps no row for a run id it never saw, so
+ * `"pending"` means "not finished": running, stopped by a crash, or unknown.
+ */
+export type RunStatus = "pending" | "suspended" | "completed" | "failed"
 
 /** The status of a run. */
 export const status = Effect.fn("DurableAgent.status")(function*(runId: string) {
   const result = yield* AgentRun.poll(yield* AgentRun.executionId({ runId, systemPrompt: "", history: [], prompts: [] }))
-  if (Option.isNone(result)) return "running" as RunStatus
+  if (Option.isNone(result)) return "pending" as RunStatus
   const value = result.value
   if (value._tag === "Suspended") return "suspended" as RunStatus
   return (Exit.isSuccess(value.exit) ? "completed" : "failed") as RunStatus

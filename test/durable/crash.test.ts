@@ -125,13 +125,13 @@ describe("durable runs across kill -9", () => {
       await killHard(first)
 
       // 2. Resumed: the batch settles without running c1..c4 again; killed while the next answer streams.
-      const second = start(work, "batch")
+      const second = start(work, "batch", { RUNNER_RESUME: "1" })
       await waitFor(second, () => second.lines.includes("event message_update:text_delta"), "the answer streaming")
       await killHard(second)
       assert.deepStrictEqual(second.lines.filter((l) => l.startsWith("model-request")), ["model-request 1"])
 
       // 3. Resumed again: only the cut response is asked for again; the run completes.
-      const third = start(work, "batch")
+      const third = start(work, "batch", { RUNNER_RESUME: "1" })
       const messages = await finish(third)
       assert.deepStrictEqual(third.lines.filter((l) => l.startsWith("model-request")), ["model-request 1"])
 
@@ -172,7 +172,7 @@ describe("durable runs across kill -9", () => {
       await killHard(first)
       assert.deepStrictEqual(first.lines.filter((l) => l.startsWith("approval")), ["approval c1", "approval c2"])
 
-      const second = start(work, "approval")
+      const second = start(work, "approval", { RUNNER_RESUME: "1" })
       const messages = await finish(second)
       assert.deepStrictEqual(second.lines.filter((l) => l.startsWith("approval")), ["approval c2"])
       assert.deepStrictEqual(outLines(work), ["c1", "c2"])

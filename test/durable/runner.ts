@@ -131,7 +131,10 @@ const services = DurableAgent.layer(approvals).pipe(
   Layer.provideMerge(DurableStore.layer({ filename: store }))
 )
 
-const program = DurableAgent.run({ runId, prompts: [{ role: "user", content: "go", timestamp: 0 }] }).pipe(
+// A later process continues the run by its id alone: the stored payload is used.
+const program = (process.env.RUNNER_RESUME === "1"
+  ? DurableAgent.resume(runId)
+  : DurableAgent.run({ runId, prompts: [{ role: "user", content: "go", timestamp: 0 }] })).pipe(
   Effect.provideService(EventSink.EventSink, EventSink.fromCallback((event) => say(`event ${labelOf(event)}`))),
   Effect.provide(services)
 )

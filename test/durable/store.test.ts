@@ -88,6 +88,24 @@ describe("durable runs on the SQLite store", () => {
       assert.strictEqual((yield* model.requests).length, 1)
     }), 60_000)
 
+  it.live("resume of a finished run in a new owner returns its stored transcript without calling the model", () =>
+    Effect.gen(function*() {
+      const file = yield* tempStore
+      const first = yield* ScriptedModel.make(script())
+      const done = yield* DurableAgent.run({ runId: "run-r", prompts: [user("hi")] }).pipe(
+        Effect.provide(storeServices(file, first, standardTools))
+      )
+      const second = yield* ScriptedModel.make([])
+      const resumed = yield* Effect.gen(function*() {
+        const status = yield* DurableAgent.status("run-r")
+        const result = yield* DurableAgent.resume("run-r")
+        return { status, result }
+      }).pipe(Effect.provide(storeServices(file, second, standardTools)))
+      assert.strictEqual(resumed.status, "completed")
+      assert.deepStrictEqual(resumed.result.messages, done.messages)
+      assert.strictEqual((yield* second.requests).length, 0)
+    }), 60_000)
+
   it.live("a store already owned is refused with a typed LockTimeoutError", () =>
     Effect.gen(function*() {
       const file = yield* tempStore
