@@ -25,6 +25,7 @@ import type { AgentEvent } from "../AgentEvent.ts"
 import { type AgentLoopConfig, runAgentLoop } from "../AgentLoop.ts"
 import { AssistantMessageEvent } from "../AssistantMessageEvent.ts"
 import * as EventSink from "../EventSink.ts"
+import { interruptOnAbort } from "../internal/abort.ts"
 import { causeMessage } from "../internal/errorText.ts"
 import { AssistantMessage, isMessage, Message } from "../Message.ts"
 import { Model, type ModelShape } from "../Model.ts"
@@ -40,6 +41,10 @@ export const DEFAULT_IDEMPOTENT_TOOLS: ReadonlyArray<string> = ["read", "ls", "f
 /** The text a non-idempotent call gets when the process died while it was running. */
 export const crashedCallText = (toolName: string): string =>
   `Tool ${toolName} was interrupted by a crash after it started; it may have had side effects. It was not run again.`
+
+/** The text a call stopped by an abort is stored with (the batch reports the same). */
+const abortedCallText = (toolName: string): string =>
+  `Tool ${toolName} was interrupted after it started: the run was aborted. It may have had side effects.`
 
 /**
  * The durable run workflow. The execution id is the run id, so executing the same run id again joins the
@@ -158,6 +163,11 @@ interface Execution {
   readonly services: Context.Context<WorkflowEngine.WorkflowEngine | WorkflowEngine.WorkflowInstance>
   readonly ledger: StartLedger["Service"]
   readonly inbox: Inbox["Service"]
+  /**
+   * The run's abort signal in this process. Steps watch it themselves: the engine finishes a step even when
+   * the fiber waiting for it is interrupted, so without this a tool would keep running after an abort.
+   */
+  readonly signal: AbortSignal
   readonly idempotent: (tool: Tool.Any) => boolean
   /** How many model steps this execution has asked for; names the next one. */
   modelSteps: number
@@ -193,13 +203,17 @@ const durableModel = (execution: Execution, model: ModelShape): ModelShape => ({
                 Queue.offerUnsafe(queue, event)
               })
             ),
+            (streaming) => interruptOnAbort(streaming, execution.signal),
             Effect.matchCauseEffect({
               onSuccess: (): Effect.Effect<ModelOutcome> =>
                 Effect.succeed({ ...(partial ? { partial } : {}), ...(final ? { final } : {}) }),
               onFailure: (cause): Effect.Effect<ModelOutcome> =>
-                Cause.hasInterruptsOnly(cause)
+                Cause.hasInterruptsOnly(cause) && !execution.signal.aborted
                   ? Effect.failCause(cause as Cause.Cause<never>)
-                  : Effect.succeed({ ...(partial ? { partial } : {}), failure: causeMessage(cause) })
+                  : Effect.succeed({
+                    ...(partial ? { partial } : {}),
+                    failure: execution.signal.aborted ? "Request was aborted" : causeMessage(cause)
+                  })
             })
           )
         })
@@ -230,9 +244,14 @@ const durableHandler = (execution: Execution, tool: Tool.Any, handler: Handler<a
     if (attempt > 1 && !execution.idempotent(tool)) {
       return { _tag: "failed", message: crashedCallText(tool.name) } as const
     }
-    return yield* toOutcome(
-      Effect.suspend(() => handler(args, context)).pipe(
-        Effect.provideService(ToolAttempt, { idempotencyKey: `${execution.runId}/${context.toolCallId}`, attempt })
+    const ran = Effect.suspend(() => handler(args, context)).pipe(
+      Effect.provideService(ToolAttempt, { idempotencyKey: `${execution.runId}/${context.toolCallId}`, attempt })
+    )
+    return yield* toOutcome(interruptOnAbort(ran, execution.signal)).pipe(
+      Effect.catchCause((cause) =>
+        execution.signal.aborted
+          ? Effect.succeed<StepOutcome>({ _tag: "failed", message: abortedCallText(tool.name) })
+          : Effect.failCause(cause)
       )
     )
   })
@@ -314,18 +333,19 @@ export const layer = <R = never>(
     const model = yield* Model
     const registry = yield* ToolRegistry
     const listeners = yield* RunListeners
+    const handle = handleOf(listeners, payload.runId)
+    // An abort ends one execution; a later resume of the run starts unaborted.
+    if (handle.controller.signal.aborted) handle.controller = new AbortController()
     const execution: Execution = {
       runId: payload.runId,
       services: yield* Effect.context<WorkflowEngine.WorkflowEngine | WorkflowEngine.WorkflowInstance>(),
       ledger: yield* StartLedger,
       inbox: yield* Inbox,
+      signal: handle.controller.signal,
       idempotent,
       modelSteps: 0,
       inboxReads: 0
     }
-    const handle = handleOf(listeners, payload.runId)
-    // An abort ends one execution; a later resume of the run starts unaborted.
-    if (handle.controller.signal.aborted) handle.controller = new AbortController()
     // Looked up per event: a process that attaches to a resumed run gets the events from then on.
     const sink: EventSink.EventSinkShape = {
       emit: (event: AgentEvent) => handle.sink?.emit(event) ?? Effect.void

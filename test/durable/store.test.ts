@@ -5,7 +5,7 @@
  * second one with a typed error.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Layer } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
 import { SqlError } from "effect/sql"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -19,6 +19,7 @@ import { type RegisteredTool, ToolRegistry } from "../../src/ToolRegistry.ts"
 import {
   assertMessagesMatchEvents,
   assertWellFormed,
+  customTool,
   makeRecorder,
   runLoop,
   standardTools,
@@ -104,6 +105,33 @@ describe("durable runs on the SQLite store", () => {
       assert.strictEqual(resumed.status, "completed")
       assert.deepStrictEqual(resumed.result.messages, done.messages)
       assert.strictEqual((yield* second.requests).length, 0)
+    }), 60_000)
+
+  it.live("abort from outside ends a run on the store and stops its running tool", () =>
+    Effect.gen(function*() {
+      const file = yield* tempStore
+      const entered = yield* Deferred.make<void>()
+      const stopped = yield* Deferred.make<void>()
+      const hang = customTool("hang", () =>
+        Deferred.succeed(entered, undefined).pipe(
+          Effect.andThen(Effect.never),
+          Effect.onInterrupt(() => Deferred.succeed(stopped, undefined))
+        ))
+      const model = yield* ScriptedModel.make([
+        ScriptedModel.callTools([ScriptedModel.toolCall("c1", "hang", {})]),
+        ScriptedModel.say("never asked")
+      ])
+      const result = yield* Effect.gen(function*() {
+        const run = yield* Effect.forkChild(DurableAgent.run({ runId: "run-a", prompts: [user("hi")] }))
+        yield* Deferred.await(entered)
+        yield* DurableAgent.abort("run-a")
+        const result = yield* Fiber.join(run)
+        // The engine finishes a step even when its waiter is interrupted: the step itself must stop the tool.
+        yield* Deferred.await(stopped)
+        return result
+      }).pipe(Effect.provide(storeServices(file, model, [hang], { abandonAfter: "100 millis" })))
+      assert.deepStrictEqual(result.messages.map((m) => m.role), ["user", "assistant", "toolResult"])
+      assert.strictEqual((yield* model.requests).length, 1)
     }), 60_000)
 
   it.live("a store already owned is refused with a typed LockTimeoutError", () =>
