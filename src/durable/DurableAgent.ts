@@ -164,8 +164,9 @@ interface Execution {
   readonly ledger: StartLedger["Service"]
   readonly inbox: Inbox["Service"]
   /**
-   * The run's abort signal in this process. Steps watch it themselves: the engine finishes a step even when
-   * the fiber waiting for it is interrupted, so without this a tool would keep running after an abort.
+   * The run's abort signal in this process. Steps watch it themselves, so a step stops at the abort even
+   * where the interruption of the fiber waiting for it does not reach the step, and an aborted step is
+   * stored with the aborted text instead of ending as an interruption (which an Activity retries).
    */
   readonly signal: AbortSignal
   readonly idempotent: (tool: Tool.Any) => boolean

@@ -126,7 +126,7 @@ describe("durable runs on the SQLite store", () => {
         yield* Deferred.await(entered)
         yield* DurableAgent.abort("run-a")
         const result = yield* Fiber.join(run)
-        // The engine finishes a step even when its waiter is interrupted: the step itself must stop the tool.
+        // The tool of an aborted run is stopped, not left running inside the engine.
         yield* Deferred.await(stopped)
         return result
       }).pipe(Effect.provide(storeServices(file, model, [hang], { abandonAfter: "100 millis" })))
