@@ -19,7 +19,7 @@
  *
  * @since 0.1.0
  */
-import { Cause, Context, Effect, Exit, Layer, Option, Queue, Schema, Stream } from "effect"
+import { Cause, Clock, Context, Effect, Exit, Layer, Option, Queue, Schema, Stream } from "effect"
 import { Activity, Workflow, WorkflowEngine } from "effect/workflow"
 import type { AgentEvent } from "../AgentEvent.ts"
 import { type AgentLoopConfig, runAgentLoop } from "../AgentLoop.ts"
@@ -32,7 +32,7 @@ import { Model, type ModelShape } from "../Model.ts"
 import type { Handler, Tool, ToolContext, ToolResult } from "../Tool.ts"
 import type { BeforeToolCallContext } from "../ToolExecution.ts"
 import { ToolRegistry, type ToolRegistryShape } from "../ToolRegistry.ts"
-import { Inbox, type InboxKind, StartLedger } from "./RunState.ts"
+import { Inbox, type InboxKind, type RunEntry, RunIndex, StartLedger } from "./RunState.ts"
 import { ToolAttempt } from "./ToolAttempt.ts"
 
 /** The built-in tools that only read: running one again after a crash does no harm. */
@@ -400,6 +400,13 @@ export const run = Effect.fn("DurableAgent.run")(function*(options: {
   const runId = options.runId ?? newRunId()
   const listeners = yield* RunListeners
   const sink = yield* EventSink.EventSink
+  if (options.prompts.length > 0) {
+    const first = options.prompts[0]!
+    const text = typeof first.content === "string"
+      ? first.content
+      : first.content.map((c) => (c.type === "text" ? c.text : "")).join(" ")
+    yield* (yield* RunIndex).record({ runId, startedAt: yield* Clock.currentTimeMillis, title: text.slice(0, 200) })
+  }
   return yield* Effect.acquireUseRelease(
     Effect.sync(() => {
       handleOf(listeners, runId).sink = sink
@@ -461,4 +468,16 @@ export const followUp = Effect.fn("DurableAgent.followUp")(function*(runId: stri
 export const abort = Effect.fn("DurableAgent.abort")(function*(runId: string) {
   const listeners = yield* RunListeners
   listeners.get(runId)?.controller.abort()
+})
+
+/** A run of the store with its status. */
+export interface RunSummary extends RunEntry {
+  readonly status: RunStatus
+}
+
+/** The runs started through {@link run} in this store, newest first, with their status. */
+export const list = Effect.fn("DurableAgent.list")(function*() {
+  const entries = yield* (yield* RunIndex).list
+  return yield* Effect.forEach(entries, (entry) =>
+    Effect.map(status(entry.runId), (s): RunSummary => ({ ...entry, status: s })))
 })

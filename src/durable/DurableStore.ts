@@ -11,7 +11,7 @@ import type { SqlClient, SqlError } from "effect/sql"
 import type { WorkflowEngine } from "effect/workflow"
 import * as os from "node:os"
 import * as path from "node:path"
-import { Inbox, StartLedger } from "./RunState.ts"
+import { Inbox, RunIndex, StartLedger } from "./RunState.ts"
 import { holdOwnerLock } from "./internal/sqlite.ts"
 import { SqliteClient, type SqliteClientConfig } from "./SqliteClient.ts"
 
@@ -34,11 +34,11 @@ export const defaultStoreFile = (env: NodeJS.ProcessEnv = process.env): string =
 export const layer = (
   config: SqliteClientConfig
 ): Layer.Layer<
-  WorkflowEngine.WorkflowEngine | StartLedger | Inbox | SqlClient.SqlClient | SqliteClient,
+  WorkflowEngine.WorkflowEngine | StartLedger | Inbox | RunIndex | SqlClient.SqlClient | SqliteClient,
   SqlError.SqlError
 > =>
   ClusterWorkflowEngine.layer.pipe(
-    Layer.provideMerge(Layer.merge(StartLedger.layerSql, Inbox.layerSql)),
+    Layer.provideMerge(Layer.mergeAll(StartLedger.layerSql, Inbox.layerSql, RunIndex.layerSql)),
     // Messages and replies (the runs' history) are in the file. Shard ownership is not: the owner lock below
     // already makes this process the only one, and a lease in the file would make a resume after kill -9
     // wait for it to expire (35 s by default).

@@ -116,3 +116,54 @@ export class Inbox extends Context.Service<Inbox, InboxShape>()("effect-agent/du
     })
   )
 }
+
+/** A run as the run index lists it. */
+export interface RunEntry {
+  readonly runId: string
+  /** When the run was first started (ms since the epoch). */
+  readonly startedAt: number
+  /** The text of its first prompt, cut to 200 characters, for people choosing a run to resume. */
+  readonly title: string
+}
+
+/** The runs a store has seen, newest first; the engine keeps no list of its own that names run ids. */
+export interface RunIndexShape {
+  /** Records a run the first time it is started; later calls for the same id change nothing. */
+  readonly record: (entry: RunEntry) => Effect.Effect<void>
+  readonly list: Effect.Effect<ReadonlyArray<RunEntry>>
+}
+
+/** The index of durable runs. */
+export class RunIndex extends Context.Service<RunIndex, RunIndexShape>()("effect-agent/durable/RunIndex") {
+  /** In memory, for the in-memory engine. */
+  static readonly layerMemory: Layer.Layer<RunIndex> = Layer.sync(RunIndex, () => {
+    const entries = new Map<string, RunEntry>()
+    return {
+      record: (entry) => Effect.sync(() => void (entries.has(entry.runId) || entries.set(entry.runId, entry))),
+      list: Effect.sync(() => [...entries.values()].sort((a, b) => b.startedAt - a.startedAt))
+    }
+  })
+
+  /** In the run store. */
+  static readonly layerSql: Layer.Layer<RunIndex, never, SqlClient.SqlClient> = Layer.effect(
+    RunIndex,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`CREATE TABLE IF NOT EXISTS effect_agent_runs (
+        run_id TEXT PRIMARY KEY,
+        started_at INTEGER NOT NULL,
+        title TEXT NOT NULL
+      )`.pipe(Effect.orDie)
+      return {
+        record: (entry) =>
+          sql`INSERT OR IGNORE INTO effect_agent_runs (run_id, started_at, title)
+            VALUES (${entry.runId}, ${entry.startedAt}, ${entry.title})`.pipe(Effect.asVoid, Effect.orDie),
+        list: sql<{ run_id: string; started_at: number; title: string }>`SELECT run_id, started_at, title
+          FROM effect_agent_runs ORDER BY started_at DESC, run_id`.pipe(
+          Effect.map((rows) => rows.map((r) => ({ runId: r.run_id, startedAt: Number(r.started_at), title: r.title }))),
+          Effect.orDie
+        )
+      }
+    })
+  )
+}

@@ -5,6 +5,15 @@
  */
 export * as DurableAgent from "./DurableAgent.ts"
 export * as DurableStore from "./DurableStore.ts"
-export { Inbox, type InboxKind, type InboxShape, StartLedger, type StartLedgerShape } from "./RunState.ts"
+export {
+  Inbox,
+  type InboxKind,
+  type InboxShape,
+  type RunEntry,
+  RunIndex,
+  type RunIndexShape,
+  StartLedger,
+  type StartLedgerShape
+} from "./RunState.ts"
 export { make as makeSqliteClient, SqliteClient, type SqliteClientConfig, type SqliteClientShape } from "./SqliteClient.ts"
 export { ToolAttempt, type ToolAttemptInfo } from "./ToolAttempt.ts"

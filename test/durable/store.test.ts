@@ -89,7 +89,7 @@ describe("durable runs on the SQLite store", () => {
       assert.strictEqual((yield* model.requests).length, 1)
     }), 60_000)
 
-  it.live("resume of a finished run in a new owner returns its stored transcript without calling the model", () =>
+  it.live("a new owner lists the run and resuming it returns its stored transcript without calling the model", () =>
     Effect.gen(function*() {
       const file = yield* tempStore
       const first = yield* ScriptedModel.make(script())
@@ -100,9 +100,12 @@ describe("durable runs on the SQLite store", () => {
       const resumed = yield* Effect.gen(function*() {
         const status = yield* DurableAgent.status("run-r")
         const result = yield* DurableAgent.resume("run-r")
-        return { status, result }
+        return { status, result, runs: yield* DurableAgent.list() }
       }).pipe(Effect.provide(storeServices(file, second, standardTools)))
       assert.strictEqual(resumed.status, "completed")
+      assert.deepStrictEqual(resumed.runs.map(({ runId, status, title }) => ({ runId, status, title })), [
+        { runId: "run-r", status: "completed", title: "hi" }
+      ])
       assert.deepStrictEqual(resumed.result.messages, done.messages)
       assert.strictEqual((yield* second.requests).length, 0)
     }), 60_000)
