@@ -15,7 +15,8 @@
  *   stored and not asked for again.
  *
  * The loop itself is unchanged: the durable run hands it a `Model` and a `ToolRegistry` whose calls go
- * through activities, so a run without a crash emits exactly the events of the in-memory loop.
+ * through activities, so a run without a crash emits the events of the in-memory loop, in the same order
+ * (step results are what the store holds, JSON: keys holding `undefined` are absent).
  *
  * @since 0.1.0
  */
@@ -47,8 +48,8 @@ const abortedCallText = (toolName: string): string =>
   `Tool ${toolName} was interrupted after it started: the run was aborted. It may have had side effects.`
 
 /**
- * The durable run workflow. The execution id is the run id, so executing the same run id again joins the
- * existing run (its stored payload wins) instead of starting a second one.
+ * The durable run workflow. The execution id is derived from the run id alone, so executing the same run id
+ * again joins the existing run (its stored payload wins) instead of starting a second one.
  */
 export const AgentRun = Workflow.make("effect-agent/AgentRun", {
   payload: {
