@@ -86,6 +86,8 @@ export interface RunHandle {
   sink: EventSink.EventSinkShape | undefined
   /** Aborts the run's current execution in this process (a new one per execution). */
   controller: AbortController
+  /** Whether this process is executing the run now. */
+  executing: boolean
 }
 
 /**
@@ -99,10 +101,15 @@ export class RunListeners extends Context.Service<RunListeners, Map<string, RunH
   static readonly layer: Layer.Layer<RunListeners> = Layer.sync(RunListeners, () => new Map())
 }
 
+/** Forgets a run nobody listens to and this process does not execute, so the map does not grow forever. */
+const release = (listeners: Map<string, RunHandle>, runId: string, handle: RunHandle) => {
+  if (handle.sink === undefined && !handle.executing && listeners.get(runId) === handle) listeners.delete(runId)
+}
+
 const handleOf = (listeners: Map<string, RunHandle>, runId: string): RunHandle => {
   let handle = listeners.get(runId)
   if (handle === undefined) {
-    handle = { sink: undefined, controller: new AbortController() }
+    handle = { sink: undefined, controller: new AbortController(), executing: false }
     listeners.set(runId, handle)
   }
   return handle
@@ -338,6 +345,7 @@ export const layer = <R = never>(
     const handle = handleOf(listeners, payload.runId)
     // An abort ends one execution; a later resume of the run starts unaborted.
     if (handle.controller.signal.aborted) handle.controller = new AbortController()
+    handle.executing = true
     const execution: Execution = {
       runId: payload.runId,
       services: yield* Effect.context<WorkflowEngine.WorkflowEngine | WorkflowEngine.WorkflowInstance>(),
@@ -370,7 +378,11 @@ export const layer = <R = never>(
     ).pipe(
       Effect.provideService(Model, durableModel(execution, model)),
       Effect.provideService(ToolRegistry, durableRegistry(execution, registry)),
-      Effect.provideService(EventSink.EventSink, sink)
+      Effect.provideService(EventSink.EventSink, sink),
+      Effect.ensuring(Effect.sync(() => {
+        handle.executing = false
+        release(listeners, payload.runId, handle)
+      }))
     )
     // Stored as JSON: keys holding `undefined` (e.g. a result without details) are dropped, not refused.
     return JSON.parse(JSON.stringify(messages.filter(isMessage))) as Array<Message>
@@ -422,7 +434,10 @@ export const run = Effect.fn("DurableAgent.run")(function*(options: {
     () =>
       Effect.sync(() => {
         const handle = listeners.get(runId)
-        if (handle !== undefined) handle.sink = undefined
+        if (handle !== undefined) {
+          handle.sink = undefined
+          release(listeners, runId, handle)
+        }
       })
   ).pipe(Effect.map((messages): DurableRunResult => ({ runId, messages })))
 })
