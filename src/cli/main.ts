@@ -18,7 +18,7 @@ import {
   SubscriptionRef,
   Terminal
 } from "effect"
-import { Command, Flag, Prompt } from "effect/cli"
+import { Argument, Command, Flag, Prompt } from "effect/cli"
 import * as Agent from "../Agent.ts"
 import type { AgentEvent } from "../AgentEvent.ts"
 import type { Message } from "../Message.ts"
@@ -26,6 +26,7 @@ import type { Model } from "../Model.ts"
 import * as Session from "../Session.ts"
 import { approvalHook, type ApprovalMode } from "./Approval.ts"
 import * as Demo from "./Demo.ts"
+import * as DurableCli from "./durable.ts"
 import * as LiveView from "./LiveView.ts"
 import { providerLayer, type ProviderName } from "./provider.ts"
 import { workspaceTools } from "./tools.ts"
@@ -82,6 +83,14 @@ const flags = {
   sequential: Flag.Boolean("sequential").pipe(
     Flag.withDescription("Run every tool call of a response one at a time."),
     Flag.withDefault(false)
+  ),
+  durable: Flag.Boolean("durable").pipe(
+    Flag.withDescription("Run the task as a durable run in the run store and print its id; `resume` continues it."),
+    Flag.withDefault(false)
+  ),
+  store: Flag.String("store").pipe(
+    Flag.withDescription("The run store for --durable, runs and resume. Default: $EFFECT_AGENT_HOME/runs.db."),
+    Flag.optional
   ),
   toolTimeout: Flag.Int("tool-timeout").pipe(
     Flag.withDescription("Seconds a tool call may run before it is stopped (default: 120)."),
@@ -235,10 +244,29 @@ const session = Effect.fn("session")(function*(options: Options, root: string, d
 const run = Effect.fn("effect-agent")(function*(options: Options) {
   const demo = Option.isNone(options.provider)
   const root = yield* resolveWorkspace(options, demo)
+  if (options.durable) {
+    const task = Option.getOrElse(options.prompt, () => demo ? Demo.DEMO_TASK : "")
+    if (task === "") return yield* new RunFailed({ message: "--durable needs a task: pass --prompt." })
+    return yield* Effect.asVoid(DurableCli.runTask(durableTask(options, root), task))
+  }
   yield* session(options, root, demo).pipe(
     Effect.provide(Layer.mergeAll(modelLayer(options), workspaceTools(root))),
     Effect.onInterrupt(() => Console.error("\ninterrupted: the run was aborted and the session saved"))
   )
+})
+
+/** A durable run's settings from the flags (approvals: `--yes`, else calls needing one are refused). */
+const durableTask = (options: Options, root: string): DurableCli.DurableTask => ({
+  store: Option.getOrUndefined(options.store),
+  json: options.json,
+  systemPrompt: SYSTEM_PROMPT,
+  config: {
+    toolExecution: options.sequential ? "sequential" : "parallel",
+    timeout: `${options.toolTimeout} seconds`,
+    beforeToolCall: approvalHook(options.yes ? { _tag: "AllowAll" } : { _tag: "NoTerminal" })
+  },
+  model: modelLayer(options),
+  tools: workspaceTools(root)
 })
 
 const command = Command.make("effect-agent", flags, run).pipe(
@@ -246,6 +274,22 @@ const command = Command.make("effect-agent", flags, run).pipe(
       "An agent that works on a folder with built-in tools (read, ls, find, grep, write, edit, bash). Without --provider it runs a scripted demo on a sample project."
     )
   )
+
+const runsCommand = Command.make("runs", { store: flags.store, json: flags.json }, (options) =>
+  DurableCli.listRuns(Option.getOrUndefined(options.store), options.json)).pipe(
+    Command.withDescription("List the runs of the run store (--store), newest first, with their status.")
+  )
+
+// The run's model and tools are not stored (an API key must not be): pass the same provider and workspace.
+const resumeCommand = Command.make("resume", { ...flags, runId: Argument.String("run-id") }, (options) =>
+  Effect.gen(function*() {
+    const root = yield* resolveWorkspace(options, Option.isNone(options.provider))
+    yield* DurableCli.resumeRun(durableTask(options, root), options.runId)
+  })).pipe(
+    Command.withDescription("Continue a durable run after a crash or Ctrl-C; finished steps are not repeated.")
+  )
+
+const app = command.pipe(Command.withSubcommands([runsCommand, resumeCommand]))
 
 /**
  * Failures are reported here, on stderr and as one line (stdout stays clean for `--json`); the runtime's
@@ -260,7 +304,7 @@ const reportFailure = (cause: Cause.Cause<unknown>) => {
 }
 
 /** Runs the command on `process.argv`. */
-export const main = Command.run(command, { version: "0.1.0" }).pipe(
+export const main = Command.run(app, { version: "0.1.0" }).pipe(
   Effect.tapCause(reportFailure),
   Effect.provide(NodeServices.layer)
 )
