@@ -26,7 +26,7 @@ import type { Model } from "../Model.ts"
 import * as Session from "../Session.ts"
 import { approvalHook, type ApprovalMode } from "./Approval.ts"
 import * as Demo from "./Demo.ts"
-import * as DurableCli from "./durable.ts"
+import type * as DurableCli from "./durable.ts"
 import * as LiveView from "./LiveView.ts"
 import { providerLayer, type ProviderName } from "./provider.ts"
 import { workspaceTools } from "./tools.ts"
@@ -247,13 +247,16 @@ const run = Effect.fn("effect-agent")(function*(options: Options) {
   if (options.durable) {
     const task = Option.getOrElse(options.prompt, () => demo ? Demo.DEMO_TASK : "")
     if (task === "") return yield* new RunFailed({ message: "--durable needs a task: pass --prompt." })
-    return yield* Effect.asVoid(DurableCli.runTask(durableTask(options, root), task))
+    return yield* Effect.asVoid(Effect.flatMap(durableCli, (cli) => cli.runTask(durableTask(options, root), task)))
   }
   yield* session(options, root, demo).pipe(
     Effect.provide(Layer.mergeAll(modelLayer(options), workspaceTools(root))),
     Effect.onInterrupt(() => Console.error("\ninterrupted: the run was aborted and the session saved"))
   )
 })
+
+/** The durable-run commands, loaded on first use: `node:sqlite` warns on stderr when it is loaded at all. */
+const durableCli = Effect.promise(() => import("./durable.ts"))
 
 /** A durable run's settings from the flags (approvals: `--yes`, else calls needing one are refused). */
 const durableTask = (options: Options, root: string): DurableCli.DurableTask => ({
@@ -276,7 +279,7 @@ const command = Command.make("effect-agent", flags, run).pipe(
   )
 
 const runsCommand = Command.make("runs", { store: flags.store, json: flags.json }, (options) =>
-  DurableCli.listRuns(Option.getOrUndefined(options.store), options.json)).pipe(
+  Effect.flatMap(durableCli, (cli) => cli.listRuns(Option.getOrUndefined(options.store), options.json))).pipe(
     Command.withDescription("List the runs of the run store (--store), newest first, with their status.")
   )
 
@@ -284,7 +287,8 @@ const runsCommand = Command.make("runs", { store: flags.store, json: flags.json 
 const resumeCommand = Command.make("resume", { ...flags, runId: Argument.String("run-id") }, (options) =>
   Effect.gen(function*() {
     const root = yield* resolveWorkspace(options, Option.isNone(options.provider))
-    yield* DurableCli.resumeRun(durableTask(options, root), options.runId)
+    const cli = yield* durableCli
+    yield* cli.resumeRun(durableTask(options, root), options.runId)
   })).pipe(
     Command.withDescription("Continue a durable run after a crash or Ctrl-C; finished steps are not repeated.")
   )
