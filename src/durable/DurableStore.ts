@@ -42,7 +42,12 @@ export const layer = (
     // Messages and replies (the runs' history) are in the file. Shard ownership is not: the owner lock below
     // already makes this process the only one, and a lease in the file would make a resume after kill -9
     // wait for it to expire (35 s by default).
-    Layer.provide(Layer.orDie(SingleRunner.layer({ runnerStorage: "memory" }))),
+    Layer.provide(Layer.orDie(SingleRunner.layer({
+      runnerStorage: "memory",
+      // On shutdown (Ctrl-C), steps still running are given a second, not 15: what they did not finish is
+      // not stored, so a resume takes them up (or settles them, for a tool that is not idempotent).
+      shardingConfig: { entityTerminationTimeout: "1 second" }
+    }))),
     Layer.provide(NodeCrypto.layerDigest),
     Layer.provideMerge(SqliteClient.layer(config)),
     Layer.provide(

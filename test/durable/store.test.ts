@@ -137,6 +137,29 @@ describe("durable runs on the SQLite store", () => {
       assert.strictEqual((yield* model.requests).length, 1)
     }), 60_000)
 
+  it.live("a run stopped by closing its process's services (Ctrl-C) is resumed by a new owner", () =>
+    Effect.gen(function*() {
+      const file = yield* tempStore
+      const entered = yield* Deferred.make<void>()
+      const hang = customTool("hang", () => Deferred.succeed(entered, undefined).pipe(Effect.andThen(Effect.never)))
+      const first = yield* ScriptedModel.make(script().slice(0, 0).concat([
+        ScriptedModel.callTools([ScriptedModel.toolCall("c1", "hang", {})])
+      ]))
+      yield* Effect.gen(function*() {
+        const run = yield* Effect.forkChild(DurableAgent.run({ runId: "run-c", prompts: [user("hi")] }))
+        yield* Deferred.await(entered)
+        yield* Fiber.interrupt(run)
+      }).pipe(Effect.provide(storeServices(file, first, [hang])))
+      const second = yield* ScriptedModel.make([ScriptedModel.say("resumed")])
+      const resumed = yield* DurableAgent.resume("run-c").pipe(
+        Effect.provide(storeServices(file, second, [customTool("hang", () => Effect.die("must not run again"))]))
+      )
+      assert.deepStrictEqual(resumed.messages.map((m) => m.role), ["user", "assistant", "toolResult", "assistant"])
+      const result = resumed.messages[2]!
+      assert.isTrue(result.role === "toolResult" && result.isError)
+      assert.strictEqual((yield* second.requests).length, 1)
+    }), 60_000)
+
   it.live("a store already owned is refused with a typed LockTimeoutError", () =>
     Effect.gen(function*() {
       const file = yield* tempStore
