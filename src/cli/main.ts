@@ -18,7 +18,7 @@ import {
   SubscriptionRef,
   Terminal
 } from "effect"
-import { Command, Flag, Prompt } from "effect/cli"
+import { Argument, Command, Flag, Prompt } from "effect/cli"
 import { realpathSync } from "node:fs"
 import { pathToFileURL } from "node:url"
 import * as Agent from "../Agent.ts"
@@ -26,12 +26,14 @@ import type { AgentEvent } from "../AgentEvent.ts"
 import type { Message } from "../Message.ts"
 import type { Model } from "../Model.ts"
 import * as Session from "../Session.ts"
+import type { ToolRegistry } from "../ToolRegistry.ts"
 import * as BuiltinTools from "../tools/index.ts"
 import { approvalHook, type ApprovalMode } from "./Approval.ts"
 import { interruptedExitCode, interruptOnStopSignals, receivedSignal, stopAsCtrlC } from "./internal/signals.ts"
 import { terminalSafe } from "./internal/terminalText.ts"
 import * as Demo from "./Demo.ts"
 import { makeJsonLineEncoder } from "./JsonLines.ts"
+import type * as DurableCli from "./durable.ts"
 import * as LiveView from "./LiveView.ts"
 import { providerLayer, providerSettings, type ProviderSettings } from "./provider.ts"
 import { existingWorkspace, promptTask, toolTimeoutSeconds } from "./startup.ts"
@@ -104,6 +106,14 @@ const flags = {
     Flag.withDescription("The bubblewrap program for the sandbox (default: bwrap on PATH)."),
     Flag.withDefault("bwrap")
   ),
+  durable: Flag.Boolean("durable").pipe(
+    Flag.withDescription("Run the task as a durable run in the run store and print its id; `resume` continues it."),
+    Flag.withDefault(false)
+  ),
+  store: Flag.String("store").pipe(
+    Flag.withDescription("The run store for --durable, runs and resume. Default: $EFFECT_AGENT_HOME/runs.db."),
+    Flag.optional
+  ),
   toolTimeout: Flag.Int("tool-timeout").pipe(
     Flag.withDescription("Seconds a tool call may run before it is stopped, a positive whole number (default: 120)."),
     Flag.withDefault(120)
@@ -137,6 +147,32 @@ const resolveWorkspace = Effect.fn("resolveWorkspace")(function*(given: string |
 /** The model: a real provider when one is named, else the demo. */
 const modelLayer = (settings: ProviderSettings | undefined): Layer.Layer<Model> =>
   settings === undefined ? Demo.demoModel : providerLayer(settings)
+
+/**
+ * Every check of the start-up input, then the workspace, the provider settings and the tools (with the bash
+ * sandbox tried once, so a missing sandbox is said once and `require` fails before anything runs). Nothing is
+ * created or run until the input is known to be usable.
+ */
+const prepare = Effect.fn("prepare")(function*(options: Options, demo: boolean) {
+  const settings = Option.isSome(options.provider)
+    ? yield* providerSettings(options.provider.value, {
+      baseUrl: Option.getOrUndefined(options.baseUrl),
+      model: Option.getOrUndefined(options.model),
+      apiKey: Option.getOrUndefined(options.apiKey)
+    })
+    : undefined
+  yield* toolTimeoutSeconds(options.toolTimeout)
+  if (Option.isSome(options.prompt)) yield* promptTask(options.prompt.value)
+  const given = Option.isSome(options.workspace) ? yield* existingWorkspace(options.workspace.value) : undefined
+  const root = yield* resolveWorkspace(given, demo, options)
+  const sandboxSettings = { mode: options.sandbox, allowNetwork: options.allowNetwork, bwrap: options.bwrap } as const
+  const sandbox = yield* BuiltinTools.resolveSandbox(sandboxSettings, root)
+  if (sandbox._tag === "Unconfined" && options.sandbox === "auto") {
+    yield* Console.error(`effect-agent: bash runs without a sandbox: ${terminalSafe(sandbox.reason)}`)
+  }
+  const tools = workspaceTools(root, { ...sandboxSettings, mode: sandbox._tag === "Sandboxed" ? "require" : "off" })
+  return { root, settings, tools }
+})
 
 /**
  * Throws away keys typed before a question appears, so a stray "y" cannot approve a command the person has
@@ -271,26 +307,13 @@ const session = Effect.fn("session")(function*(options: Options, root: string, d
  */
 const run = Effect.fn("effect-agent")(function*(options: Options) {
   const demo = Option.isNone(options.provider)
-  // Every check comes first: nothing is created or run until the input is known to be usable.
-  const settings = Option.isSome(options.provider)
-    ? yield* providerSettings(options.provider.value, {
-      baseUrl: Option.getOrUndefined(options.baseUrl),
-      model: Option.getOrUndefined(options.model),
-      apiKey: Option.getOrUndefined(options.apiKey)
-    })
-    : undefined
-  yield* toolTimeoutSeconds(options.toolTimeout)
-  if (Option.isSome(options.prompt)) yield* promptTask(options.prompt.value)
-  const given = Option.isSome(options.workspace) ? yield* existingWorkspace(options.workspace.value) : undefined
-  const root = yield* resolveWorkspace(given, demo, options)
-  // Tried once here, so a missing sandbox is said once, before the run, and `require` fails before it.
-  const sandboxSettings = { mode: options.sandbox, allowNetwork: options.allowNetwork, bwrap: options.bwrap } as const
-  const sandbox = yield* BuiltinTools.resolveSandbox(sandboxSettings, root)
-  if (sandbox._tag === "Unconfined" && options.sandbox === "auto") {
-    yield* Console.error(`effect-agent: bash runs without a sandbox: ${terminalSafe(sandbox.reason)}`)
+  const { root, settings, tools } = yield* prepare(options, demo)
+  if (options.durable) {
+    const task = Option.getOrElse(options.prompt, () => demo ? Demo.DEMO_TASK : "")
+    if (task === "") return yield* new RunFailed({ message: "--durable needs a task: pass --prompt." })
+    return yield* Effect.asVoid(Effect.flatMap(durableCli, (cli) => cli.runTask(durableTask(options, settings, tools), task)))
   }
-  const tools = workspaceTools(root, { ...sandboxSettings, mode: sandbox._tag === "Sandboxed" ? "require" : "off" })
-  yield* session(options, root, demo, demo && given === undefined).pipe(
+  yield* session(options, root, demo, demo && Option.isNone(options.workspace)).pipe(
     Effect.provide(Layer.mergeAll(modelLayer(settings), tools)),
     Effect.onInterrupt(() => {
       const signal = receivedSignal()
@@ -299,12 +322,50 @@ const run = Effect.fn("effect-agent")(function*(options: Options) {
   )
 }, (effect) => Effect.scoped(effect))
 
+/** The durable-run commands, loaded on first use: `node:sqlite` warns on stderr when it is loaded at all. */
+const durableCli = Effect.promise(() => import("./durable.ts"))
+
+/** A durable run's settings from the flags (approvals: `--yes`, else calls needing one are refused). */
+const durableTask = (
+  options: Options,
+  settings: ProviderSettings | undefined,
+  tools: Layer.Layer<ToolRegistry, unknown>
+): DurableCli.DurableTask => ({
+  store: Option.getOrUndefined(options.store),
+  json: options.json,
+  systemPrompt: SYSTEM_PROMPT,
+  config: {
+    toolExecution: options.sequential ? "sequential" : "parallel",
+    timeout: `${options.toolTimeout} seconds`,
+    beforeToolCall: approvalHook(options.yes ? { _tag: "AllowAll" } : { _tag: "NoTerminal" })
+  },
+  model: modelLayer(settings),
+  tools
+})
+
 /** The `effect-agent` command (exported so tests can run it in-process with `Command.runWith`). */
 export const command = Command.make("effect-agent", flags, run).pipe(
     Command.withDescription(
       "An agent that works on a folder with built-in tools (read, ls, find, grep, write, edit, bash). Without --provider it runs a scripted demo on a sample project."
     )
   )
+
+const runsCommand = Command.make("runs", { store: flags.store, json: flags.json }, (options) =>
+  Effect.flatMap(durableCli, (cli) => cli.listRuns(Option.getOrUndefined(options.store), options.json))).pipe(
+    Command.withDescription("List the runs of the run store (--store), newest first, with their status.")
+  )
+
+// The run's model and tools are not stored (an API key must not be): pass the same provider and workspace.
+const resumeCommand = Command.make("resume", { ...flags, runId: Argument.String("run-id") }, (options) =>
+  Effect.gen(function*() {
+    const { settings, tools } = yield* prepare(options, Option.isNone(options.provider))
+    const cli = yield* durableCli
+    yield* cli.resumeRun(durableTask(options, settings, tools), options.runId)
+  }).pipe(Effect.scoped)).pipe(
+    Command.withDescription("Continue a durable run after a crash or Ctrl-C; finished steps are not repeated.")
+  )
+
+const app = command.pipe(Command.withSubcommands([runsCommand, resumeCommand]))
 
 /**
  * Failures are reported here, on stderr and as one line (stdout stays clean for `--json`); the runtime's
@@ -319,7 +380,7 @@ const reportFailure = (cause: Cause.Cause<unknown>) => {
 }
 
 /** Runs the command on `process.argv`. */
-export const main = Command.run(command, { version: "0.1.0" }).pipe(
+export const main = Command.run(app, { version: "0.1.0" }).pipe(
   Effect.tapCause(reportFailure),
   Effect.provide(NodeServices.layer)
 )

@@ -1,0 +1,121 @@
+/**
+ * Durable runs on the command line: `--durable` runs the task as a durable run in the embedded store and
+ * prints its id; `runs` lists the store's runs; `resume <run-id>` continues one after a crash or Ctrl-C.
+ */
+import { Console, Effect, Layer } from "effect"
+import { mkdirSync } from "node:fs"
+import { dirname, resolve } from "node:path"
+import type { AgentEvent } from "../AgentEvent.ts"
+import * as DurableAgent from "../durable/DurableAgent.ts"
+import * as DurableStore from "../durable/DurableStore.ts"
+import * as EventSink from "../EventSink.ts"
+import type { Model } from "../Model.ts"
+import type { ToolRegistry } from "../ToolRegistry.ts"
+import { makeJsonLineEncoder } from "./JsonLines.ts"
+import * as LiveView from "./LiveView.ts"
+
+/** What a durable run from the command line needs. */
+export interface DurableTask {
+  /** `--store`, or the default store in the state folder. */
+  readonly store: string | undefined
+  readonly json: boolean
+  readonly systemPrompt: string
+  readonly config: DurableAgent.DurableRunConfig
+  readonly model: Layer.Layer<Model, unknown>
+  readonly tools: Layer.Layer<ToolRegistry, unknown>
+}
+
+/** The store file: `--store`, else `$EFFECT_AGENT_HOME/runs.db` (folder made when missing). */
+export const storeFile = (store: string | undefined): string => {
+  const file = store === undefined ? DurableStore.defaultStoreFile() : resolve(store)
+  mkdirSync(dirname(file), { recursive: true })
+  return file
+}
+
+const storeLayer = (store: string | undefined) =>
+  Layer.suspend(() => DurableStore.layer({ filename: storeFile(store) }))
+
+/** Prints the events of a run: JSON lines with `--json`, else the plain view. */
+const printer = (json: boolean) =>
+  Effect.gen(function*() {
+    if (json) {
+      const encoder = makeJsonLineEncoder()
+      return {
+        sink: EventSink.fromCallback((event: AgentEvent) => void process.stdout.write(encoder.encode(event) + "\n")),
+        close: Effect.void
+      }
+    }
+    const view = yield* LiveView.make({
+      live: false,
+      color: false,
+      columns: 100,
+      write: (text) => void process.stdout.write(text)
+    })
+    return { sink: { emit: view.handle } as EventSink.EventSinkShape, close: view.close }
+  })
+
+const announce = (runId: string, json: boolean) =>
+  json
+    ? Effect.sync(() => void process.stdout.write(JSON.stringify({ type: "run_start", runId }) + "\n"))
+    : Console.log(`run: ${runId}`)
+
+const runWith = (
+  task: DurableTask,
+  go: (runId: string) => Effect.Effect<DurableAgent.DurableRunResult, never, any>,
+  runId: string
+) =>
+  Effect.gen(function*() {
+    yield* announce(runId, task.json)
+    const out = yield* printer(task.json)
+    let events = 0
+    const counted: EventSink.EventSinkShape = {
+      emit: (event) => Effect.suspend(() => {
+        events++
+        return out.sink.emit(event)
+      })
+    }
+    const result = yield* go(runId).pipe(Effect.provideService(EventSink.EventSink, counted))
+    yield* out.close
+    // A finished run is not run again: say so, rather than print nothing.
+    if (events === 0 && !task.json) yield* Console.log(`run ${runId} had already finished (${result.messages.length} messages)`)
+    return result
+  }).pipe(
+    Effect.scoped,
+    Effect.provide(
+      DurableAgent.layer(task.config).pipe(
+        Layer.provide([task.model, task.tools]),
+        Layer.provideMerge(storeLayer(task.store))
+      )
+    )
+  ) as Effect.Effect<DurableAgent.DurableRunResult, unknown>
+
+/** Runs `prompt` as a new durable run, printing `run: <id>` (or a `run_start` JSON line) first. */
+export const runTask = (task: DurableTask, prompt: string) =>
+  runWith(
+    task,
+    (runId) =>
+      DurableAgent.run({
+        runId,
+        systemPrompt: task.systemPrompt,
+        prompts: [{ role: "user", content: prompt, timestamp: Date.now() }]
+      }),
+    DurableAgent.newRunId()
+  )
+
+/** Continues the run `runId` of the store; finished steps are replayed, the rest runs. */
+export const resumeRun = (task: DurableTask, runId: string) => runWith(task, DurableAgent.resume, runId)
+
+/** Lists the store's runs, newest first: one line each, or JSON lines with `--json`. */
+export const listRuns = (store: string | undefined, json: boolean) =>
+  Effect.gen(function*() {
+    const runs = yield* DurableAgent.list()
+    for (const run of runs) {
+      yield* json
+        ? Effect.sync(() => void process.stdout.write(JSON.stringify(run) + "\n"))
+        : Console.log(`${run.runId}  ${run.status.padEnd(9)}  ${new Date(run.startedAt).toISOString()}  ${run.title}`)
+    }
+  }).pipe(
+    Effect.provide(
+      DurableAgent.RunListeners.layer.pipe(Layer.provideMerge(storeLayer(store)))
+    )
+  )

@@ -1,0 +1,40 @@
+/**
+ * Durable runs on the command line (issue 12 item 5): `--durable` prints the run id (a `run_start` JSON
+ * line with `--json`) and stores the run in `$EFFECT_AGENT_HOME/runs.db`; `runs` lists it with its status;
+ * `resume <run-id>` of a finished run does not run it again.
+ */
+import { afterAll, assert, describe, it } from "@effect/vitest"
+import { existsSync } from "node:fs"
+import { join } from "node:path"
+import { parseJsonLines, runCli, TEST_TIMEOUT_MS, tempDir } from "./support.ts"
+
+const home = tempDir("durable-home")
+const workspace = tempDir("durable-ws")
+afterAll(() => {
+  home.cleanup()
+  workspace.cleanup()
+})
+
+describe("effect-agent --durable, runs, resume", () => {
+  it("runs the demo durably, lists it as completed, and resumes it without running it again", async () => {
+    const env = { EFFECT_AGENT_HOME: home.dir }
+    const first = await runCli(["--durable", "--json", "--workspace", workspace.dir], { env })
+    assert.strictEqual(first.code, 0, first.stderr)
+    const lines = parseJsonLines(first.stdout)
+    assert.strictEqual(lines[0].type, "run_start")
+    const runId: string = lines[0].runId
+    assert.match(runId, /^run-/)
+    assert.strictEqual(lines.at(-1).type, "agent_end")
+    assert.isTrue(existsSync(join(home.dir, "runs.db")))
+
+    const runs = await runCli(["runs", "--json"], { env })
+    assert.strictEqual(runs.code, 0, runs.stderr)
+    const listed = parseJsonLines(runs.stdout)
+    assert.deepStrictEqual(listed.map((r) => [r.runId, r.status]), [[runId, "completed"]])
+
+    const resumed = await runCli(["resume", runId, "--workspace", workspace.dir], { env })
+    assert.strictEqual(resumed.code, 0, resumed.stderr)
+    assert.include(resumed.stdout, `run: ${runId}`)
+    assert.include(resumed.stdout, `run ${runId} had already finished`)
+  }, TEST_TIMEOUT_MS)
+})

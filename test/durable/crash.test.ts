@@ -1,0 +1,185 @@
+/**
+ * Durable runs survive `kill -9` (issue 12 items 1, 2 and the tests it asks for). A real process
+ * (runner.ts) runs a durable run on a SQLite store and is killed with SIGKILL at a chosen point; a second
+ * process on the same store resumes the run. Afterwards:
+ * - every finished tool call ran exactly once (its line is in out.txt once) and its result was replayed;
+ * - the non-idempotent call that was running is settled with the honest crash result and not run again;
+ * - the idempotent call that was running is run again, with the same idempotency key and attempt 2;
+ * - a model response that had finished is not requested again; one cut by the crash is requested once more;
+ * - an approval that was given is not asked again; one that was pending is asked again;
+ * - the run completes and its transcript is well formed.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { type ChildProcess, spawn } from "node:child_process"
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { crashedCallText } from "../../src/durable/DurableAgent.ts"
+import type { Message, ToolResultMessage } from "../../src/Message.ts"
+import { childEnv, NODE, ROOT } from "../cli/support.ts"
+import { assertWellFormed } from "../support/loop.ts"
+
+const RUNNER = join(ROOT, "test", "durable", "runner.ts")
+const BOUND_MS = 90_000
+
+interface Started {
+  readonly child: ChildProcess
+  readonly lines: Array<string>
+  readonly done: Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>
+}
+
+const start = (work: string, scenario: string, env: Record<string, string> = {}): Started => {
+  const child = spawn(NODE, [RUNNER, join(work, "store.db"), work, "run-1", scenario], {
+    cwd: ROOT,
+    env: childEnv(env),
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  const lines: Array<string> = []
+  let pending = ""
+  let stderr = ""
+  child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
+    pending += chunk
+    const parts = pending.split("\n")
+    pending = parts.pop()!
+    lines.push(...parts)
+  })
+  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
+    stderr += chunk
+  })
+  const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>((resolve) => {
+    child.on("close", (code, signal) => resolve({ code, signal, stderr }))
+  })
+  return { child, lines, done }
+}
+
+/** Waits (bounded, no timing assertion) until `ready` holds, checking whenever the child prints or 50 ms pass. */
+const waitFor = (started: Started, ready: () => boolean, what: string) =>
+  new Promise<void>((resolve, reject) => {
+    const timer = setInterval(() => {
+      if (ready()) {
+        clearInterval(timer)
+        clearTimeout(bound)
+        resolve()
+      }
+    }, 50)
+    const bound = setTimeout(() => {
+      clearInterval(timer)
+      started.child.kill("SIGKILL")
+      reject(new Error(`timed out waiting for ${what}; output:\n${started.lines.join("\n")}`))
+    }, BOUND_MS)
+  })
+
+const killHard = async (started: Started) => {
+  started.child.kill("SIGKILL")
+  const exit = await started.done
+  assert.strictEqual(exit.signal, "SIGKILL")
+}
+
+const finish = async (started: Started) => {
+  const exit = await Promise.race([
+    started.done,
+    new Promise<never>((_, reject) =>
+      setTimeout(() => {
+        started.child.kill("SIGKILL")
+        reject(new Error(`the resumed run did not end; output:\n${started.lines.join("\n")}`))
+      }, BOUND_MS)
+    )
+  ])
+  assert.strictEqual(exit.code, 0, exit.stderr)
+  const result = started.lines.find((line) => line.startsWith("RESULT "))
+  assert.isDefined(result, started.lines.join("\n"))
+  return JSON.parse(result!.slice("RESULT ".length)) as Array<Message>
+}
+
+const outLines = (work: string) =>
+  existsSync(join(work, "out.txt")) ? readFileSync(join(work, "out.txt"), "utf8").split("\n").filter((l) => l !== "") : []
+
+const count = (lines: ReadonlyArray<string>, line: string) => lines.filter((l) => l === line).length
+
+const resultOf = (messages: ReadonlyArray<Message>, id: string) =>
+  messages.find((m): m is ToolResultMessage => m.role === "toolResult" && m.toolCallId === id)
+
+const textOf = (message: ToolResultMessage | undefined) =>
+  message?.content.map((c) => (c.type === "text" ? c.text : "")).join("") ?? ""
+
+const withWork = (f: (work: string) => Promise<void>) => async () => {
+  const work = mkdtempSync(join(tmpdir(), "effect-agent-durable-"))
+  try {
+    await f(work)
+  } finally {
+    rmSync(work, { recursive: true, force: true })
+  }
+}
+
+describe("durable runs across kill -9", () => {
+  it(
+    "crash in a parallel batch, then in the next model stream: nothing finished is repeated",
+    withWork(async (work) => {
+      // 1. Killed while c4 (not idempotent) and the probe (idempotent) run; c1..c3 have finished.
+      const first = start(work, "batch")
+      await waitFor(first, () => {
+        const out = outLines(work)
+        return ["c1", "c2", "c3"].every((id) => first.lines.includes(`event tool_execution_end:${id}`)) &&
+          out.includes("c4-start") && out.includes("probe attempt=1 key=run-1/p1")
+      }, "c1..c3 finished, c4 and the probe running")
+      await killHard(first)
+
+      // 2. Resumed: the batch settles without running c1..c4 again; killed while the next answer streams.
+      const second = start(work, "batch", { RUNNER_RESUME: "1" })
+      await waitFor(second, () => second.lines.includes("event message_update:text_delta"), "the answer streaming")
+      await killHard(second)
+      assert.deepStrictEqual(second.lines.filter((l) => l.startsWith("model-request")), ["model-request 1"])
+
+      // 3. Resumed again: only the cut response is asked for again; the run completes.
+      const third = start(work, "batch", { RUNNER_RESUME: "1" })
+      const messages = await finish(third)
+      assert.deepStrictEqual(third.lines.filter((l) => l.startsWith("model-request")), ["model-request 1"])
+
+      const out = outLines(work)
+      for (const line of ["c1", "c2", "c3", "c4-start"]) assert.strictEqual(count(out, line), 1, `${line} ran once`)
+      // The idempotent probe ran again once, with the same key and the next attempt number.
+      assert.deepStrictEqual(out.filter((l) => l.startsWith("probe")), [
+        "probe attempt=1 key=run-1/p1",
+        "probe attempt=2 key=run-1/p1"
+      ])
+      for (const id of ["c1", "c2", "c3"]) {
+        assert.strictEqual(textOf(resultOf(messages, id)), `appended ${id}`)
+        assert.isFalse(resultOf(messages, id)!.isError)
+      }
+      assert.strictEqual(textOf(resultOf(messages, "c4")), crashedCallText("append"))
+      assert.isTrue(resultOf(messages, "c4")!.isError)
+      assert.strictEqual(textOf(resultOf(messages, "p1")), "probe ran on attempt 2")
+      assert.deepStrictEqual(messages.map((m) => m.role), [
+        "user",
+        "assistant",
+        "toolResult",
+        "toolResult",
+        "toolResult",
+        "toolResult",
+        "toolResult",
+        "assistant"
+      ])
+      assertWellFormed(messages)
+    }),
+    240_000
+  )
+
+  it(
+    "crash during an approval: the approval given is not asked again, the pending one is",
+    withWork(async (work) => {
+      const first = start(work, "approval", { RUNNER_APPROVAL: "hang" })
+      await waitFor(first, () => first.lines.includes("approval c2"), "the approval of c2 pending")
+      await killHard(first)
+      assert.deepStrictEqual(first.lines.filter((l) => l.startsWith("approval")), ["approval c1", "approval c2"])
+
+      const second = start(work, "approval", { RUNNER_RESUME: "1" })
+      const messages = await finish(second)
+      assert.deepStrictEqual(second.lines.filter((l) => l.startsWith("approval")), ["approval c2"])
+      assert.deepStrictEqual(outLines(work), ["c1", "c2"])
+      assert.strictEqual(textOf(resultOf(messages, "c1")), "appended c1")
+      assert.strictEqual(textOf(resultOf(messages, "c2")), "appended c2")
+      assertWellFormed(messages)
+    }),
+    240_000
+  )
+})

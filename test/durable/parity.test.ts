@@ -1,0 +1,123 @@
+/**
+ * A durable run without a crash is the in-memory loop (issue 12 item 1): the same scripts give the same
+ * events, in the same order, and the same transcript, whether run by `runAgentLoop` or as the durable
+ * workflow (here on the in-memory engine). Timestamps are left out of the comparison: they are clock reads.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Schema } from "effect"
+import type { ToolCall } from "../../src/Message.ts"
+import * as ScriptedModel from "../../src/ScriptedModel.ts"
+import * as Tool from "../../src/Tool.ts"
+import {
+  assertBalanced,
+  assertMessagesMatchEvents,
+  assertOneAgentEnd,
+  assertWellFormed,
+  customTool,
+  runLoop,
+  standardTools,
+  withoutTimestamps
+} from "../support/loop.ts"
+import { runDurable } from "./support.ts"
+
+const CallKind = Schema.Literals(["ok", "fail", "die", "unknown", "invalid", "terminate", "slow", "echo", "plain"])
+type CallKind = typeof CallKind.Type
+const StepKind = Schema.Literals(["say", "tools", "tools", "length", "errorEvent", "errorFail", "toolUseNoCalls"])
+const Scenario = Schema.Struct({
+  steps: Schema.Array(Schema.Struct({ kind: StepKind, calls: Schema.Array(CallKind).check(Schema.isMaxLength(4)) }))
+    .check(Schema.isMaxLength(5)),
+  mode: Schema.Literals(["parallel", "sequential"]),
+  approve: Schema.Boolean
+})
+type Scenario = typeof Scenario.Type
+
+const asJson = <A>(value: A): A => JSON.parse(JSON.stringify(value))
+
+const callOf = (kind: CallKind, id: string): ToolCall => {
+  switch (kind) {
+    case "ok":
+      return ScriptedModel.toolCall(id, "add", { a: 1, b: 2 })
+    case "fail":
+      return ScriptedModel.toolCall(id, "fail", { text: id })
+    case "die":
+      return ScriptedModel.toolCall(id, "die", {})
+    case "unknown":
+      return ScriptedModel.toolCall(id, "missing", {})
+    case "invalid":
+      return ScriptedModel.toolCall(id, "add", { a: "not a number" })
+    case "terminate":
+      return ScriptedModel.toolCall(id, "stop", { text: id })
+    case "slow":
+      return ScriptedModel.toolCall(id, "slow", {})
+    case "echo":
+      return ScriptedModel.toolCall(id, "echo", { text: `echo ${id}` })
+    case "plain":
+      return ScriptedModel.toolCall(id, "plain", {})
+  }
+}
+
+const tools = [
+  ...standardTools,
+  // A result whose details are `undefined`: JSON cannot hold that, the store must still take it.
+  customTool("plain", () => Effect.succeed(Tool.textResult("plain"))),
+  customTool("die", () => Effect.die(new Error("tool defect"))),
+  customTool("slow", () =>
+    Effect.gen(function*() {
+      for (let i = 0; i < 5; i++) yield* Effect.yieldNow
+      return { content: [{ type: "text" as const, text: "slow done" }], details: { n: 5 } }
+    }))
+]
+
+const scriptOf = (scenario: Scenario): Array<ScriptedModel.Step> => [
+  ...scenario.steps.map((step, turn): ScriptedModel.Step => {
+    const calls = step.calls.map((kind, i) => callOf(kind, `t${turn}_${i}`))
+    switch (step.kind) {
+      case "tools":
+        return ScriptedModel.callTools(calls, calls.length === 0 ? `nothing to call ${turn}` : undefined)
+      case "length":
+        return { ...ScriptedModel.callTools(calls, "cut"), stopReason: "length" }
+      case "errorEvent":
+        return { fail: `model error ${turn}`, as: "event", content: calls }
+      case "errorFail":
+        return { fail: `model failure ${turn}`, as: "error", content: calls }
+      case "toolUseNoCalls":
+        return ScriptedModel.say(`no calls ${turn}`, { stopReason: "toolUse" })
+      default:
+        return ScriptedModel.say(`answer ${turn}`)
+    }
+  }),
+  ScriptedModel.say("final")
+]
+
+const configOf = (scenario: Scenario) => ({
+  toolExecution: scenario.mode,
+  // Refuses every echo call: approvals go through the durable path too.
+  ...(scenario.approve
+    ? {
+      beforeToolCall: ({ toolCall }: { toolCall: ToolCall }) =>
+        Effect.succeed(toolCall.name === "echo" ? { block: true, reason: `refused ${toolCall.id}` } : undefined)
+    }
+    : {})
+})
+
+describe("durable run parity", () => {
+  it.effect.prop(
+    "the same script gives the same events and transcript durably and in memory",
+    { scenario: Scenario },
+    ({ scenario }) =>
+      Effect.gen(function*() {
+        const plain = yield* runLoop({ script: scriptOf(scenario), tools, config: configOf(scenario) })
+        const durable = yield* runDurable({ script: scriptOf(scenario), tools, config: configOf(scenario) })
+        assertOneAgentEnd(durable.events)
+        assertBalanced(durable.events)
+        // Step results and the transcript of a durable run are what the store holds: JSON, so keys holding
+        // `undefined` are absent. Both sides are compared in that form.
+        assertMessagesMatchEvents(asJson(durable.events), durable.messages)
+        assertWellFormed(durable.messages)
+        assert.deepStrictEqual(withoutTimestamps(asJson(durable.events)), withoutTimestamps(asJson(plain.events)))
+        assert.deepStrictEqual(withoutTimestamps(durable.messages), withoutTimestamps(asJson(plain.messages)))
+        assert.strictEqual(durable.requests.length, plain.requests.length)
+      }),
+    { timeout: 60_000, arbitrary: { runs: 60 } }
+  )
+})

@@ -1,0 +1,177 @@
+/**
+ * Durable runs on the embedded store (src/durable/DurableStore.ts, issue 12 items 3 and 4), in process:
+ * the cluster engine over the SQLite file runs the loop to the same transcript as the in-memory loop, a
+ * message sent before the run reads its inbox is not lost, and a store in use by one owner is refused to a
+ * second one with a typed error.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
+import { SqlError } from "effect/sql"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as DurableAgent from "../../src/durable/DurableAgent.ts"
+import * as DurableStore from "../../src/durable/DurableStore.ts"
+import * as EventSink from "../../src/EventSink.ts"
+import { Model, type ModelShape } from "../../src/Model.ts"
+import * as ScriptedModel from "../../src/ScriptedModel.ts"
+import { type RegisteredTool, ToolRegistry } from "../../src/ToolRegistry.ts"
+import {
+  assertMessagesMatchEvents,
+  assertWellFormed,
+  customTool,
+  makeRecorder,
+  runLoop,
+  standardTools,
+  user,
+  withoutTimestamps
+} from "../support/loop.ts"
+
+const tempStore = Effect.acquireRelease(
+  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "effect-agent-store-"))),
+  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+).pipe(Effect.map((dir) => path.join(dir, "runs.db")))
+
+const storeServices = (
+  file: string,
+  model: ModelShape,
+  tools: ReadonlyArray<RegisteredTool>,
+  config: DurableAgent.DurableRunConfig = {}
+) =>
+  DurableAgent.layer(config).pipe(
+    Layer.provide([Layer.succeed(Model, model), Layer.orDie(ToolRegistry.fromEntries(tools))]),
+    Layer.provideMerge(DurableStore.layer({ filename: file, synchronous: "normal" }))
+  )
+
+const asJson = <A>(value: A): A => JSON.parse(JSON.stringify(value))
+
+const script = (): Array<ScriptedModel.Step> => [
+  ScriptedModel.callTools([
+    ScriptedModel.toolCall("c1", "add", { a: 1, b: 2 }),
+    ScriptedModel.toolCall("c2", "fail", { text: "x" }),
+    ScriptedModel.toolCall("c3", "missing", {}),
+    ScriptedModel.toolCall("c4", "echo", { text: "hello" })
+  ]),
+  ScriptedModel.callTools([ScriptedModel.toolCall("c5", "stop", { text: "bye" })], "stopping"),
+  ScriptedModel.say("never reached")
+]
+
+describe("durable runs on the SQLite store", () => {
+  it.live("give the events and transcript of the in-memory loop", () =>
+    Effect.gen(function*() {
+      const file = yield* tempStore
+      const plain = yield* runLoop({ script: script() })
+      const model = yield* ScriptedModel.make(script())
+      const recorder = makeRecorder()
+      const result = yield* DurableAgent.run({ prompts: [user("hi")], systemPrompt: "You are a test." }).pipe(
+        Effect.provideService(EventSink.EventSink, recorder.sink),
+        Effect.provide(storeServices(file, model, standardTools))
+      )
+      assertWellFormed(result.messages)
+      assertMessagesMatchEvents(asJson(recorder.events), result.messages)
+      assert.deepStrictEqual(withoutTimestamps(asJson(recorder.events)), withoutTimestamps(asJson(plain.events)))
+      assert.deepStrictEqual(withoutTimestamps(result.messages), withoutTimestamps(asJson(plain.messages)))
+    }), 60_000)
+
+  it.live("a steering message stored before the run reads its inbox is read at its start", () =>
+    Effect.gen(function*() {
+      const file = yield* tempStore
+      const model = yield* ScriptedModel.make([ScriptedModel.say("answer")])
+      const result = yield* Effect.gen(function*() {
+        yield* DurableAgent.steer("run-early", user("sent before the run"))
+        return yield* DurableAgent.run({ runId: "run-early", prompts: [user("hi")] })
+      }).pipe(Effect.provide(storeServices(file, model, [], { inbox: true })))
+      assert.deepStrictEqual(result.messages.map((m) => m.role === "user" ? m.content : m.role), [
+        "hi",
+        "sent before the run",
+        "assistant"
+      ])
+      assert.strictEqual((yield* model.requests).length, 1)
+    }), 60_000)
+
+  it.live("a new owner lists the run and resuming it returns its stored transcript without calling the model", () =>
+    Effect.gen(function*() {
+      const file = yield* tempStore
+      const first = yield* ScriptedModel.make(script())
+      const done = yield* DurableAgent.run({ runId: "run-r", prompts: [user("hi")] }).pipe(
+        Effect.provide(storeServices(file, first, standardTools))
+      )
+      const second = yield* ScriptedModel.make([])
+      const resumed = yield* Effect.gen(function*() {
+        const status = yield* DurableAgent.status("run-r")
+        const result = yield* DurableAgent.resume("run-r")
+        return { status, result, runs: yield* DurableAgent.list() }
+      }).pipe(Effect.provide(storeServices(file, second, standardTools)))
+      assert.strictEqual(resumed.status, "completed")
+      assert.deepStrictEqual(resumed.runs.map(({ runId, status, title }) => ({ runId, status, title })), [
+        { runId: "run-r", status: "completed", title: "hi" }
+      ])
+      assert.deepStrictEqual(resumed.result.messages, done.messages)
+      assert.strictEqual((yield* second.requests).length, 0)
+    }), 60_000)
+
+  it.live("abort from outside ends a run on the store and stops its running tool", () =>
+    Effect.gen(function*() {
+      const file = yield* tempStore
+      const entered = yield* Deferred.make<void>()
+      const stopped = yield* Deferred.make<void>()
+      const hang = customTool("hang", () =>
+        Deferred.succeed(entered, undefined).pipe(
+          Effect.andThen(Effect.never),
+          Effect.onInterrupt(() => Deferred.succeed(stopped, undefined))
+        ))
+      const model = yield* ScriptedModel.make([
+        ScriptedModel.callTools([ScriptedModel.toolCall("c1", "hang", {})]),
+        ScriptedModel.say("never asked")
+      ])
+      const result = yield* Effect.gen(function*() {
+        const run = yield* Effect.forkChild(DurableAgent.run({ runId: "run-a", prompts: [user("hi")] }))
+        yield* Deferred.await(entered)
+        yield* DurableAgent.abort("run-a")
+        const result = yield* Fiber.join(run)
+        // The tool of an aborted run is stopped, not left running inside the engine.
+        yield* Deferred.await(stopped)
+        return result
+      }).pipe(Effect.provide(storeServices(file, model, [hang], { abandonAfter: "100 millis" })))
+      assert.deepStrictEqual(result.messages.map((m) => m.role), ["user", "assistant", "toolResult"])
+      assert.strictEqual((yield* model.requests).length, 1)
+    }), 60_000)
+
+  it.live("a run stopped by closing its process's services (Ctrl-C) is resumed by a new owner", () =>
+    Effect.gen(function*() {
+      const file = yield* tempStore
+      const entered = yield* Deferred.make<void>()
+      const hang = customTool("hang", () => Deferred.succeed(entered, undefined).pipe(Effect.andThen(Effect.never)))
+      const first = yield* ScriptedModel.make(script().slice(0, 0).concat([
+        ScriptedModel.callTools([ScriptedModel.toolCall("c1", "hang", {})])
+      ]))
+      yield* Effect.gen(function*() {
+        const run = yield* Effect.forkChild(DurableAgent.run({ runId: "run-c", prompts: [user("hi")] }))
+        yield* Deferred.await(entered)
+        yield* Fiber.interrupt(run)
+      }).pipe(Effect.provide(storeServices(file, first, [hang])))
+      const second = yield* ScriptedModel.make([ScriptedModel.say("resumed")])
+      const resumed = yield* DurableAgent.resume("run-c").pipe(
+        Effect.provide(storeServices(file, second, [customTool("hang", () => Effect.die("must not run again"))]))
+      )
+      assert.deepStrictEqual(resumed.messages.map((m) => m.role), ["user", "assistant", "toolResult", "assistant"])
+      const result = resumed.messages[2]!
+      assert.isTrue(result.role === "toolResult" && result.isError)
+      assert.strictEqual((yield* second.requests).length, 1)
+    }), 60_000)
+
+  it.live("a store already owned is refused with a typed LockTimeoutError", () =>
+    Effect.gen(function*() {
+      const file = yield* tempStore
+      const exit = yield* Effect.gen(function*() {
+        return yield* Effect.exit(Layer.build(DurableStore.layer({ filename: file })))
+      }).pipe(Effect.provide(DurableStore.layer({ filename: file })), Effect.scoped)
+      assert.isTrue(Exit.isFailure(exit))
+      const reason = Exit.isFailure(exit) && exit.cause.reasons[0]?._tag === "Fail"
+        ? exit.cause.reasons[0].error
+        : undefined
+      assert.isTrue(SqlError.isSqlError(reason))
+      assert.strictEqual((reason as SqlError.SqlError).reason._tag, "LockTimeoutError")
+      assert.match((reason as SqlError.SqlError).message, /in use by another process/)
+    }), 60_000)
+})
