@@ -7,6 +7,9 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     testTimeout: 30_000,
-    hookTimeout: 30_000
+    hookTimeout: 30_000,
+    // Most of the suite's time is spent waiting on subprocesses (the CLI, bash, the durable crash tests), not
+    // on the CPU: more workers than cores keeps the two cores busy while those wait.
+    maxWorkers: 4
   }
 })
