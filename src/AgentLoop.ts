@@ -1,7 +1,7 @@
 /**
  * The agent loop: turns of "stream a model response, run its tool batch", with steering messages read after
  * each whole batch and follow-up messages read when the agent would otherwise stop. The contract is
- * `shared/spec/agent-loop.md`.
+ * `docs/agent-loop.md`.
  *
  * Every run ends its event stream with exactly one `agent_end`; model, hook and subscriber failures end the
  * turn with an `error` assistant message instead of escaping; an abort ends it with an `aborted` one; and

@@ -3,7 +3,7 @@
  * end, create the tool-result message), in sequential or parallel mode, with abort, timeouts and faults
  * handled so that every call ends with exactly one end event and one result message.
  *
- * The contract is `shared/spec/tool-execution.md`.
+ * The contract is `docs/tool-execution.md`.
  *
  * @since 0.1.0
  */
@@ -205,7 +205,7 @@ const atomically = <R>(batch: Batch<R>, step: () => Effect.Effect<void>): Effect
   batch.syncSink ? step() : Effect.uninterruptible(Effect.suspend(step))
 
 // ---------------------------------------------------------------------------------------------------------
-// Phase 1: prepare
+// Phase 1: prepare (TE 2)
 // ---------------------------------------------------------------------------------------------------------
 
 const decoders = new WeakMap<Tool.Any, (u: unknown) => Exit.Exit<unknown, Schema.SchemaError>>()
@@ -366,7 +366,7 @@ const immediateResult = (outcome: ImmediateOutcome): Finalized => {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Phase 2: execute
+// Phase 2: execute (TE 3)
 // ---------------------------------------------------------------------------------------------------------
 
 const isValidResult = Schema.is(ToolResultSchema)
@@ -530,7 +530,7 @@ const execute = <R>(batch: Batch<R>, prepared: Prepared, inline: boolean): Effec
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Phase 3: finalize
+// Phase 3: finalize (TE 4)
 // ---------------------------------------------------------------------------------------------------------
 
 /** `afterToolCall`'s overrides, field by field. An absent, undefined or null field keeps the executed value (pi's `??`). */
@@ -591,7 +591,7 @@ const emitStart = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> =>
     })
   })
 
-/** Phase 4. Records the call's final outcome and emits its one end event. */
+/** Phase 4 (TE 5.1). Records the call's final outcome and emits its one end event. */
 const emitEnd = <R>(batch: Batch<R>, call: Call, finalized: Finalized): Effect.Effect<void> =>
   atomically(batch, () => {
     call.outcome = finalized
@@ -607,7 +607,7 @@ const emitEnd = <R>(batch: Batch<R>, call: Call, finalized: Finalized): Effect.E
     })
   })
 
-/** Phase 5. The tool-result message of a settled call, timestamped no earlier than the previous one. */
+/** Phase 5 (TE 5.2). The tool-result message of a settled call, timestamped no earlier than the previous one. */
 const createMessage = <R>(batch: Batch<R>, call: Call, now: number): ToolResultMessage => {
   const { result, isError } = call.outcome!
   batch.lastTimestamp = Math.max(batch.lastTimestamp, now)

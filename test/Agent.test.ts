@@ -1,6 +1,6 @@
 /**
  * The stateful agent (`src/Agent.ts`) and its Promise facade (`src/PromiseAgent.ts`), against the
- * "stateful agent" section of `shared/spec/agent-loop.md`.
+ * "stateful agent" section of `docs/agent-loop.md`.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer, Stream, SubscriptionRef } from "effect"

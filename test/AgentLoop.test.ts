@@ -1,5 +1,5 @@
 /**
- * The agent loop, one test per rule of `shared/spec/agent-loop.md`.
+ * The agent loop, one test per rule of `docs/agent-loop.md`.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Option, Schema, Stream } from "effect"

@@ -1,5 +1,5 @@
 /**
- * Property tests of `executeToolCalls` (spec `shared/spec/tool-execution.md`, section 10) over random batches:
+ * Property tests of `executeToolCalls` (`docs/tool-execution.md`, TE 10) over random batches:
  * random tool behaviours, random hooks, random mode, concurrency limit, timeouts, subscriber behaviour and
  * abort point (see `support/arbitraryBatch.ts`). Time is virtual: the batch is forked and the TestClock is
  * advanced step by step until it completes (a bounded loop, so a hang is reported, not waited for).

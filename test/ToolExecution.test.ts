@@ -1,5 +1,5 @@
 /**
- * The tool-execution contract (shared/spec/tool-execution.md), one test (or a small group) per rule of
+ * The tool-execution contract (docs/tool-execution.md), one test (or a small group) per rule of
  * sections 1–9. Ordering is forced with Deferred gates, time with the TestClock; no test sleeps for real.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -98,10 +98,10 @@ const interruptedText = (name: string) =>
 const notStartedText = (name: string) => `Tool ${name} was not executed: the run was aborted before it started.`
 
 // ---------------------------------------------------------------------------------------------------------
-// §1 Choosing the mode
+// TE 1 Choosing the mode
 // ---------------------------------------------------------------------------------------------------------
 
-describe("§1 choosing the mode", () => {
+describe("TE 1 choosing the mode", () => {
   const registry = {
     tools: [],
     get: (name: string) =>
@@ -114,7 +114,7 @@ describe("§1 choosing the mode", () => {
         : undefined
   }
 
-  it("§1 chooseMode: parallel by default, sequential by config or by any called sequential tool", () => {
+  it("TE 1 chooseMode: parallel by default, sequential by config or by any called sequential tool", () => {
     assert.strictEqual(chooseMode([], registry, undefined), "parallel")
     assert.strictEqual(chooseMode([toolCall("1", "plain"), toolCall("2", "par")], registry, undefined), "parallel")
     assert.strictEqual(chooseMode([toolCall("1", "plain")], registry, "parallel"), "parallel")
@@ -140,7 +140,7 @@ describe("§1 choosing the mode", () => {
     "msg_end:2"
   ]
 
-  it.effect("§1 config sequential runs the batch one call at a time", () =>
+  it.effect("TE 1 config sequential runs the batch one call at a time", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const msg = assistantMessage(toolCall("1", "a"), toolCall("2", "a"))
@@ -149,7 +149,7 @@ describe("§1 choosing the mode", () => {
       assertBatchInvariants(rec.events, [toolCall("1", "a"), toolCall("2", "a")], result.messages)
     }))
 
-  it.effect("§1 a called tool with executionMode sequential makes the whole batch sequential", () =>
+  it.effect("TE 1 a called tool with executionMode sequential makes the whole batch sequential", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const msg = assistantMessage(toolCall("1", "a"), toolCall("2", "s"))
@@ -160,7 +160,7 @@ describe("§1 choosing the mode", () => {
       assert.deepStrictEqual(rec.trace, sequentialTrace)
     }))
 
-  it.effect("§1 a registered sequential tool that is not called does not make the batch sequential", () =>
+  it.effect("TE 1 a registered sequential tool that is not called does not make the batch sequential", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const msg = assistantMessage(toolCall("1", "a"), toolCall("2", "a"))
@@ -172,7 +172,7 @@ describe("§1 choosing the mode", () => {
       assert.deepStrictEqual(rec.trace.slice(-4), ["msg_start:1", "msg_end:1", "msg_start:2", "msg_end:2"])
     }))
 
-  it.effect("§1 unknown tool names do not affect the mode (parallel by default)", () =>
+  it.effect("TE 1 unknown tool names do not affect the mode (parallel by default)", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const msg = assistantMessage(toolCall("1", "a"), toolCall("2", "nope"), toolCall("3", "a"))
@@ -190,7 +190,7 @@ describe("§1 choosing the mode", () => {
       assertBatchInvariants(rec.events, [toolCall("1", "a"), toolCall("2", "nope"), toolCall("3", "a")], result.messages)
     }))
 
-  it.effect("§1 a tool's executionMode parallel cannot override a sequential config", () =>
+  it.effect("TE 1 a tool's executionMode parallel cannot override a sequential config", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const msg = assistantMessage(toolCall("1", "p"), toolCall("2", "p"))
@@ -202,11 +202,11 @@ describe("§1 choosing the mode", () => {
 })
 
 // ---------------------------------------------------------------------------------------------------------
-// §2 Prepare
+// TE 2 Prepare
 // ---------------------------------------------------------------------------------------------------------
 
-describe("§2 prepare", () => {
-  it.effect("§2.1 tool_execution_start is emitted before prepare, with the raw arguments", () =>
+describe("TE 2 prepare", () => {
+  it.effect("TE 2.1 tool_execution_start is emitted before prepare, with the raw arguments", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const raw = { n: "5" }
@@ -224,7 +224,7 @@ describe("§2 prepare", () => {
       assert.strictEqual(start!.args, raw, "the start event carries the raw arguments object")
     }))
 
-  it.effect("§2.1 tool_execution_start is emitted for a call that ends during prepare", () =>
+  it.effect("TE 2.1 tool_execution_start is emitted for a call that ends during prepare", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const raw = { whatever: [1, 2] }
@@ -233,7 +233,7 @@ describe("§2 prepare", () => {
       assert.strictEqual(rec.ofType("tool_execution_start")[0]!.args, raw)
     }))
 
-  it.effect("§2.2 unknown tool: `Tool <name> not found`", () =>
+  it.effect("TE 2.2 unknown tool: `Tool <name> not found`", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const result = yield* runBatch(assistantMessage(toolCall("1", "teleport", { to: "mars" })), [
@@ -251,7 +251,7 @@ describe("§2 prepare", () => {
       assert.isFalse(rec.trace.includes("exec:1"))
     }))
 
-  it.effect("§2.3 prepareArguments (effectful) rewrites the raw arguments before validation", () =>
+  it.effect("TE 2.3 prepareArguments (effectful) rewrites the raw arguments before validation", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const calls = yield* Ref.make(0)
@@ -277,7 +277,7 @@ describe("§2 prepare", () => {
       assert.isFalse(result.messages[0]!.isError)
     }))
 
-  it.effect("§2.3 a failing prepareArguments is an immediate outcome with its message; the tool never runs", () =>
+  it.effect("TE 2.3 a failing prepareArguments is an immediate outcome with its message; the tool never runs", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const afterCalls: Array<string> = []
@@ -294,7 +294,7 @@ describe("§2 prepare", () => {
       assert.deepStrictEqual(afterCalls, [])
     }))
 
-  it.effect("§2.3 a prepareArguments defect is an immediate outcome with its message", () =>
+  it.effect("TE 2.3 a prepareArguments defect is an immediate outcome with its message", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const tool = scripted("read", marking(rec), {
@@ -309,7 +309,7 @@ describe("§2 prepare", () => {
       assert.isFalse(result.aborted)
     }))
 
-  it.effect("§2.3 a prepareArguments that throws instead of returning an Effect is an immediate outcome", () =>
+  it.effect("TE 2.3 a prepareArguments that throws instead of returning an Effect is an immediate outcome", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const tool = scripted("read", marking(rec), {
@@ -326,7 +326,7 @@ describe("§2 prepare", () => {
       assertBatchInvariants(rec.events, calls, result.messages)
     }))
 
-  it.effect("§2.3 coercions: numeric strings → numbers, \"true\"/\"false\" → booleans, numbers → strings", () =>
+  it.effect("TE 2.3 coercions: numeric strings → numbers, \"true\"/\"false\" → booleans, numbers → strings", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const raw = {
@@ -363,7 +363,7 @@ describe("§2 prepare", () => {
       assert.notStrictEqual(received.list, raw.list)
     }))
 
-  it.effect("§2.3 a string that is not a number or a boolean is not coerced and fails validation", () =>
+  it.effect("TE 2.3 a string that is not a number or a boolean is not coerced and fails validation", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const tool = scripted("t", marking(rec), {
@@ -378,7 +378,7 @@ describe("§2 prepare", () => {
       assert.isFalse(rec.trace.includes("exec:1"))
     }))
 
-  it.effect("§2.3 validation returns a fresh value even when nothing is coerced", () =>
+  it.effect("TE 2.3 validation returns a fresh value even when nothing is coerced", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const raw = { path: "a.txt", opts: { deep: true } }
@@ -394,7 +394,7 @@ describe("§2 prepare", () => {
       assert.deepStrictEqual(raw, { path: "a.txt", opts: { deep: true } }, "the assistant message is unchanged")
     }))
 
-  it.effect("§2.3 validation failure text (dotted paths, every issue, JSON of the arguments)", () =>
+  it.effect("TE 2.3 validation failure text (dotted paths, every issue, JSON of the arguments)", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const afterCalls: Array<string> = []
@@ -427,7 +427,7 @@ describe("§2 prepare", () => {
       assert.deepStrictEqual(afterCalls, [])
     }))
 
-  it.effect("§2.3 validation failure text uses `root` for the top level", () =>
+  it.effect("TE 2.3 validation failure text uses `root` for the top level", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const Range = Schema.Struct({ from: Schema.Number, to: Schema.Number }).check(
@@ -441,7 +441,7 @@ describe("§2 prepare", () => {
       )
     }))
 
-  it.effect("§2.3 validation failure shows the arguments after prepareArguments (before coercion)", () =>
+  it.effect("TE 2.3 validation failure shows the arguments after prepareArguments (before coercion)", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const tool = scripted("t", marking(rec), {
@@ -456,7 +456,7 @@ describe("§2 prepare", () => {
       )
     }))
 
-  it.effect("§2.4 beforeToolCall gets the assistant message, the call, the validated args and the context", () =>
+  it.effect("TE 2.4 beforeToolCall gets the assistant message, the call, the validated args and the context", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const seen: Array<BeforeToolCallContext> = []
@@ -474,7 +474,7 @@ describe("§2 prepare", () => {
       assert.strictEqual(seen[0]!.context, context)
     }))
 
-  it.effect("§2.4 beforeToolCall is not called when validation fails or the tool is unknown", () =>
+  it.effect("TE 2.4 beforeToolCall is not called when validation fails or the tool is unknown", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const seen: Array<string> = []
@@ -487,7 +487,7 @@ describe("§2 prepare", () => {
       assert.deepStrictEqual(seen, [])
     }))
 
-  it.effect("§2.4 a block with a reason ends the call with the reason; the tool never runs", () =>
+  it.effect("TE 2.4 a block with a reason ends the call with the reason; the tool never runs", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const afterCalls: Array<string> = []
@@ -508,7 +508,7 @@ describe("§2 prepare", () => {
       assert.isFalse(result.terminate)
     }))
 
-  it.effect("§2.4 a block without a reason: `Tool execution was blocked`", () =>
+  it.effect("TE 2.4 a block without a reason: `Tool execution was blocked`", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const result = yield* runBatch(assistantMessage(toolCall("1", "rm")), [scripted("rm", marking(rec))], rec.sink, {
@@ -519,7 +519,7 @@ describe("§2 prepare", () => {
       assert.isFalse(rec.trace.includes("exec:1"))
     }))
 
-  it.effect("§2.4 a block with terminate makes the batch terminate", () =>
+  it.effect("TE 2.4 a block with terminate makes the batch terminate", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const result = yield* runBatch(assistantMessage(toolCall("1", "rm")), [scripted("rm", marking(rec))], rec.sink, {
@@ -530,7 +530,7 @@ describe("§2 prepare", () => {
       assert.isFalse("terminate" in result.messages[0]!)
     }))
 
-  it.effect("§2.4 beforeToolCall returning nothing or block: false lets the call run", () =>
+  it.effect("TE 2.4 beforeToolCall returning nothing or block: false lets the call run", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const result = yield* runBatch(
@@ -542,7 +542,7 @@ describe("§2 prepare", () => {
       assert.deepStrictEqual(result.messages.map(textOf), ["ok 1", "ok 2"])
     }))
 
-  it.effect("§2.4 replacement arguments are passed to the tool as given (no re-validation)", () =>
+  it.effect("TE 2.4 replacement arguments are passed to the tool as given (no re-validation)", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const replacement = { n: "not a number", extra: [1] }
@@ -559,7 +559,7 @@ describe("§2 prepare", () => {
       assert.deepStrictEqual(rec.ofType("tool_execution_start")[0]!.args, { n: 1 }, "events keep the raw arguments")
     }))
 
-  it.effect("§2.4 a failing beforeToolCall is an immediate outcome with its message", () =>
+  it.effect("TE 2.4 a failing beforeToolCall is an immediate outcome with its message", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const afterCalls: Array<string> = []
@@ -580,7 +580,7 @@ describe("§2 prepare", () => {
       assert.deepStrictEqual(afterCalls, ["2"])
     }))
 
-  it.effect("§2.4 a beforeToolCall defect is an immediate outcome with its message", () =>
+  it.effect("TE 2.4 a beforeToolCall defect is an immediate outcome with its message", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const result = yield* runBatch(assistantMessage(toolCall("1", "a")), [scripted("a", marking(rec))], rec.sink, {
@@ -591,7 +591,7 @@ describe("§2 prepare", () => {
       assert.isFalse(result.aborted)
     }))
 
-  it.effect("§2.4 a beforeToolCall that throws instead of returning an Effect is an immediate outcome", () =>
+  it.effect("TE 2.4 a beforeToolCall that throws instead of returning an Effect is an immediate outcome", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const calls = [toolCall("1", "a"), toolCall("2", "a")]
@@ -608,7 +608,7 @@ describe("§2 prepare", () => {
       assertBatchInvariants(rec.events, calls, result.messages)
     }))
 
-  it.effect("§2.5 abort while preparing: the call ends as aborted, not started, and is never executed", () =>
+  it.effect("TE 2.5 abort while preparing: the call ends as aborted, not started, and is never executed", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const gates = makeGates()
@@ -634,7 +634,7 @@ describe("§2 prepare", () => {
       assertBatchInvariants(rec.events, calls, result.messages)
     }).pipe(unblockOnExit))
 
-  it.effect("§2.5 a hook that returns after the run was aborted does not let the call execute", () =>
+  it.effect("TE 2.5 a hook that returns after the run was aborted does not let the call execute", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const controller = new AbortController()
@@ -652,17 +652,17 @@ describe("§2 prepare", () => {
 })
 
 // ---------------------------------------------------------------------------------------------------------
-// §2.3 Arguments the model got wrong (issue 16 item 3), with the built-in tools' own parameter schemas
+// TE 2.3 Arguments the model got wrong (issue 16 item 3), with the built-in tools' own parameter schemas
 // ---------------------------------------------------------------------------------------------------------
 
-describe("§2.3 arguments that are not valid JSON, and null for an optional property", () => {
+describe("TE 2.3 arguments that are not valid JSON, and null for an optional property", () => {
   /** The built-in tool's definition with a handler that records what it was given. */
   const recording = (tool: Tool.Tool.Any, received: Array<unknown>): RegisteredTool => ({
     tool,
     handler: (args) => Effect.sync(() => (received.push(args), Tool.textResult("ran")))
   })
 
-  it.effect("§2.3 argument text that is not valid JSON is said to be so, with the parser's position", () =>
+  it.effect("TE 2.3 argument text that is not valid JSON is said to be so, with the parser's position", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const received: Array<unknown> = []
@@ -681,7 +681,7 @@ describe("§2.3 arguments that are not valid JSON, and null for an optional prop
       assert.deepStrictEqual(received, [], "the tool never runs")
     }))
 
-  it.effect("§2.3 text that simply stops is placed at its end", () =>
+  it.effect("TE 2.3 text that simply stops is placed at its end", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const call: ToolCall = { ...toolCall("1", "read", {}), rawArguments: "" }
@@ -692,7 +692,7 @@ describe("§2.3 arguments that are not valid JSON, and null for an optional prop
       )
     }))
 
-  it.effect("§2.3 arguments sent as a string holding a JSON object are parsed; any other string is not valid JSON", () =>
+  it.effect("TE 2.3 arguments sent as a string holding a JSON object are parsed; any other string is not valid JSON", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const received: Array<unknown> = []
@@ -714,7 +714,7 @@ describe("§2.3 arguments that are not valid JSON, and null for an optional prop
       assert.include(textOf(result.messages[2]!), "(at position 0)")
     }))
 
-  it.effect("§2.3 the bad text echoed back is bounded", () =>
+  it.effect("TE 2.3 the bad text echoed back is bounded", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const raw = `{"path": "${"x".repeat(100_000)}`
@@ -725,7 +725,7 @@ describe("§2.3 arguments that are not valid JSON, and null for an optional prop
       assert.include(text, "more characters)")
     }))
 
-  it.effect("§2.3 null for an optional property is read as the property left out (read, grep)", () =>
+  it.effect("TE 2.3 null for an optional property is read as the property left out (read, grep)", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const received: Array<unknown> = []
@@ -741,7 +741,7 @@ describe("§2.3 arguments that are not valid JSON, and null for an optional prop
       assert.deepStrictEqual(received, [{ path: "a.txt" }, { pattern: "x", literal: true }])
     }))
 
-  it.effect("§2.3 null stays an error for a required property, and stays null where the schema accepts it", () =>
+  it.effect("TE 2.3 null stays an error for a required property, and stays null where the schema accepts it", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const received: Array<unknown> = []
@@ -760,11 +760,11 @@ describe("§2.3 arguments that are not valid JSON, and null for an optional prop
 })
 
 // ---------------------------------------------------------------------------------------------------------
-// §3 Execute
+// TE 3 Execute
 // ---------------------------------------------------------------------------------------------------------
 
-describe("§3 execute", () => {
-  it.effect("§3 a tool gets the validated args and a context with its call id; success is isError false", () =>
+describe("TE 3 execute", () => {
+  it.effect("TE 3 a tool gets the validated args and a context with its call id; success is isError false", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const seen: Array<{ args: unknown; id: string }> = []
@@ -785,7 +785,7 @@ describe("§3 execute", () => {
       assert.isFalse(result.messages[0]!.isError)
     }))
 
-  it.effect("§3 update events carry the raw args and all come before the call's end", () =>
+  it.effect("TE 3 update events carry the raw args and all come before the call's end", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const raw = { n: "3" }
@@ -819,7 +819,7 @@ describe("§3 execute", () => {
       assertBatchInvariants(rec.events, [toolCall("1", "num", raw)], result.messages)
     }))
 
-  it.effect("§3 updates of parallel calls come before their own end events", () =>
+  it.effect("TE 3 updates of parallel calls come before their own end events", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const gates = makeGates()
@@ -843,7 +843,7 @@ describe("§3 execute", () => {
       assertBatchInvariants(rec.events, calls, result.messages)
     }).pipe(unblockOnExit))
 
-  it.effect("§3 an update after the call has settled is ignored: no event, no error", () =>
+  it.effect("TE 3 an update after the call has settled is ignored: no event, no error", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const gates = makeGates()
@@ -867,7 +867,7 @@ describe("§3 execute", () => {
       assertBatchInvariants(rec.events, calls, result.messages)
     }))
 
-  it.effect("§3 a typed failure becomes an error result whose text is the error's message", () =>
+  it.effect("TE 3 a typed failure becomes an error result whose text is the error's message", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const tool = scripted("w", byCallId({
@@ -895,7 +895,7 @@ describe("§3 execute", () => {
       assertBatchInvariants(rec.events, calls, result.messages)
     }))
 
-  it.effect("§3 a defect becomes an error result whose text is the defect's message", () =>
+  it.effect("TE 3 a defect becomes an error result whose text is the defect's message", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const tool = scripted("d", byCallId({
@@ -920,7 +920,7 @@ describe("§3 execute", () => {
       assertBatchInvariants(rec.events, calls, result.messages)
     }))
 
-  it.effect("§3 an invalid tool result becomes an error result naming the tool", () =>
+  it.effect("TE 3 an invalid tool result becomes an error result naming the tool", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const tool = scripted("sloppy", byCallId({
@@ -941,7 +941,7 @@ describe("§3 execute", () => {
       assertBatchInvariants(rec.events, calls, result.messages)
     }))
 
-  it.effect("§3 per-tool timeout: execution is interrupted and the call ends saying it timed out", () =>
+  it.effect("TE 3 per-tool timeout: execution is interrupted and the call ends saying it timed out", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const gates = makeGates()
@@ -963,7 +963,7 @@ describe("§3 execute", () => {
       assertBatchInvariants(rec.events, calls, result.messages)
     }).pipe(unblockOnExit))
 
-  it.effect("§3 the default timeout applies to tools without their own; a tool's own timeout wins", () =>
+  it.effect("TE 3 the default timeout applies to tools without their own; a tool's own timeout wins", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const gates = makeGates()
@@ -986,7 +986,7 @@ describe("§3 execute", () => {
       assert.deepStrictEqual(rec.labels("end"), ["end:2", "end:1"])
     }).pipe(unblockOnExit))
 
-  it.effect("§3 a tool that finishes within its timeout is unaffected", () =>
+  it.effect("TE 3 a tool that finishes within its timeout is unaffected", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const tool = scripted("t", () => Effect.as(Effect.sleep("900 millis"), { content: [], details: "in time" }), {
@@ -999,7 +999,7 @@ describe("§3 execute", () => {
       assert.strictEqual(result.messages[0]!.details, "in time")
     }).pipe(unblockOnExit))
 
-  it.effect("§3 the timeout counts execution only: a slow beforeToolCall does not count", () =>
+  it.effect("TE 3 the timeout counts execution only: a slow beforeToolCall does not count", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const tool = scripted("t", () => Effect.as(Effect.sleep("800 millis"), { content: [], details: "ran" }), {
@@ -1016,7 +1016,7 @@ describe("§3 execute", () => {
       assert.strictEqual(result.messages[0]!.details, "ran")
     }).pipe(unblockOnExit))
 
-  it.effect("§3 a timed-out tool that ignores cancellation is abandoned after the grace period", () =>
+  it.effect("TE 3 a timed-out tool that ignores cancellation is abandoned after the grace period", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const calls = [toolCall("1", "stubborn")]
@@ -1041,11 +1041,11 @@ describe("§3 execute", () => {
 })
 
 // ---------------------------------------------------------------------------------------------------------
-// §4 Finalize
+// TE 4 Finalize
 // ---------------------------------------------------------------------------------------------------------
 
-describe("§4 finalize", () => {
-  it.effect("§4 afterToolCall gets the executed call, its args, result and isError (also for failed executions)", () =>
+describe("TE 4 finalize", () => {
+  it.effect("TE 4 afterToolCall gets the executed call, its args, result and isError (also for failed executions)", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const seen: Array<AfterToolCallContext> = []
@@ -1076,7 +1076,7 @@ describe("§4 finalize", () => {
       assert.isTrue(two.isError)
     }))
 
-  it.effect("§4 afterToolCall overrides field by field; omitted fields keep the executed value; no deep merge", () =>
+  it.effect("TE 4 afterToolCall overrides field by field; omitted fields keep the executed value; no deep merge", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const executed = { content: [{ type: "text" as const, text: "original" }], details: { a: 1, nested: { x: 1 } } }
@@ -1121,7 +1121,7 @@ describe("§4 finalize", () => {
       assertBatchInvariants(rec.events, calls, result.messages)
     }))
 
-  it.effect("§4 afterToolCall can turn an error result into a success", () =>
+  it.effect("TE 4 afterToolCall can turn an error result into a success", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const result = yield* runBatch(
@@ -1134,7 +1134,7 @@ describe("§4 finalize", () => {
       assert.strictEqual(textOf(result.messages[0]!), "flaky", "content kept")
     }))
 
-  it.effect("§4 afterToolCall is never called for immediate outcomes", () =>
+  it.effect("TE 4 afterToolCall is never called for immediate outcomes", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const seen: Array<string> = []
@@ -1163,7 +1163,7 @@ describe("§4 finalize", () => {
       assert.deepStrictEqual(rec.trace.filter((e) => e.startsWith("exec:")), ["exec:ran"])
     }))
 
-  it.effect("§4 a failing afterToolCall makes the result an error result with its message", () =>
+  it.effect("TE 4 a failing afterToolCall makes the result an error result with its message", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const calls = [toolCall("fail", "t"), toolCall("die", "t"), toolCall("ok", "t")]
@@ -1186,11 +1186,11 @@ describe("§4 finalize", () => {
 })
 
 // ---------------------------------------------------------------------------------------------------------
-// §5 End event and tool-result message
+// TE 5 End event and tool-result message
 // ---------------------------------------------------------------------------------------------------------
 
-describe("§5 end event and tool-result message", () => {
-  it.effect("§5 tool_execution_end has exactly { type, toolCallId, toolName, result, isError }", () =>
+describe("TE 5 end event and tool-result message", () => {
+  it.effect("TE 5 tool_execution_end has exactly { type, toolCallId, toolName, result, isError }", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const r = { content: [{ type: "text" as const, text: "hi" }], details: { d: 1 }, terminate: true }
@@ -1200,7 +1200,7 @@ describe("§5 end event and tool-result message", () => {
       assert.deepStrictEqual(end, { type: "tool_execution_end", toolCallId: "1", toolName: "t", result: r, isError: false })
     }))
 
-  it.effect("§5 the tool-result message has pi's shape and no terminate key", () =>
+  it.effect("TE 5 the tool-result message has pi's shape and no terminate key", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       yield* TestClock.setTime(1_234)
@@ -1237,7 +1237,7 @@ describe("§5 end event and tool-result message", () => {
       })
     }))
 
-  it.effect("§5 each message is announced with message_start then message_end, right after each other", () =>
+  it.effect("TE 5 each message is announced with message_start then message_end, right after each other", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const calls = [toolCall("1", "t"), toolCall("2", "t")]
@@ -1252,7 +1252,7 @@ describe("§5 end event and tool-result message", () => {
       assertBatchInvariants(rec.events, calls, result.messages)
     }))
 
-  it.effect("§5 toolExecutionEvents streams the batch's events and ends after the last message", () =>
+  it.effect("TE 5 toolExecutionEvents streams the batch's events and ends after the last message", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const calls = [toolCall("1", "t"), toolCall("2", "nope")]
@@ -1271,11 +1271,11 @@ describe("§5 end event and tool-result message", () => {
 })
 
 // ---------------------------------------------------------------------------------------------------------
-// §6 Ordering
+// TE 6 Ordering
 // ---------------------------------------------------------------------------------------------------------
 
-describe("§6 ordering", () => {
-  it.effect("§6 sequential: a call's five phases all happen before the next call starts", () =>
+describe("TE 6 ordering", () => {
+  it.effect("TE 6 sequential: a call's five phases all happen before the next call starts", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const gates = makeGates()
@@ -1313,7 +1313,7 @@ describe("§6 ordering", () => {
       assertBatchInvariants(rec.events, calls, result.messages)
     }).pipe(unblockOnExit))
 
-  it.effect("§6 sequential: message timestamps follow the calls", () =>
+  it.effect("TE 6 sequential: message timestamps follow the calls", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const tool = scripted("sleepy", (_args, ctx) =>
@@ -1329,7 +1329,7 @@ describe("§6 ordering", () => {
       assert.deepStrictEqual(result.messages.map((m) => m.timestamp), [1_000, 3_000])
     }).pipe(unblockOnExit))
 
-  it.effect("§6 parallel: preflight runs in source order, one call at a time, hooks awaited", () =>
+  it.effect("TE 6 parallel: preflight runs in source order, one call at a time, hooks awaited", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const gates = makeGates()
@@ -1365,7 +1365,7 @@ describe("§6 ordering", () => {
       assertBatchInvariants(rec.events, calls, result.messages)
     }).pipe(unblockOnExit))
 
-  it.effect("§6 parallel: an immediate outcome's end is emitted right away, before later calls start", () =>
+  it.effect("TE 6 parallel: an immediate outcome's end is emitted right away, before later calls start", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const calls = [
@@ -1382,7 +1382,7 @@ describe("§6 ordering", () => {
       assertBatchInvariants(rec.events, calls, result.messages)
     }))
 
-  it.effect("§6 parallel: prepared calls all execute together", () =>
+  it.effect("TE 6 parallel: prepared calls all execute together", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const gates = makeGates()
@@ -1398,7 +1398,7 @@ describe("§6 ordering", () => {
       assertBatchInvariants(rec.events, calls, result.messages)
     }).pipe(unblockOnExit))
 
-  it.effect("§6 parallel: the concurrency limit is honoured", () =>
+  it.effect("TE 6 parallel: the concurrency limit is honoured", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const gates = makeGates()
@@ -1427,7 +1427,7 @@ describe("§6 ordering", () => {
       assertBatchInvariants(rec.events, calls, result.messages)
     }).pipe(unblockOnExit))
 
-  it.effect("§6 parallel: end events follow completion order; messages follow source order", () =>
+  it.effect("TE 6 parallel: end events follow completion order; messages follow source order", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const gates = makeGates()
@@ -1454,7 +1454,7 @@ describe("§6 ordering", () => {
       assertBatchInvariants(rec.events, calls, result.messages)
     }).pipe(unblockOnExit))
 
-  it.effect("§6 parallel: messages in source order with non-decreasing timestamps, returned list equals the events", () =>
+  it.effect("TE 6 parallel: messages in source order with non-decreasing timestamps, returned list equals the events", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       yield* TestClock.setTime(10_000)
@@ -1474,10 +1474,10 @@ describe("§6 ordering", () => {
 })
 
 // ---------------------------------------------------------------------------------------------------------
-// §7 Early termination
+// TE 7 Early termination
 // ---------------------------------------------------------------------------------------------------------
 
-describe("§7 early termination", () => {
+describe("TE 7 early termination", () => {
   const terminating = scripted("stop", succeedWith("stopping", { terminate: true }))
   const normal = scripted("go", succeedWith("going"))
   const run = (calls: ReadonlyArray<ToolCall>, options: ToolExecutionOptions = {}) => {
@@ -1487,20 +1487,20 @@ describe("§7 early termination", () => {
     )
   }
 
-  it.effect("§7 every result terminates → the batch terminates", () =>
+  it.effect("TE 7 every result terminates → the batch terminates", () =>
     Effect.gen(function*() {
       const result = yield* run([toolCall("1", "stop"), toolCall("2", "stop")])
       assert.isTrue(result.terminate)
       assert.isFalse(result.aborted)
     }))
 
-  it.effect("§7 one result that does not terminate → the batch does not terminate", () =>
+  it.effect("TE 7 one result that does not terminate → the batch does not terminate", () =>
     Effect.gen(function*() {
       assert.isFalse((yield* run([toolCall("1", "stop"), toolCall("2", "go")])).terminate)
       assert.isFalse((yield* run([toolCall("1", "go")])).terminate)
     }))
 
-  it.effect("§7 a block carries its terminate; a block without terminate does not terminate", () =>
+  it.effect("TE 7 a block carries its terminate; a block without terminate does not terminate", () =>
     Effect.gen(function*() {
       const blockAll = (terminate: boolean) => ({
         beforeToolCall: (c: BeforeToolCallContext) =>
@@ -1511,7 +1511,7 @@ describe("§7 early termination", () => {
       assert.isTrue((yield* run([toolCall("1", "go")], blockAll(true))).terminate)
     }))
 
-  it.effect("§7 other immediate outcomes never terminate", () =>
+  it.effect("TE 7 other immediate outcomes never terminate", () =>
     Effect.gen(function*() {
       assert.isFalse((yield* run([toolCall("1", "stop"), toolCall("2", "nope")])).terminate, "not found")
       assert.isFalse((yield* run([toolCall("1", "nope")])).terminate, "only not found")
@@ -1530,7 +1530,7 @@ describe("§7 early termination", () => {
       assert.isFalse(duplicate.terminate, "duplicate id")
     }))
 
-  it.effect("§7 a failing tool does not terminate; afterToolCall's terminate counts", () =>
+  it.effect("TE 7 a failing tool does not terminate; afterToolCall's terminate counts", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const failing = scripted("bad", () => Effect.fail(new Error("x")))
@@ -1546,7 +1546,7 @@ describe("§7 early termination", () => {
       assert.isFalse(vetoed.terminate)
     }))
 
-  it.effect("§7 an empty batch does not terminate and emits nothing", () =>
+  it.effect("TE 7 an empty batch does not terminate and emits nothing", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const result = yield* runBatch(assistantMessage(), [terminating], rec.sink)
@@ -1556,11 +1556,11 @@ describe("§7 early termination", () => {
 })
 
 // ---------------------------------------------------------------------------------------------------------
-// §8 Abort and interruption
+// TE 8 Abort and interruption
 // ---------------------------------------------------------------------------------------------------------
 
-describe("§8 abort and interruption", () => {
-  it.effect("§8 abort by signal (parallel): running calls are interrupted, waiting calls never execute", () =>
+describe("TE 8 abort and interruption", () => {
+  it.effect("TE 8 abort by signal (parallel): running calls are interrupted, waiting calls never execute", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const gates = makeGates()
@@ -1600,7 +1600,7 @@ describe("§8 abort and interruption", () => {
       assertBatchInvariants(rec.events, calls, result.messages)
     }).pipe(unblockOnExit))
 
-  it.effect("§8 abort by signal during preflight: the rest are never executed and still end", () =>
+  it.effect("TE 8 abort by signal during preflight: the rest are never executed and still end", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const gates = makeGates()
@@ -1638,7 +1638,7 @@ describe("§8 abort and interruption", () => {
       assertBatchInvariants(rec.events, calls, result.messages)
     }).pipe(unblockOnExit))
 
-  it.effect("§8 abort by signal (sequential): the running call is interrupted, later calls never execute", () =>
+  it.effect("TE 8 abort by signal (sequential): the running call is interrupted, later calls never execute", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const gates = makeGates()
@@ -1678,7 +1678,7 @@ describe("§8 abort and interruption", () => {
       assertBatchInvariants(rec.events, calls, result.messages)
     }).pipe(unblockOnExit))
 
-  it.effect("§8 a signal aborted before the batch: nothing executes, every call still ends", () =>
+  it.effect("TE 8 a signal aborted before the batch: nothing executes, every call still ends", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const controller = new AbortController()
@@ -1693,7 +1693,7 @@ describe("§8 abort and interruption", () => {
       assertBatchInvariants(rec.events, calls, result.messages)
     }))
 
-  it.effect("§8 abort by fiber interruption: running calls interrupted, others never execute, every call ends", () =>
+  it.effect("TE 8 abort by fiber interruption: running calls interrupted, others never execute, every call ends", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const gates = makeGates()
@@ -1717,7 +1717,7 @@ describe("§8 abort and interruption", () => {
       assertBatchInvariants(rec.events, calls, messages)
     }).pipe(unblockOnExit))
 
-  it.effect("§8 fiber interruption the moment a tool has started (no pause) still interrupts it before its end", () =>
+  it.effect("TE 8 fiber interruption the moment a tool has started (no pause) still interrupts it before its end", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const gates = makeGates()
@@ -1736,7 +1736,7 @@ describe("§8 abort and interruption", () => {
       assertBatchInvariants(rec.events, calls, messages)
     }).pipe(unblockOnExit))
 
-  it.effect("§8 a tool that ignores cancellation is abandoned after the grace period", () =>
+  it.effect("TE 8 a tool that ignores cancellation is abandoned after the grace period", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const gates = makeGates()
@@ -1764,7 +1764,7 @@ describe("§8 abort and interruption", () => {
       assertBatchInvariants(rec.events, calls, result.messages)
     }).pipe(unblockOnExit))
 
-  it.effect("§8 abandonAfter sets the grace period", () =>
+  it.effect("TE 8 abandonAfter sets the grace period", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const controller = new AbortController()
@@ -1787,7 +1787,7 @@ describe("§8 abort and interruption", () => {
 
   // Issue 16 item 2: promise-based tools written with Tool.tryPromise get the grace period and the honest text.
   for (const mode of ["parallel", "sequential"] as const) {
-    it.effect(`§8 a promise tool that ignores its signal gets the grace period, then is abandoned (${mode})`, () =>
+    it.effect(`TE 8 a promise tool that ignores its signal gets the grace period, then is abandoned (${mode})`, () =>
       Effect.gen(function*() {
         const rec = makeRecorder()
         const controller = new AbortController()
@@ -1819,7 +1819,7 @@ describe("§8 abort and interruption", () => {
         assert.deepStrictEqual(result.messages[0]!.details, { aborted: true, started: true, abandoned: true })
       }).pipe(unblockOnExit))
 
-    it.effect(`§8 a promise tool that settles on its signal within the grace period is interrupted, not abandoned (${mode})`, () =>
+    it.effect(`TE 8 a promise tool that settles on its signal within the grace period is interrupted, not abandoned (${mode})`, () =>
       Effect.gen(function*() {
         const rec = makeRecorder()
         const controller = new AbortController()
@@ -1857,7 +1857,7 @@ describe("§8 abort and interruption", () => {
       }).pipe(unblockOnExit))
   }
 
-  it.effect("§3 a promise tool that ignores its signal times out, then is abandoned after the grace period", () =>
+  it.effect("TE 3 a promise tool that ignores its signal times out, then is abandoned after the grace period", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const ignoring: Script = () =>
@@ -1882,7 +1882,7 @@ describe("§8 abort and interruption", () => {
       )
     }).pipe(unblockOnExit))
 
-  it.effect("§3 a promise tool's rejection is an error result with the error's own message", () =>
+  it.effect("TE 3 a promise tool's rejection is an error result with the error's own message", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const failing: Script = () => Tool.tryPromise(() => Promise.reject(new Error("disk full")))
@@ -1891,7 +1891,7 @@ describe("§8 abort and interruption", () => {
       assert.isTrue(result.messages[0]!.isError)
     }))
 
-  it.effect("§8 ctx.signal fires when interruption is requested, so a tool whose cleanup waits on it is not abandoned", () =>
+  it.effect("TE 8 ctx.signal fires when interruption is requested, so a tool whose cleanup waits on it is not abandoned", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const controller = new AbortController()
@@ -1922,7 +1922,7 @@ describe("§8 abort and interruption", () => {
     }).pipe(unblockOnExit))
 
   for (const via of ["signal", "fiber interruption", "fiber interruption, no signal"] as const) {
-    it.effect(`§8 an abort (${via}) arriving just as a tool starts still interrupts that tool`, () =>
+    it.effect(`TE 8 an abort (${via}) arriving just as a tool starts still interrupts that tool`, () =>
       Effect.gen(function*() {
         const rec = makeRecorder()
         const gates = makeGates()
@@ -1955,7 +1955,7 @@ describe("§8 abort and interruption", () => {
       }).pipe(unblockOnExit))
   }
 
-  it.effect("§8 an abandoned tool emits nothing after the batch's last message", () =>
+  it.effect("TE 8 an abandoned tool emits nothing after the batch's last message", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const gates = makeGates()
@@ -1992,12 +1992,12 @@ describe("§8 abort and interruption", () => {
 })
 
 // ---------------------------------------------------------------------------------------------------------
-// §9 Bad input and faults
+// TE 9 Bad input and faults
 // ---------------------------------------------------------------------------------------------------------
 
-describe("§9 bad input and faults", () => {
+describe("TE 9 bad input and faults", () => {
   for (const mode of ["parallel", "sequential"] as const) {
-    it.effect(`§9 duplicate ids (${mode}): the first runs, a later duplicate gets an error naming the id`, () =>
+    it.effect(`TE 9 duplicate ids (${mode}): the first runs, a later duplicate gets an error naming the id`, () =>
       Effect.gen(function*() {
         const rec = makeRecorder()
         const calls = [toolCall("dup", "a"), toolCall("other", "a"), toolCall("dup", "a")]
@@ -2025,7 +2025,7 @@ describe("§9 bad input and faults", () => {
     assertBatchInvariants(rec.events, faultCalls, result.messages)
   }
 
-  it.effect("§9 a subscriber whose emit fails never breaks the batch", () =>
+  it.effect("TE 9 a subscriber whose emit fails never breaks the batch", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const sink = faultySink(rec, () => Effect.fail(new Error("subscriber failed")) as unknown as Effect.Effect<void>)
@@ -2033,7 +2033,7 @@ describe("§9 bad input and faults", () => {
       expectNormal(rec, result)
     }))
 
-  it.effect("§9 a subscriber whose emit dies never breaks the batch", () =>
+  it.effect("TE 9 a subscriber whose emit dies never breaks the batch", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const sink = faultySink(rec, () => Effect.die(new Error("subscriber crashed")))
@@ -2041,7 +2041,7 @@ describe("§9 bad input and faults", () => {
       expectNormal(rec, result)
     }))
 
-  it.effect("§9 a subscriber whose emit throws (instead of returning an Effect) never breaks the batch", () =>
+  it.effect("TE 9 a subscriber whose emit throws (instead of returning an Effect) never breaks the batch", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const sink: EventSink.EventSinkShape = {
@@ -2054,7 +2054,7 @@ describe("§9 bad input and faults", () => {
       expectNormal(rec, result)
     }))
 
-  it.effect("§9 a slow subscriber delays the batch but never breaks it or reorders events", () =>
+  it.effect("TE 9 a slow subscriber delays the batch but never breaks it or reorders events", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const sink = faultySink(rec, () => Effect.sleep("1 second"))
@@ -2067,7 +2067,7 @@ describe("§9 bad input and faults", () => {
       assert.deepStrictEqual(order.slice(4).sort(), ["end:1", "end:3"])
     }).pipe(unblockOnExit))
 
-  it.effect("§9 an aborted batch still settles when a subscriber is stuck", () => {
+  it.effect("TE 9 an aborted batch still settles when a subscriber is stuck", () => {
     const gates = makeGates()
     return Effect.gen(function*() {
       const rec = makeRecorder()

@@ -3,7 +3,7 @@
  *
  * The same scripted conversations run through pi's agent loop (with a `streamFn` that replays exactly the
  * events our scripted model streams, into pi-ai's assistant message event stream) and through ours. For the
- * **[pi]** behaviours of `shared/spec/agent-loop.md` the normalized event sequences, the messages and the
+ * **[pi]** behaviours of `docs/agent-loop.md` the normalized event sequences, the messages and the
  * model requests must be equal. The deliberate differences (**[pi later]** / **[ours]**) are listed as
  * executable tests that assert what pi does and what we do instead.
  */

@@ -1,5 +1,5 @@
 /**
- * Differential conformance: every [pi] rule of `shared/spec/tool-execution.md` is checked by running the
+ * Differential conformance: every [pi] rule of `docs/tool-execution.md` is checked by running the
  * same scenario through pi's agent loop (`@mariozechner/pi-agent-core` 0.73.1, the oracle) and through our
  * `executeToolCalls`, then comparing the normalized traces exactly (see `test/support/piOracle.ts`):
  * event types and order, tool call ids and names, args, partial results, results (content, details,
@@ -91,7 +91,7 @@ const endOf = (run: RunResult, id: string) => {
 const sequentialShape = (ids: ReadonlyArray<string>) =>
   ids.flatMap((id) => [`start:${id}`, `end:${id}`, `msg_start:${id}`, `msg_end:${id}`])
 
-/** Which ordering rule a trace follows (§6): each call's messages before the next start, or all starts first. */
+/** Which ordering rule a trace follows (TE 6): each call's messages before the next start, or all starts first. */
 const orderingOf = (events: ReadonlyArray<TraceEvent>): "sequential" | "parallel" | "neither" => {
   const l = labels(events)
   const ids = [...new Set(l.filter((x) => x.startsWith("start:")).map((x) => x.slice(6)))]
@@ -142,7 +142,7 @@ describe("the differential oracle", () => {
 // [pi] rules: both must produce the same trace
 // ---------------------------------------------------------------------------------------------------------
 
-describe("[pi] §1 choosing the mode", () => {
+describe("[pi] TE 1 choosing the mode", () => {
   const cases: ReadonlyArray<{
     readonly name: string
     readonly mode?: "sequential" | "parallel"
@@ -204,7 +204,7 @@ describe("[pi] §1 choosing the mode", () => {
   })
 })
 
-describe("[pi] §2 prepare", () => {
+describe("[pi] TE 2 prepare", () => {
   it("emits start with the raw arguments before prepare; an unknown tool is `Tool <name> not found`", async () => {
     const { ours } = await conform({ tools: [num], calls: [call("a", "nope", { n: "1", extra: [1] })] })
     expect(ours.events[0]).toStrictEqual({
@@ -404,7 +404,7 @@ describe("[pi] §2 prepare", () => {
   })
 })
 
-describe("[pi] §3 execute", () => {
+describe("[pi] TE 3 execute", () => {
   it("success is isError: false, with the tool's content and details", async () => {
     const { ours } = await conform({
       tools: [num],
@@ -499,7 +499,7 @@ describe("[pi] §3 execute", () => {
   })
 })
 
-describe("[pi] §4 afterToolCall", () => {
+describe("[pi] TE 4 afterToolCall", () => {
   const executed: Behaviour = { outcome: { succeed: { text: "original", details: { v: 1 }, terminate: false } } }
   const failing: Behaviour = { outcome: { throws: new Error("original failure") } }
   const cases: ReadonlyArray<{ name: string; behaviour: Behaviour; override: AfterOverride | undefined }> = [
@@ -555,7 +555,7 @@ describe("[pi] §4 afterToolCall", () => {
   })
 })
 
-describe("[pi] §5 end event and tool-result message", () => {
+describe("[pi] TE 5 end event and tool-result message", () => {
   const valid: ReadonlyArray<{ name: string; result: unknown }> = [
     { name: "image content", result: { content: [{ type: "image", data: "AAAA", mimeType: "image/png" }], details: { a: 1 } } },
     { name: "no details", result: { content: [{ type: "text", text: "x" }] } },
@@ -581,7 +581,7 @@ describe("[pi] §5 end event and tool-result message", () => {
   })
 })
 
-describe("[pi] §6 ordering", () => {
+describe("[pi] TE 6 ordering", () => {
   it("sequential: each call completes (end, message) before the next starts, whatever its outcome", async () => {
     const { ours } = await conform({
       mode: "sequential",
@@ -643,7 +643,7 @@ describe("[pi] §6 ordering", () => {
   })
 })
 
-describe("[pi] §7 early termination (executed results)", () => {
+describe("[pi] TE 7 early termination (executed results)", () => {
   const terminating: Behaviour = { outcome: { echo: true, terminate: true } }
   const cases: ReadonlyArray<{ name: string; scenario: Omit<Scenario, "tools">; terminate: boolean }> = [
     { name: "every result terminates", scenario: { calls: [call("a"), call("b")], behaviours: { a: terminating, b: terminating } }, terminate: true },
@@ -710,7 +710,7 @@ const gatedAbortingSequential: Scenario = {
 
 const DIFFERENCES: ReadonlyArray<Difference> = [
   {
-    rule: "§2.4/§7 a blocked call carries the block's `terminate`",
+    rule: "TE 2.4/TE 7 a blocked call carries the block's `terminate`",
     tag: "[pi later]",
     scenario: { tools: [num], calls: [call("a"), call("b")], beforeToolCall: () => ({ block: true, reason: "stop", terminate: true }) },
     pi: (run) => {
@@ -727,7 +727,7 @@ const DIFFERENCES: ReadonlyArray<Difference> = [
     }
   },
   {
-    rule: "§2.4 beforeToolCall may hand back replacement arguments, passed as given (no re-validation)",
+    rule: "TE 2.4 beforeToolCall may hand back replacement arguments, passed as given (no re-validation)",
     tag: "[pi] in the spec, absent from pi 0.73.1",
     scenario: {
       tools: [num],
@@ -744,7 +744,7 @@ const DIFFERENCES: ReadonlyArray<Difference> = [
     }
   },
   {
-    rule: "§2.5 aborted while preparing (parallel): the call ends as aborted, not started",
+    rule: "TE 2.5 aborted while preparing (parallel): the call ends as aborted, not started",
     tag: "[pi later]",
     scenario: { tools: [num], calls: [call("a"), call("b")], abortInBeforeToolCallOf: "a" },
     pi: (run) => {
@@ -765,7 +765,7 @@ const DIFFERENCES: ReadonlyArray<Difference> = [
     }
   },
   {
-    rule: "§2.5 aborted while preparing (sequential)",
+    rule: "TE 2.5 aborted while preparing (sequential)",
     tag: "[pi later]",
     scenario: { mode: "sequential", tools: [num], calls: [call("a"), call("b")], abortInBeforeToolCallOf: "a" },
     pi: (run) => {
@@ -783,7 +783,7 @@ const DIFFERENCES: ReadonlyArray<Difference> = [
     }
   },
   {
-    rule: "§8 abort during execution (sequential): later calls never run, the running call is interrupted",
+    rule: "TE 8 abort during execution (sequential): later calls never run, the running call is interrupted",
     tag: "[ours]",
     scenario: gatedAbortingSequential,
     pi: (run) => {
@@ -806,7 +806,7 @@ const DIFFERENCES: ReadonlyArray<Difference> = [
     }
   },
   {
-    rule: "§8 abort during execution (parallel): running calls interrupted, one end and message each",
+    rule: "TE 8 abort during execution (parallel): running calls interrupted, one end and message each",
     tag: "[ours]",
     scenario: {
       tools: [num],
@@ -836,7 +836,7 @@ const DIFFERENCES: ReadonlyArray<Difference> = [
     }
   },
   {
-    rule: "§8 a tool that ignores cancellation is abandoned after the grace period",
+    rule: "TE 8 a tool that ignores cancellation is abandoned after the grace period",
     tag: "[ours]",
     scenario: {
       tools: [num],
@@ -861,7 +861,7 @@ const DIFFERENCES: ReadonlyArray<Difference> = [
     }
   },
   {
-    rule: "§6.2 a configured concurrency limit for parallel execution",
+    rule: "TE 6.2 a configured concurrency limit for parallel execution",
     tag: "[ours]",
     scenario: {
       tools: [num],
@@ -880,7 +880,7 @@ const DIFFERENCES: ReadonlyArray<Difference> = [
     }
   },
   {
-    rule: "§9 duplicate tool call ids: the first runs, a later duplicate gets an error result",
+    rule: "TE 9 duplicate tool call ids: the first runs, a later duplicate gets an error result",
     tag: "[ours]",
     scenario: { tools: [num], calls: [call("a", "num", { n: 1 }), call("a", "num", { n: 2 })] },
     pi: (run) => {
@@ -897,7 +897,7 @@ const DIFFERENCES: ReadonlyArray<Difference> = [
     }
   },
   {
-    rule: "§3 a tool result that is not `{ content, details }` (undefined) becomes an error result",
+    rule: "TE 3 a tool result that is not `{ content, details }` (undefined) becomes an error result",
     tag: "[ours]",
     scenario: { tools: [num], calls: [call("a"), call("b")], behaviours: { a: { outcome: { returns: undefined } } } },
     options: { pi: { driver: "runAgentLoop" } },
@@ -914,7 +914,7 @@ const DIFFERENCES: ReadonlyArray<Difference> = [
     }
   },
   {
-    rule: "§3 a tool result whose content is not an array becomes an error result",
+    rule: "TE 3 a tool result whose content is not an array becomes an error result",
     tag: "[ours]",
     scenario: { tools: [num], calls: [call("a")], behaviours: { a: { outcome: { returns: { content: "hello", details: {} } } } } },
     pi: (run) => {
@@ -929,7 +929,7 @@ const DIFFERENCES: ReadonlyArray<Difference> = [
     }
   },
   {
-    rule: "§3 timeouts: execution is interrupted and the call ends as timed out",
+    rule: "TE 3 timeouts: execution is interrupted and the call ends as timed out",
     tag: "[ours]",
     scenario: { tools: [num], calls: [call("a"), call("b")], behaviours: { a: { steps: [{ sleepMs: 150 }] } } },
     options: { ours: { timeout: 30 } },
@@ -945,7 +945,7 @@ const DIFFERENCES: ReadonlyArray<Difference> = [
     }
   },
   {
-    rule: "§3 an update after the call settled is ignored",
+    rule: "TE 3 an update after the call settled is ignored",
     tag: "[pi later]",
     scenario: {
       tools: [num],
@@ -964,7 +964,7 @@ const DIFFERENCES: ReadonlyArray<Difference> = [
     }
   },
   {
-    rule: "§9 a failing event subscriber never breaks a batch",
+    rule: "TE 9 a failing event subscriber never breaks a batch",
     tag: "[ours]",
     // pi: the `Agent`'s subscriber throws on a's end event; ours: the EventSink dies on the same event.
     scenario: { tools: [num], calls: [call("a"), call("b")] },
