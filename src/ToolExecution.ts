@@ -23,6 +23,7 @@ import {
   ToolNotFound
 } from "./ImmediateOutcome.ts"
 import { echo, NotJson, readArguments } from "./internal/arguments.ts"
+import { clip } from "./internal/clip.ts"
 import { makeEmitter } from "./internal/emitter.ts"
 import { callUser, forEachEager } from "./internal/eager.ts"
 import { causeMessage } from "./internal/errorText.ts"
@@ -228,6 +229,9 @@ const pathText = (path: ReadonlyArray<PropertyKey | { readonly key: PropertyKey 
     ? "root"
     : path.map((segment) => String(typeof segment === "object" ? segment.key : segment)).join(".")
 
+/** Validation issues listed in an outcome text; the rest are counted. */
+const MAX_ISSUES_SHOWN = 20
+
 const safeJson = (value: unknown): string => {
   try {
     return JSON.stringify(value, null, 2) ?? String(value)
@@ -248,9 +252,12 @@ const validateArguments = (
   const issues = Option.isSome(error)
     ? formatIssues(error.value.issue).issues.map((issue) => ({ path: pathText(issue.path), message: issue.message }))
     : [{ path: "root", message: causeMessage(exit.cause) }]
+  // Schema's messages may quote the offending value, and the arguments may be huge: both are bounded (TE 9.4).
+  const shown = issues.length > MAX_ISSUES_SHOWN ? issues.slice(0, MAX_ISSUES_SHOWN) : issues
+  const more = issues.length - shown.length
   const message = `Validation failed for tool "${tool.name}":\n${
-    issues.map((i) => `  - ${i.path}: ${i.message}`).join("\n")
-  }\n\nReceived arguments:\n${safeJson(raw)}`
+    shown.map((i) => `  - ${clip(i.path)}: ${clip(i.message)}`).join("\n")
+  }${more > 0 ? `\n  … and ${more} more` : ""}\n\nReceived arguments:\n${echo(safeJson(raw))}`
   return Effect.fail(new InvalidToolArguments({ toolCallId: toolCall.id, toolName: toolCall.name, message, issues }))
 }
 
@@ -274,7 +281,7 @@ const abortedBeforeStart = (toolCall: ToolCall) =>
   new AbortedBeforeStart({
     toolCallId: toolCall.id,
     toolName: toolCall.name,
-    message: `Tool ${toolCall.name} was not executed: the run was aborted before it started.`
+    message: `Tool ${clip(toolCall.name)} was not executed: the run was aborted before it started.`
   })
 
 /**
@@ -290,7 +297,7 @@ const prepare = <R>(batch: Batch<R>, call: Call): Effect.Effect<Prepared, Immedi
         toolCallId: toolCall.id,
         toolName: toolCall.name,
         message:
-          `Tool call id "${toolCall.id}" is a duplicate: an earlier call in this message has the same id, so this one was not executed.`
+          `Tool call id "${clip(toolCall.id)}" is a duplicate: an earlier call in this message has the same id, so this one was not executed.`
       })
     )
   }
@@ -302,7 +309,7 @@ const prepare = <R>(batch: Batch<R>, call: Call): Effect.Effect<Prepared, Immedi
   const entry = batch.registry.get(toolCall.name)
   if (entry === undefined) {
     return Effect.fail(
-      new ToolNotFound({ toolCallId: toolCall.id, toolName: toolCall.name, message: `Tool ${toolCall.name} not found` })
+      new ToolNotFound({ toolCallId: toolCall.id, toolName: toolCall.name, message: `Tool ${clip(toolCall.name)} not found` })
     )
   }
   const given = readArguments(toolCall)
@@ -311,7 +318,7 @@ const prepare = <R>(batch: Batch<R>, call: Call): Effect.Effect<Prepared, Immedi
       new InvalidToolArguments({
         toolCallId: toolCall.id,
         toolName: toolCall.name,
-        message: `Invalid arguments for tool "${toolCall.name}": the arguments are not valid JSON: ${given.reason}` +
+        message: `Invalid arguments for tool "${clip(toolCall.name)}": the arguments are not valid JSON: ${clip(given.reason)}` +
           `\n\nReceived arguments:\n${echo(given.text)}`,
         issues: [{ path: "root", message: `not valid JSON: ${given.reason}` }]
       })

@@ -722,7 +722,7 @@ describe("TE 2.3 arguments that are not valid JSON, and null for an optional pro
       const result = yield* runBatch(assistantMessage(call), [recording(read, [])], rec.sink)
       const text = textOf(result.messages[0]!)
       assert.isBelow(text.length, 3_000)
-      assert.include(text, "more characters)")
+      assert.include(text, "characters left out]")
     }))
 
   it.effect("TE 2.3 null for an optional property is read as the property left out (read, grep)", () =>
@@ -2014,6 +2014,32 @@ describe("TE 9 bad input and faults", () => {
         assertBatchInvariants(rec.events, calls, result.messages)
       }))
   }
+
+  it.effect("TE 9.4 outcome texts bound what they echo: a huge tool name, call id, and argument value", () =>
+    Effect.gen(function*() {
+      const rec = makeRecorder()
+      const huge = "y".repeat(1_000_000)
+      const calls = [
+        toolCall("1", huge),
+        toolCall("2", "n", { n: huge }),
+        toolCall("1", "n", { n: 1 }),
+        toolCall(huge, "n", { n: 1 }),
+        toolCall(huge, "n", { n: 1 })
+      ]
+      const result = yield* runBatch(
+        assistantMessage(...calls),
+        [scripted("n", marking(rec), { parameters: NumberArgs })],
+        rec.sink
+      )
+      const texts = result.messages.map(textOf)
+      // Call 3 ran (its text is the test tool's own); every other call ended with an outcome text.
+      for (const i of [0, 1, 2, 4]) assert.isBelow(texts[i]!.length, 3_000)
+      assert.match(texts[0]!, /^Tool y+…\[\d+ characters left out\]…y+ not found$/)
+      assert.include(texts[1]!, "Validation failed for tool \"n\"")
+      assert.include(texts[1]!, "characters left out]")
+      assert.include(texts[4]!, "duplicate")
+      assertBatchInvariants(rec.events, calls, result.messages)
+    }))
 
   const faultySink = (rec: Recorder, fault: (event: AgentEvent) => Effect.Effect<void>): EventSink.EventSinkShape => ({
     emit: (event) => Effect.andThen(rec.sink.emit(event), fault(event))

@@ -3,6 +3,7 @@
  * JSON object (with the parser's position), so the model is told what is really wrong with what it sent.
  */
 import type { ToolCall } from "../Message.ts"
+import { clip } from "./clip.ts"
 
 /** The model's argument text could not be read as a JSON object. */
 export class NotJson {
@@ -78,9 +79,8 @@ export const readArguments = (toolCall: ToolCall): unknown => {
   return typeof args === "string" ? parseObject(args) : args
 }
 
-/** At most this many characters of bad argument text are echoed back to the model. */
-const ECHO_LIMIT = 2_000
+/** At most this many characters of argument text are echoed back to the model. */
+export const ARGUMENTS_ECHO_MAX_CHARS = 2_000
 
-/** The text to echo back, cut to a bounded length. */
-export const echo = (text: string): string =>
-  text.length <= ECHO_LIMIT ? text : `${text.slice(0, ECHO_LIMIT)}… (${text.length - ECHO_LIMIT} more characters)`
+/** Argument text to echo back, cut to a bounded length (TE 9.4). */
+export const echo = (text: string): string => clip(text, ARGUMENTS_ECHO_MAX_CHARS)

@@ -51,25 +51,7 @@ export const truncateToBytesFromEnd = (s: string, maxBytes: number): string => {
   return s
 }
 
-/** Most characters of an argument (a path, a pattern) that a message or a result echoes back. */
-export const ECHO_MAX_CHARS = 256
-
-/**
- * `text` when it has at most `max` characters; otherwise its start and its end around a note saying how
- * many characters were left out, so an echoed argument stays short however long it was.
- */
-export const clip = (text: string, max: number = ECHO_MAX_CHARS): string => {
-  if (text.length <= max) return text
-  let head = Math.ceil(max * 0.6)
-  let tail = text.length - (max - head)
-  // Never split a surrogate pair.
-  if (head > 0 && isHighSurrogate(text.charCodeAt(head - 1))) head--
-  if (tail < text.length && isLowSurrogate(text.charCodeAt(tail))) tail++
-  return `${text.slice(0, head)}…[${tail - head} characters left out]…${text.slice(tail)}`
-}
-
-const isHighSurrogate = (c: number) => c >= 0xd800 && c <= 0xdbff
-const isLowSurrogate = (c: number) => c >= 0xdc00 && c <= 0xdfff
+export { clip, ECHO_MAX_CHARS } from "../internal/clip.ts"
 
 /** Human-readable byte count. */
 export const formatBytes = (n: number): string =>
