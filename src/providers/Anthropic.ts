@@ -29,6 +29,7 @@ import {
   type Scrub,
   type TransportOptions
 } from "./internal/transport.ts"
+import { environmentWithKey, layerFromConfig } from "./internal/environment.ts"
 import { withPricing } from "./ModelCatalogue.ts"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -697,11 +698,9 @@ export const layer = (options: Options): Layer.Layer<Model, never, HttpClient.Ht
  * (required), `ANTHROPIC_BASE_URL` (default Anthropic's API) and `ANTHROPIC_MAX_TOKENS` (default 8192).
  */
 export const config: Config.Config<Options> = Config.all({
-  apiKey: Config.Redacted("ANTHROPIC_API_KEY"),
-  model: Config.String("ANTHROPIC_MODEL"),
-  baseUrl: Config.String("ANTHROPIC_BASE_URL").pipe(Config.withDefault(DEFAULT_BASE_URL)),
+  settings: environmentWithKey("ANTHROPIC", DEFAULT_BASE_URL),
   maxTokens: Config.Int("ANTHROPIC_MAX_TOKENS").pipe(Config.withDefault(8192))
-})
+}).pipe(Config.map(({ maxTokens, settings }) => ({ ...settings, maxTokens })))
 
 /**
  * A {@link Model} layer configured from the environment (see {@link config}), with `overrides` applied on
@@ -710,7 +709,7 @@ export const config: Config.Config<Options> = Config.all({
 export const layerConfigWith = (
   overrides: Partial<Options>
 ): Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> =>
-  Layer.effect(Model, Effect.flatMap(config, (options) => make({ ...options, ...overrides })))
+  layerFromConfig(config, make, overrides)
 
 /** A {@link Model} layer configured from the environment (see {@link config}). */
 export const layerConfig: Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> = layerConfigWith({})

@@ -26,6 +26,7 @@ import {
   type Scrub,
   type TransportOptions
 } from "./internal/transport.ts"
+import { environmentWithKey, layerFromConfig } from "./internal/environment.ts"
 import { withPricing } from "./ModelCatalogue.ts"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -517,17 +518,13 @@ export const layer = (options: Options): Layer.Layer<Model, never, HttpClient.Ht
  * The options from the environment: `GEMINI_API_KEY` (required, read as `Redacted`), `GEMINI_MODEL`
  * (required) and `GEMINI_BASE_URL` (default Google's API).
  */
-export const config: Config.Config<Options> = Config.all({
-  apiKey: Config.Redacted("GEMINI_API_KEY"),
-  model: Config.String("GEMINI_MODEL"),
-  baseUrl: Config.String("GEMINI_BASE_URL").pipe(Config.withDefault(DEFAULT_BASE_URL))
-})
+export const config: Config.Config<Options> = environmentWithKey("GEMINI", DEFAULT_BASE_URL)
 
 /** A {@link Model} layer configured from the environment (see {@link config}), with `overrides` on top. */
 export const layerConfigWith = (
   overrides: Partial<Options>
 ): Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> =>
-  Layer.effect(Model, Effect.flatMap(config, (options) => make({ ...options, ...overrides })))
+  layerFromConfig(config, make, overrides)
 
 /** A {@link Model} layer configured from the environment (see {@link config}). */
 export const layerConfig: Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> = layerConfigWith({})

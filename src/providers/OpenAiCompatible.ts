@@ -27,6 +27,7 @@ import {
   type TransportOptions
 } from "./internal/transport.ts"
 import { withPricing } from "./ModelCatalogue.ts"
+import { environment, layerFromConfig } from "./internal/environment.ts"
 
 // ---------------------------------------------------------------------------------------------------------
 // Wire format: the request
@@ -718,15 +719,7 @@ export const layer = (options: Options): Layer.Layer<Model, never, HttpClient.Ht
  * The options from the environment: `OPENAI_MODEL` (required), `OPENAI_BASE_URL` (default OpenAI's API)
  * and `OPENAI_API_KEY` (optional, read as `Redacted`).
  */
-export const config: Config.Config<Options> = Config.all({
-  model: Config.String("OPENAI_MODEL"),
-  baseUrl: Config.String("OPENAI_BASE_URL").pipe(Config.withDefault(DEFAULT_BASE_URL)),
-  apiKey: Config.Redacted("OPENAI_API_KEY").pipe(Config.option)
-}).pipe(Config.map(({ apiKey, baseUrl, model }) => ({
-  model,
-  baseUrl,
-  ...(apiKey._tag === "Some" ? { apiKey: apiKey.value } : {})
-})))
+export const config: Config.Config<Options> = environment("OPENAI", DEFAULT_BASE_URL)
 
 /**
  * A {@link Model} layer configured from the environment (see {@link config}), with `overrides` applied on
@@ -735,7 +728,7 @@ export const config: Config.Config<Options> = Config.all({
 export const layerConfigWith = (
   overrides: Partial<Options>
 ): Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> =>
-  Layer.effect(Model, Effect.flatMap(config, (options) => make({ ...options, ...overrides })))
+  layerFromConfig(config, make, overrides)
 
 /** A {@link Model} layer configured from the environment (see {@link config}). */
 export const layerConfig: Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> = layerConfigWith({})
