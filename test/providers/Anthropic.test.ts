@@ -26,7 +26,7 @@ import {
   toolResult,
   user
 } from "./support/fixtures.ts"
-import { checkProtocol } from "./support/protocol.ts"
+import { checkProtocol, eventShape } from "./support/protocol.ts"
 import { bytesIn, memoryClient, type Reply, startServer, type TestServer } from "./support/server.ts"
 
 const KEY = "sk-ant-api03-SECRET-0123456789"
@@ -95,7 +95,7 @@ describe("Anthropic: streaming", () => {
       const { exit } = yield* runWith([{ body: anthropicSse(anthropicFullEvents), chunkSize: 9 }])
       const events = successOf(exit)
       checkFull(events)
-      expect(events.map((e) => "contentIndex" in e ? `${e.type}:${e.contentIndex}` : e.type)).toEqual([
+      expect(eventShape(events)).toEqual([
         "start",
         "thinking_start:0",
         "thinking_delta:0",

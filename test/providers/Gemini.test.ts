@@ -10,7 +10,7 @@ import { executeToolCalls } from "../../src/ToolExecution.ts"
 import { ToolRegistry } from "../../src/ToolRegistry.ts"
 import { addTool, assistant, PNG, request, toolResult, user } from "./support/fixtures.ts"
 import { geminiChunk, geminiFullChunks, geminiSse, geminiText, MODEL_VERSION, SIGNATURE } from "./support/geminiFixtures.ts"
-import { checkProtocol } from "./support/protocol.ts"
+import { checkProtocol, eventShape } from "./support/protocol.ts"
 import { bytesIn, memoryClient, type Reply, startServer, type TestServer } from "./support/server.ts"
 
 const KEY = "AIzaSy-test-SECRET-key-0123456789"
@@ -82,7 +82,7 @@ describe("Gemini: streaming", () => {
       const { exit } = yield* runWith([{ body: fullBody, chunkSize: 13 }])
       const events = successOf(exit)
       checkFull(events)
-      expect(events.map((e) => "contentIndex" in e ? `${e.type}:${e.contentIndex}` : e.type)).toEqual([
+      expect(eventShape(events)).toEqual([
         "start",
         "thinking_start:0",
         "thinking_delta:0",

@@ -20,7 +20,7 @@ import {
   toolResult,
   user
 } from "./support/fixtures.ts"
-import { checkProtocol } from "./support/protocol.ts"
+import { checkProtocol, eventShape } from "./support/protocol.ts"
 import { bytesIn, memoryClient, type Reply, startServer, type TestServer } from "./support/server.ts"
 
 const KEY = "sk-test-SECRET-key-0123456789"
@@ -89,7 +89,7 @@ describe("OpenAiCompatible: streaming", () => {
       const { exit } = yield* runWith([{ body: openAiFullStream, chunkSize: 7 }])
       const events = successOf(exit)
       checkFull(events)
-      expect(events.map((e) => "contentIndex" in e ? `${e.type}:${e.contentIndex}` : e.type)).toEqual([
+      expect(eventShape(events)).toEqual([
         "start",
         "thinking_start:0",
         "thinking_delta:0",

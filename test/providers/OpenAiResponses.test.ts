@@ -9,7 +9,7 @@ import * as Tool from "../../src/Tool.ts"
 import { executeToolCalls } from "../../src/ToolExecution.ts"
 import { ToolRegistry } from "../../src/ToolRegistry.ts"
 import { addTool, assistant, PNG, request, toolResult, user } from "./support/fixtures.ts"
-import { checkProtocol } from "./support/protocol.ts"
+import { checkProtocol, eventShape } from "./support/protocol.ts"
 import {
   completed,
   created,
@@ -106,7 +106,7 @@ describe("OpenAiResponses: streaming", () => {
       const { exit } = yield* runWith([{ body: fullBody, chunkSize: 37 }])
       const events = successOf(exit)
       checkFull(events)
-      expect(events.map((e) => "contentIndex" in e ? `${e.type}:${e.contentIndex}` : e.type)).toEqual([
+      expect(eventShape(events)).toEqual([
         "start",
         "thinking_start:0",
         "thinking_delta:0",

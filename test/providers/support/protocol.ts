@@ -76,3 +76,7 @@ export const checkProtocol = (events: ReadonlyArray<AssistantMessageEvent>): Ass
   })
   return message
 }
+
+/** The events as `type:contentIndex` (or `type`), the shape a streaming test compares. */
+export const eventShape = (events: ReadonlyArray<AssistantMessageEvent>): ReadonlyArray<string> =>
+  events.map((e) => "contentIndex" in e ? `${e.type}:${e.contentIndex}` : e.type)
