@@ -5,6 +5,7 @@
  *
  * ```ts
  * import { NodeServices } from "@effect/platform-node"
+ * import { Layer } from "effect"
  * import { FetchHttpClient } from "effect/http"
  * import * as McpServers from "effect-agent/mcp"
  *

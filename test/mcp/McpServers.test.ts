@@ -151,6 +151,18 @@ describe("MCP servers as tools", () => {
       assert.match(textsOf(again.messages[0]), /could not run echo/)
     }).pipe(Effect.scoped), 20_000)
 
+  it.live("MCP 3.3: a JSON-RPC error answering a call is an error result naming the server and the tool", () =>
+    Effect.gen(function*() {
+      const connection = yield* McpServers.connect(crashing).pipe(Effect.provide(recordingSpawner().layer))
+      const { messages } = yield* batch(connection.tools, toolCall("r", "reject", {}), toolCall("e", "echo", { text: "ok" }))
+      assert.isTrue(messages[0].isError)
+      assert.strictEqual(
+        textsOf(messages[0]),
+        `MCP server "crashing-server" could not run reject: rejected on purpose (code -32000)`
+      )
+      assert.deepStrictEqual([messages[1].isError, textsOf(messages[1])], [false, "ok"])
+    }).pipe(Effect.scoped), 20_000)
+
   it.live("MCP 1.4: closing the scope stops every server process, none is left behind", () =>
     Effect.gen(function*() {
       const spawner = recordingSpawner()
