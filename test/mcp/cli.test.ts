@@ -100,6 +100,26 @@ describe("effect-agent --mcp", () => {
       assert.deepStrictEqual(processesWith(marker), [])
     }), 60_000)
 
+  it.live("MCP 1.3, 4.5: a --mcp server that does not start stops the command before the run, in one line", () =>
+    Effect.gen(function*() {
+      const endpoint = yield* startServer
+      const workspace = tempDir("mcp-missing")
+      yield* Effect.addFinalizer(() => Effect.sync(workspace.cleanup))
+      const run = yield* Effect.promise(() =>
+        runCli([
+          "--provider", "openai-compatible", "--base-url", endpoint.url, "--model", "test-model",
+          "--workspace", workspace.dir, "--json", "--prompt", "hi", "--mcp", "/nonexistent/mcp-server --stdio"
+        ])
+      )
+      assert.strictEqual(run.code, 1)
+      assert.strictEqual(run.stdout, "")
+      assert.strictEqual(
+        run.stderr.trim(),
+        `effect-agent: MCP server "/nonexistent/mcp-server --stdio" could not be started: Cannot spawn MCP server: NotFound: ChildProcess.spawn (/nonexistent/mcp-server --stdio)`
+      )
+      assert.strictEqual(endpoint.requests.length, 0)
+    }).pipe(Effect.scoped), 60_000)
+
   it.effect("MCP 4.4: the approval rule covers the MCP tools it is given and still the built-in ones", () =>
     Effect.gen(function*() {
       const hook = approvalHook({ _tag: "NoTerminal" }, new Set([...NEEDS_APPROVAL, "get-sum"]))
