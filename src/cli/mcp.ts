@@ -4,13 +4,13 @@
  * workspace tools, and every call to one of them needs the same approval as `write`, `edit` and `bash`.
  */
 import { NodeServices } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
+import { Effect, type Layer } from "effect"
 import { Flag } from "effect/cli"
 import { FetchHttpClient } from "effect/http"
 import { parse, type ParseEntry } from "shell-quote"
 import * as McpServers from "../mcp/McpServers.ts"
 import * as BuiltinTools from "../tools/index.ts"
-import { type DuplicateToolName, type RegisteredTool, ToolRegistry } from "../ToolRegistry.ts"
+import type { DuplicateToolName, RegisteredTool, ToolRegistry } from "../ToolRegistry.ts"
 import { NEEDS_APPROVAL } from "./Approval.ts"
 import { UsageError } from "./startup.ts"
 
@@ -113,9 +113,4 @@ export const withMcpTools = <E>(
   workspace: Layer.Layer<ToolRegistry, E>,
   mcp: McpTools
 ): Layer.Layer<ToolRegistry, E | DuplicateToolName> =>
-  mcp.tools.length === 0 ? workspace : Layer.unwrap(
-    Effect.gen(function*() {
-      const registry = yield* ToolRegistry
-      return ToolRegistry.fromEntries([...registry.tools, ...mcp.tools])
-    })
-  ).pipe(Layer.provide(workspace))
+  mcp.tools.length === 0 ? workspace : McpServers.withTools(workspace, mcp.tools)

@@ -193,8 +193,23 @@ export const registry = <S extends McpServer>(
   )
 
 /**
- * The tools of `base` followed by the tools of `servers` (e.g. the built-in tools and some MCP servers').
- * A name taken twice fails it with `DuplicateToolName` (MCP 2.2).
+ * The tools of `base` followed by `tools` (e.g. the built-in tools, then some servers' tools from
+ * {@link connect}). A name taken twice fails it with `DuplicateToolName` (MCP 2.2).
+ */
+export const withTools = <E, R>(
+  base: Layer.Layer<ToolRegistry, E, R>,
+  tools: ReadonlyArray<RegisteredTool>
+): Layer.Layer<ToolRegistry, E | DuplicateToolName, R> =>
+  Layer.unwrap(
+    Effect.gen(function*() {
+      const registry = yield* ToolRegistry
+      return ToolRegistry.fromEntries([...registry.tools, ...tools])
+    })
+  ).pipe(Layer.provide(base))
+
+/**
+ * The tools of `base` followed by the tools of `servers`, which are started when the layer is built and
+ * stopped when its scope closes. A name taken twice fails it with `DuplicateToolName` (MCP 2.2).
  */
 export const withServers = <E, R, S extends McpServer>(
   base: Layer.Layer<ToolRegistry, E, R>,
@@ -202,14 +217,6 @@ export const withServers = <E, R, S extends McpServer>(
   options: ConnectOptions = {}
 ): Layer.Layer<ToolRegistry, E | McpConnectError | DuplicateToolName, R | Requirements<S>> =>
   Layer.unwrap(
-    Effect.gen(function*() {
-      const connections = yield* connectAll(servers, options)
-      const added = connections.flatMap((connection) => connection.tools)
-      return Layer.unwrap(
-        Effect.gen(function*() {
-          const registry = yield* ToolRegistry
-          return ToolRegistry.fromEntries([...registry.tools, ...added])
-        })
-      ).pipe(Layer.provide(base))
-    })
+    Effect.map(connectAll(servers, options), (connections) =>
+      withTools(base, connections.flatMap((connection) => connection.tools)))
   )

@@ -3,7 +3,7 @@
  * filesystem reference servers) and a fixture of ours that crashes on purpose. Rules: docs/mcp.md (MCP n.m).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Scope } from "effect"
+import { Effect, Exit, Layer, Schema, Scope } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -17,7 +17,8 @@ import type { McpDetails } from "../../src/mcp/McpTools.ts"
 import { Model } from "../../src/Model.ts"
 import * as ScriptedModel from "../../src/ScriptedModel.ts"
 import { executeToolCalls } from "../../src/ToolExecution.ts"
-import { type RegisteredTool, ToolRegistry } from "../../src/ToolRegistry.ts"
+import * as Tool from "../../src/Tool.ts"
+import { entry, type RegisteredTool, ToolRegistry } from "../../src/ToolRegistry.ts"
 import { assistantMessage, makeRecorder, toolCall } from "../support/batch.ts"
 import { user } from "../support/loop.ts"
 import { everything, everythingOverHttp, filesystem, isAlive, misbehaving, NODE, recordingSpawner } from "./support.ts"
@@ -216,6 +217,21 @@ describe("MCP servers as tools", () => {
         Effect.scoped
       )
       assert.deepStrictEqual(names, ["echo", "reject", "hang", "cancelled", "crash", "other_echo", "other_reject", "other_hang", "other_cancelled", "other_crash"])
+      // Next to other tools: theirs first; one of them named like a server's tool fails it too.
+      const own = Tool.make("own", { description: "ours", parameters: Schema.Struct({}) })
+      const base = ToolRegistry.fromEntries([entry(own, () => Effect.succeed(Tool.textResult("own")))])
+      const together = yield* ToolRegistry.pipe(
+        Effect.map((registry) => registry.tools.map(({ tool }) => tool.name)),
+        Effect.provide(McpServers.withServers(base, [misbehaving]).pipe(Layer.provide(layer))),
+        Effect.scoped
+      )
+      assert.deepStrictEqual(together, ["own", "echo", "reject", "hang", "cancelled", "crash"])
+      const echo = Tool.make("echo", { description: "ours", parameters: Schema.Struct({}) })
+      const taken = ToolRegistry.fromEntries([entry(echo, () => Effect.succeed(Tool.textResult("echo")))])
+      const again = yield* Effect.flip(
+        Effect.scoped(Layer.build(McpServers.withServers(taken, [misbehaving]).pipe(Layer.provide(layer))))
+      )
+      assert.strictEqual(again._tag, "DuplicateToolName")
     }), 20_000)
 
   it.live("MCP 1.2: a streamable HTTP server's tools are listed and called", () =>
