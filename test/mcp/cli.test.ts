@@ -142,6 +142,29 @@ describe("effect-agent --mcp", () => {
       assert.isTrue((yield* ask("get-sum"))?.block)
       assert.isTrue((yield* ask("write"))?.block)
       assert.isUndefined(yield* ask("read"))
+      // On a terminal the person is asked about the MCP call, with its arguments, and a no blocks it.
+      const questions: Array<string> = []
+      const asking = approvalHook(
+        { _tag: "Ask", ask: (question) => Effect.sync(() => questions.push(question)).pipe(Effect.as(false)) },
+        new Set([...NEEDS_APPROVAL, "get-sum"])
+      )
+      const declined = yield* asking({
+        assistantMessage: {
+          role: "assistant",
+          content: [],
+          api: "a",
+          provider: "p",
+          model: "m",
+          usage: emptyUsage,
+          stopReason: "toolUse",
+          timestamp: 0
+        },
+        toolCall: { type: "toolCall", id: "1", name: "get-sum", arguments: { a: 1, b: 2 } },
+        args: { a: 1, b: 2 },
+        context: { systemPrompt: "", messages: [] }
+      })
+      assert.deepStrictEqual(questions, [`Allow get-sum ${JSON.stringify({ a: 1, b: 2 }, null, 2)}?`])
+      assert.deepStrictEqual(declined, { block: true, reason: "The user declined this get-sum call. It was not run." })
     }))
 
   it.effect("MCP 4.1, 4.2: --mcp is split into words like a shell would; shell syntax and bad URLs are refused", () =>
