@@ -5,12 +5,14 @@
  *
  * @since 0.1.0
  */
-import { Config, Effect, FileSystem, Option, Path } from "effect"
+import { Config, Effect, FileSystem, Option, Path, Terminal } from "effect"
+import { Prompt } from "effect/cli"
 import { createHash } from "node:crypto"
 import { homedir } from "node:os"
 import * as Session from "../Session.ts"
 import type { Message } from "../Message.ts"
 import { terminalSafe } from "./internal/terminalText.ts"
+import { UsageError } from "./startup.ts"
 
 /** The state folder: `$EFFECT_AGENT_HOME` when set and not empty, else `~/.effect-agent` (CLI 7.1). */
 export const stateFolder: Effect.Effect<string, never, Path.Path> = Effect.gen(function*() {
@@ -102,3 +104,124 @@ export const describe = (session: SessionSummary, width = 100): string => {
   const prompt = session.firstPrompt === "" ? "(no prompt)" : terminalSafe(session.firstPrompt)
   return head + (prompt.length > room ? prompt.slice(0, room - 1) + "…" : prompt)
 }
+
+/** The session flags of the command (`--session`, `--resume`, `--continue`, `--fork`). */
+export interface SessionFlags {
+  readonly session: Option.Option<string>
+  /** `Some("")`: the flag was given without a file. */
+  readonly resume: Option.Option<string>
+  readonly continue: boolean
+  /** `Some("")`: the flag was given without a file. */
+  readonly fork: Option.Option<string>
+}
+
+/** The session flags with the words left for the task (see {@link takeFileWord}). */
+export interface SessionFlagsAndWords extends SessionFlags {
+  readonly words: ReadonlyArray<string>
+}
+
+/**
+ * `--resume FILE` and `--fork FILE` written with a space: the flags take their file only as `--resume=FILE`,
+ * so FILE arrives as the first word of the task. When `--resume` (or `--fork`) came without a file and the
+ * first word names an existing file, that word is the flag's file and not part of the task (CLI 7.4).
+ */
+export const takeFileWord = Effect.fn("SessionStore.takeFileWord")(function*(
+  flags: SessionFlags,
+  words: ReadonlyArray<string>
+) {
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const bare = (flag: Option.Option<string>) => Option.isSome(flag) && flag.value === ""
+  const first = words[0]
+  if (first === undefined || !(bare(flags.resume) || bare(flags.fork))) return { ...flags, words }
+  const info = yield* Effect.option(fs.stat(path.resolve(first)))
+  if (Option.isNone(info) || info.value.type !== "File") return { ...flags, words }
+  return {
+    ...flags,
+    ...(bare(flags.resume) ? { resume: Option.some(first) } : { fork: Option.some(first) }),
+    words: words.slice(1)
+  } satisfies SessionFlagsAndWords
+})
+
+/** Which session file a run reads and which it writes. */
+export interface SessionPlan {
+  /** The transcript to start from, if any. */
+  readonly source: string | undefined
+  /** The file this run appends to (made by its first message). */
+  readonly target: string
+  readonly how: "new" | "resumed" | "continued" | "forked"
+  /** A line for the person (e.g. `--continue` found nothing to continue). */
+  readonly note: string | undefined
+}
+
+/**
+ * The picker of `--resume` / `--fork` without a file (CLI 7.3): this folder's sessions, newest first, each
+ * with its date, size, message count and first prompt. Fails with a {@link UsageError} when there is none.
+ */
+export const pick = Effect.fn("SessionStore.pick")(function*(root: string, flag: string) {
+  const sessions = yield* list(root)
+  if (sessions.length === 0) {
+    return yield* new UsageError({ flag, message: `${flag}: no saved sessions for ${root} yet.` })
+  }
+  const terminal = yield* Terminal.Terminal
+  const columns = yield* terminal.columns
+  return yield* Prompt.run(Prompt.Select({
+    message: `Pick a session of ${root} (${flag === "--fork" ? "forked into a new file" : "continued in place"})`,
+    choices: sessions.map((session) => ({ title: describe(session, Math.max(40, columns - 6)), value: session.path })),
+    maxPerPage: 10
+  })).pipe(
+    Effect.mapError(() => new UsageError({ flag, message: `${flag}: no session picked.` }))
+  )
+})
+
+/**
+ * The plan for the session flags (CLI 7.2-7.4): at most one of `--resume`, `--continue`, `--fork`.
+ * `--resume FILE` appends to FILE; `--continue` to this folder's latest session (a new one, with a note, when
+ * there is none); `--fork FILE` copies FILE's transcript into a new file and leaves FILE as it was; without a
+ * file, `--resume` and `--fork` open the picker, which needs a terminal (`canPick`). `--session FILE` names
+ * the file written; otherwise a resumed or continued session is written in place and a new or forked one
+ * gets a new file in the project's sessions folder.
+ */
+export const plan = Effect.fn("SessionStore.plan")(function*(flags: SessionFlags, root: string, canPick: boolean) {
+  const path = yield* Path.Path
+  const chosen = [Option.isSome(flags.resume) && "--resume", flags.continue && "--continue", Option.isSome(flags.fork) && "--fork"]
+    .filter((x): x is string => x !== false)
+  if (chosen.length > 1) {
+    return yield* new UsageError({ flag: chosen[1], message: `${chosen.join(" and ")} cannot be used together: pick one.` })
+  }
+  const fromFlag = (flag: Option.Option<string>, name: string) =>
+    Effect.gen(function*() {
+      if (Option.isNone(flag)) return undefined
+      if (flag.value !== "") return path.resolve(flag.value)
+      if (!canPick) {
+        return yield* new UsageError({
+          flag: name,
+          message: `${name} without a file opens a picker, which needs a terminal: give ${name}=FILE, or use --continue.`
+        })
+      }
+      return yield* pick(root, name)
+    })
+  let note: string | undefined
+  let how: SessionPlan["how"] = "new"
+  let source = yield* fromFlag(flags.resume, "--resume")
+  if (source !== undefined) how = "resumed"
+  const forked = yield* fromFlag(flags.fork, "--fork")
+  if (forked !== undefined) {
+    source = forked
+    how = "forked"
+  }
+  if (flags.continue) {
+    const found = yield* latest(root)
+    if (found === undefined) note = `--continue: no earlier session for ${root}; starting a new one.`
+    else {
+      source = found.path
+      how = "continued"
+    }
+  }
+  const target = Option.isSome(flags.session)
+    ? path.resolve(flags.session.value)
+    : source !== undefined && how !== "forked"
+    ? source
+    : yield* Session.newSessionPath(yield* projectFolder(root))
+  return { source, target, how, note } satisfies SessionPlan
+})
