@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { AgentEvent } from "../../src/AgentEvent.ts"
 import * as LiveView from "../../src/cli/LiveView.ts"
 import { type AssistantMessage, emptyUsage, type ToolResultMessage } from "../../src/Message.ts"
-import { MAIN, NODE, runCli, runProcess, type RunResult, shellQuote, tempDir, TEST_TIMEOUT_MS } from "./support.ts"
+import { MAIN, NODE, runCli, runProcess, type RunResult, sessionFolder, shellQuote, tempDir, TEST_TIMEOUT_MS } from "./support.ts"
 
 const ESC = "\x1b"
 // eslint-disable-next-line no-control-regex
@@ -119,7 +119,9 @@ describe("plain lines without a terminal", () => {
     }
     expect(lines).toContain("  │ check 1/3")
     expect(lines[0]).toBe(`workspace: ${ws.dir} (sample project, scripted demo model)`)
-    expect(lines[1]).toMatch(/^session: {3}.*\.effect-agent\/sessions\/.*\.jsonl$/)
+    // CLI 7.1: the session is kept in the state folder, never in the workspace.
+    expect(lines[1].startsWith(`session:   ${sessionFolder(ws.dir)}/`)).toBe(true)
+    expect(lines[1]).toMatch(/\.jsonl$/)
     assertDemoRendering(run.stdout)
   })
 })
@@ -319,7 +321,9 @@ effectDescribe("LiveView.make", () => {
         "▶ bash make test",
         "  │ running tests",
         "✓ read src/a.ts 50ms → line one",
-        "✗ bash make test 2.0s → 1 test failed",
+        // CLI 10.4: a finished bash call keeps its last lines, not a first-line summary.
+        "✗ bash make test 2.0s",
+        "  │ 1 test failed",
         "  timeline 2.0s",
         // 50ms of 2000ms on a 48-column axis: ceil(1.2) = 2 columns
         "  read src/a.ts  │██                                              │ 50ms",
