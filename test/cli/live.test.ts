@@ -9,6 +9,7 @@ import { existsSync } from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { AgentEvent } from "../../src/AgentEvent.ts"
 import * as LiveView from "../../src/cli/LiveView.ts"
+import * as Usage from "../../src/cli/Usage.ts"
 import { type AssistantMessage, emptyUsage, type ToolResultMessage } from "../../src/Message.ts"
 import { MAIN, NODE, runCli, runProcess, type RunResult, sessionFolder, shellQuote, tempDir, TEST_TIMEOUT_MS } from "./support.ts"
 
@@ -321,9 +322,7 @@ effectDescribe("LiveView.make", () => {
         "▶ bash make test",
         "  │ running tests",
         "✓ read src/a.ts 50ms → line one",
-        // CLI 10.4: a finished bash call keeps its last lines, not a first-line summary.
-        "✗ bash make test 2.0s",
-        "  │ 1 test failed",
+        "✗ bash make test 2.0s → 1 test failed",
         "  timeline 2.0s",
         // 50ms of 2000ms on a 48-column axis: ceil(1.2) = 2 columns
         "  read src/a.ts  │██                                              │ 50ms",
@@ -364,5 +363,49 @@ effectDescribe("LiveView.make", () => {
       assert.include(stripAnsi(out), "read x")
       assert.include(stripAnsi(out), "✓ read x 300ms → ok")
       assert.isTrue(out.endsWith("→ ok\x1b[0m\n"), JSON.stringify(out.slice(-40)))
+    })))
+})
+
+effectDescribe("LiveView.make: bash output and usage", () => {
+  effectIt.effect("CLI 10.4: a finished bash call with several lines keeps its last lines under it", () =>
+    Effect.scoped(Effect.gen(function*() {
+      let out = ""
+      const view = yield* LiveView.make({ live: false, color: false, columns: 100, write: (t) => void (out += t) })
+      yield* view.handle({ type: "tool_execution_start", toolCallId: "b", toolName: "bash", args: { command: "npm test" } })
+      const lines = Array.from({ length: 10 }, (_, i) => `line ${i + 1}`).join("\n")
+      yield* view.handle({
+        type: "tool_execution_end",
+        toolCallId: "b",
+        toolName: "bash",
+        result: { content: [{ type: "text", text: `${lines}\n\n` }] },
+        isError: true
+      })
+      const tail = Array.from({ length: LiveView.BASH_TAIL_LINES }, (_, i) => `  │ line ${10 - LiveView.BASH_TAIL_LINES + i + 1}`)
+      assert.deepStrictEqual(out.split("\n"), ["▶ bash npm test", "✗ bash npm test 0ms", ...tail, ""])
+    })))
+
+  effectIt.effect("CLI 5.4: after each run, its usage and the session's total (resumed usage included)", () =>
+    Effect.scoped(Effect.gen(function*() {
+      let out = ""
+      const before = { ...Usage.empty, input: 1000, output: 100, cost: 0.5, requests: 1 }
+      const view = yield* LiveView.make({
+        live: false,
+        color: false,
+        columns: 100,
+        write: (t) => void (out += t),
+        usageBefore: before
+      })
+      const answer = { ...assistant([{ type: "text", text: "hi" }]), model: "gpt-4o", usage: { ...emptyUsage, input: 12_000, output: 800 } }
+      yield* view.handle({ type: "agent_start" })
+      yield* view.handle({ type: "message_end", message: answer })
+      yield* view.handle({ type: "agent_end", messages: [answer] })
+      const turn = Usage.ofMessage(answer)
+      assert.strictEqual(out, LiveView.usageLine(turn, Usage.add(before, turn)) + "\n")
+      assert.match(out, /^↑ 12k ↓ 800 \$0\.0380 ctx 10% · total ↑ 13k ↓ 900 \$0\.5380 ctx 10%\n$/)
+      // A run without a model request prints no usage line.
+      out = ""
+      yield* view.handle({ type: "agent_start" })
+      yield* view.handle({ type: "agent_end", messages: [] })
+      assert.strictEqual(out, "")
     })))
 })
