@@ -70,6 +70,11 @@ export interface Timings {
    * stored, so a resume takes them up (or settles them, for a tool that is not idempotent). Default 15 s.
    */
   readonly entityTerminationTimeout?: Duration.Input | undefined
+  /**
+   * How many shards the runs are spread over (must be the same for every runner of a store). Each lease
+   * refresh writes one row per shard held. Default 300; the embedded store uses 16.
+   */
+  readonly shardsPerGroup?: number | undefined
 }
 
 /**
@@ -80,8 +85,9 @@ export interface Timings {
  * running steps one second.
  */
 export const embeddedTimings: Required<Timings> = {
+  shardsPerGroup: 16,
   shardLockExpiration: Duration.seconds(5),
-  shardLockRefreshInterval: Duration.seconds(1),
+  shardLockRefreshInterval: Duration.millis(500),
   refreshAssignmentsInterval: Duration.seconds(1),
   entityMessagePollInterval: Duration.millis(500),
   entityReplyPollInterval: Duration.millis(50),
