@@ -5,7 +5,7 @@
  * second one with a typed error.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Stream } from "effect"
 import { SqlError } from "effect/sql"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -13,6 +13,7 @@ import * as path from "node:path"
 import * as DurableAgent from "../../src/durable/DurableAgent.ts"
 import * as DurableStore from "../../src/durable/DurableStore.ts"
 import * as EventSink from "../../src/EventSink.ts"
+import type { ToolResultMessage } from "../../src/Message.ts"
 import { Model, type ModelShape } from "../../src/Model.ts"
 import * as ScriptedModel from "../../src/ScriptedModel.ts"
 import { type RegisteredTool, ToolRegistry } from "../../src/ToolRegistry.ts"
@@ -155,6 +156,44 @@ describe("durable runs on the SQLite store", () => {
       assert.deepStrictEqual(resumed.messages.map((m) => m.role), ["user", "assistant", "toolResult", "assistant"])
       const result = resumed.messages[2]!
       assert.isTrue(result.role === "toolResult" && result.isError)
+      assert.strictEqual((yield* second.requests).length, 1)
+    }), 60_000)
+
+  it.live("a tool timeout is stored as one: after a stop the resumed run has the in-memory loop's timeout result (DR 4.2)", () =>
+    Effect.gen(function*() {
+      const file = yield* tempStore
+      const script = [ScriptedModel.callTools([ScriptedModel.toolCall("s1", "sleepy", {})]), ScriptedModel.say("after")]
+      const sleepy = customTool("sleepy", () => Effect.never)
+      const plain = yield* runLoop({ script, tools: [sleepy], config: { timeout: "50 millis" } })
+      const expected = plain.messages.find((m): m is ToolResultMessage => m.role === "toolResult")!
+      assert.deepStrictEqual(expected.details, { timedOut: true, abandoned: false })
+
+      // First process: the call times out, then the next model request never answers; the process stops.
+      const asked = yield* Deferred.make<void>()
+      const first = yield* ScriptedModel.make([script[0]!])
+      const stalling: ModelShape = {
+        info: first.info,
+        stream: (request) =>
+          request.messages.some((m) => m.role === "toolResult")
+            ? Stream.unwrap(Effect.as(Deferred.succeed(asked, undefined), Stream.never))
+            : first.stream(request)
+      }
+      yield* Effect.gen(function*() {
+        const run = yield* Effect.forkChild(DurableAgent.run({ runId: "run-t", prompts: [user("hi")] }))
+        yield* Deferred.await(asked)
+        yield* Fiber.interrupt(run)
+      }).pipe(Effect.provide(storeServices(file, stalling, [sleepy], { timeout: "50 millis" })))
+
+      // Second process: the stored timeout is replayed; the tool is not run again.
+      const second = yield* ScriptedModel.make([ScriptedModel.say("after")])
+      const resumed = yield* DurableAgent.resume("run-t").pipe(
+        Effect.provide(storeServices(file, second, [customTool("sleepy", () => Effect.die("must not run again"))], {
+          timeout: "50 millis"
+        }))
+      )
+      const result = resumed.messages.find((m) => m.role === "toolResult")!
+      assert.deepStrictEqual(withoutTimestamps([result]), withoutTimestamps([expected]))
+      assert.deepStrictEqual(resumed.messages.map((m) => m.role), ["user", "assistant", "toolResult", "assistant"])
       assert.strictEqual((yield* second.requests).length, 1)
     }), 60_000)
 
