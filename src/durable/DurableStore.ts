@@ -80,9 +80,10 @@ export interface Timings {
 /**
  * The timings of the embedded store (DR 5.2). Its runner keeps the same address across processes, so a
  * resume after a crash takes its shards back at once whatever the lease; the lease is kept short anyway
- * (5 s, refreshed every second: one small write a second), so a run left by a runner under another address
- * waits at most that long. Messages from other processes are read within half a second; shutdown gives
- * running steps one second.
+ * (5 s, refreshed every 500 ms over 16 shards: one small write each time; the refresh interval also bounds
+ * how long shutdown waits to hand the shards off), so a run left by a runner under another address waits
+ * at most that long. Messages from other processes are read within half a second; shutdown gives running
+ * steps one second.
  */
 export const embeddedTimings: Required<Timings> = {
   shardsPerGroup: 16,

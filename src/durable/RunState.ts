@@ -16,7 +16,7 @@ export interface StartLedgerShape {
 /**
  * Which steps of durable runs have started, and how often. The workflow engine stores a step's result once
  * it finishes, but cannot tell a step that never ran from one that was running when the process died; the
- * ledger can, because a start is committed before the step's side effects begin.
+ * ledger can, because a start is committed before the step's side effects begin (DR 2.1).
  */
 export class StartLedger extends Context.Service<StartLedger, StartLedgerShape>()("effect-agent/durable/StartLedger") {
   /** In memory: for the in-memory workflow engine, where nothing survives the process anyway. */

@@ -125,7 +125,7 @@ const withWork = (f: (work: string) => Promise<void>) => async () => {
 
 describe("durable runs across kill -9", () => {
   it(
-    "crash in a parallel batch, then in the next model stream: nothing finished is repeated",
+    "crash in a parallel batch, then in the next model stream: nothing finished is repeated (DR 1.1, 1.2, 2.1, 2.2, 5.3)",
     withWork(async (work) => {
       // 1. Killed while c4 (not idempotent) and the probe (idempotent) run; c1..c3 have finished.
       const first = start(work, "batch")
@@ -177,7 +177,7 @@ describe("durable runs across kill -9", () => {
   )
 
   it(
-    "crash during an approval: the approval given is not asked again, the pending one is",
+    "crash during an approval: the approval given is not asked again, the pending one is (DR 2.3)",
     withWork(async (work) => {
       const first = start(work, "approval", { RUNNER_APPROVAL: "hang" })
       await waitFor(first, () => first.lines.includes("approval c2"), "the approval of c2 pending")

@@ -100,7 +100,7 @@ const configOf = (scenario: Scenario) => ({
 
 describe("durable run parity", () => {
   it.effect.prop(
-    "the same script gives the same events and transcript durably and in memory",
+    "the same script gives the same events and transcript durably and in memory (DR 1.3, 4.1)",
     { scenario: Scenario },
     ({ scenario }) =>
       Effect.gen(function*() {

@@ -56,7 +56,7 @@ const script = (): Array<ScriptedModel.Step> => [
 ]
 
 describe("durable runs on the SQLite store", () => {
-  it.live("give the events and transcript of the in-memory loop", () =>
+  it.live("give the events and transcript of the in-memory loop (DR 1.3, 5.2)", () =>
     Effect.gen(function*() {
       const file = yield* tempStore
       const plain = yield* runLoop({ script: script() })
@@ -72,7 +72,7 @@ describe("durable runs on the SQLite store", () => {
       assert.deepStrictEqual(withoutTimestamps(result.messages), withoutTimestamps(plain.messages))
     }), 60_000)
 
-  it.live("a steering message stored before the run reads its inbox is read at its start", () =>
+  it.live("a steering message stored before the run reads its inbox is read at its start (DR 3.1)", () =>
     Effect.gen(function*() {
       const file = yield* tempStore
       const model = yield* ScriptedModel.make([ScriptedModel.say("answer")])
@@ -88,7 +88,7 @@ describe("durable runs on the SQLite store", () => {
       assert.strictEqual((yield* model.requests).length, 1)
     }), 60_000)
 
-  it.live("a new owner lists the run and resuming it returns its stored transcript without calling the model", () =>
+  it.live("a new owner lists the run and resuming it returns its stored transcript without calling the model (DR 1.4, 4.1)", () =>
     Effect.gen(function*() {
       const file = yield* tempStore
       const first = yield* ScriptedModel.make(script())
@@ -109,7 +109,7 @@ describe("durable runs on the SQLite store", () => {
       assert.strictEqual((yield* second.requests).length, 0)
     }), 60_000)
 
-  it.live("abort from outside ends a run on the store and stops its running tool", () =>
+  it.live("abort from outside ends a run on the store and stops its running tool (DR 3.2)", () =>
     Effect.gen(function*() {
       const file = yield* tempStore
       const entered = yield* Deferred.make<void>()
@@ -136,7 +136,7 @@ describe("durable runs on the SQLite store", () => {
       assert.strictEqual((yield* model.requests).length, 1)
     }), 60_000)
 
-  it.live("a run stopped by closing its process's services (Ctrl-C) is resumed by a new owner", () =>
+  it.live("a run stopped by closing its process's services (Ctrl-C) is resumed by a new owner (DR 5.3, 5.4)", () =>
     Effect.gen(function*() {
       const file = yield* tempStore
       const entered = yield* Deferred.make<void>()
@@ -197,7 +197,7 @@ describe("durable runs on the SQLite store", () => {
       assert.strictEqual((yield* second.requests).length, 1)
     }), 60_000)
 
-  it.live("a store already owned is refused with a typed LockTimeoutError", () =>
+  it.live("a store already owned is refused with a typed LockTimeoutError (DR 5.3)", () =>
     Effect.gen(function*() {
       const file = yield* tempStore
       const exit = yield* Effect.gen(function*() {
