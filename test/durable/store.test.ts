@@ -6,12 +6,14 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Layer, Stream } from "effect"
-import { SqlError } from "effect/sql"
+import { RunnerAddress } from "effect/cluster"
+import { SqlClient, SqlError } from "effect/sql"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as DurableAgent from "../../src/durable/DurableAgent.ts"
 import * as DurableStore from "../../src/durable/DurableStore.ts"
+import { SqliteClient } from "../../src/durable/SqliteClient.ts"
 import * as EventSink from "../../src/EventSink.ts"
 import type { ToolResultMessage } from "../../src/Message.ts"
 import { Model, type ModelShape } from "../../src/Model.ts"
@@ -195,6 +197,34 @@ describe("durable runs on the SQLite store", () => {
       assert.deepStrictEqual(withoutTimestamps([result]), withoutTimestamps([expected]))
       assert.deepStrictEqual(resumed.messages.map((m) => m.role), ["user", "assistant", "toolResult", "assistant"])
       assert.strictEqual((yield* second.requests).length, 1)
+    }), 60_000)
+
+  it.live("engine() composes over any SqlClient with its own runner address, timings and table prefix (DR 5.1)", () =>
+    Effect.gen(function*() {
+      const file = yield* tempStore
+      const model = yield* ScriptedModel.make(script())
+      const services = DurableAgent.layer().pipe(
+        Layer.provide([Layer.succeed(Model, model), Layer.orDie(ToolRegistry.fromEntries(standardTools))]),
+        Layer.provideMerge(DurableStore.engine({
+          runnerAddress: RunnerAddress.make("runner-a", 7001),
+          timings: { shardLockExpiration: "20 seconds", shardsPerGroup: 4, entityMessagePollInterval: "200 millis" },
+          tablePrefix: "custom"
+        })),
+        Layer.provideMerge(SqliteClient.layer({ filename: file }))
+      )
+      const { result, tables, locks } = yield* Effect.gen(function*() {
+        const result = yield* DurableAgent.run({ runId: "run-e", prompts: [user("hi")] })
+        const sql = yield* SqlClient.SqlClient
+        const tables = yield* sql<{ name: string }>`SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name`
+        const locks = yield* sql<{ address: string; n: number }>`SELECT address, count(*) AS n FROM custom_locks GROUP BY address`
+        return { result, tables: tables.map((t) => t.name), locks: locks.map((l) => ({ ...l })) }
+      }).pipe(Effect.provide(services))
+      assert.deepStrictEqual(result.messages.map((m) => m.role), ["user", "assistant", "toolResult", "toolResult", "toolResult", "toolResult", "assistant", "toolResult"])
+      for (const table of ["custom_messages", "custom_replies", "custom_locks", "custom_runners", "effect_agent_step_starts", "effect_agent_runs"]) {
+        assert.include(tables, table)
+      }
+      // The runner's leases name its address, over the shards configured.
+      assert.deepStrictEqual(locks, [{ address: "runner-a:7001", n: 4 }])
     }), 60_000)
 
   it.live("a store already owned is refused with a typed LockTimeoutError (DR 5.3)", () =>
