@@ -47,6 +47,10 @@ export const crashedCallText = (toolName: string): string =>
 const abortedCallText = (toolName: string): string =>
   `Tool ${toolName} was interrupted after it started: the run was aborted. It may have had side effects.`
 
+/** The text of a call the abort reached before its tool started (the batch's own text for such a call). */
+const notStartedText = (toolName: string): string =>
+  `Tool ${toolName} was not executed: the run was aborted before it started.`
+
 /** The text the batch gives a call that timed out; a durable run stores and replays it (DR 4.2). */
 const timedOutText = (toolName: string, timeout: Duration.Duration, abandoned: boolean) =>
   `Tool ${toolName} timed out after ${Duration.format(timeout)}${
@@ -226,6 +230,8 @@ interface Execution {
   readonly cursors: Record<InboxKind, number>
   /** How many steps of this execution ran live (not replayed): an abort is applied from the first (DR 3.2). */
   liveSteps: number
+  /** Whether this execution has read a stored abort request (DR 3.2). */
+  abortSeen: boolean
 }
 
 const inWorkflow = <A, E>(execution: Execution, effect: Effect.Effect<A, E, any>): Effect.Effect<A, E> =>
@@ -241,16 +247,22 @@ const abortRequested = (execution: Execution): Effect.Effect<boolean> =>
   )
 
 /**
- * Called first by every step that runs live: applies a stored abort before the step does anything, so a
- * run aborted while no process ran it stops at its first live step, and replayed steps are untouched.
+ * Called first by every step that runs live. Returns whether an abort request was read before (when the
+ * execution started, or by the watcher during a replay) and not applied yet: the step then stores its
+ * aborted outcome without doing anything; a model step then aborts the run once it has returned
+ * ({@link applyAbort}), so the loop settles it with the stored outcome and asks for nothing more. A run aborted while no process ran it thus stops at
+ * its first live step; replayed steps are untouched. No read of its own: a step costs no extra query.
  */
-const startLive = (execution: Execution): Effect.Effect<void> =>
-  Effect.suspend(() => {
+const startLive = (execution: Execution): Effect.Effect<boolean> =>
+  Effect.sync(() => {
     execution.liveSteps++
-    if (execution.signal.aborted) return Effect.void
-    return Effect.map(abortRequested(execution), (requested) => {
-      if (requested) execution.abort()
-    })
+    return execution.abortSeen && !execution.signal.aborted
+  })
+
+/** Aborts the run after a step returned, if an abort request was read and a step ran live (DR 3.2). */
+const applyAbort = (execution: Execution): Effect.Effect<void> =>
+  Effect.sync(() => {
+    if (execution.abortSeen && execution.liveSteps > 0 && !execution.signal.aborted) execution.abort()
   })
 
 /**
@@ -269,18 +281,21 @@ const durableModel = (execution: Execution, model: ModelShape): ModelShape => ({
           live = true
           let partial: AssistantMessage | undefined
           let final: AssistantMessageEvent | undefined
+          const streamed = model.stream(request).pipe(
+            Stream.takeUntil((event) => event.type === "done" || event.type === "error"),
+            Stream.runForEach((event) =>
+              Effect.sync(() => {
+                if (event.type === "done" || event.type === "error") final = event
+                else partial = event.partial
+                Queue.offerUnsafe(queue, event)
+              })
+            ),
+            (streaming) => interruptOnAbort(streaming, execution.signal)
+          )
           return startLive(execution).pipe(
-            Effect.andThen(model.stream(request).pipe(
-              Stream.takeUntil((event) => event.type === "done" || event.type === "error"),
-              Stream.runForEach((event) =>
-                Effect.sync(() => {
-                  if (event.type === "done" || event.type === "error") final = event
-                  else partial = event.partial
-                  Queue.offerUnsafe(queue, event)
-                })
-              ),
-              (streaming) => interruptOnAbort(streaming, execution.signal)
-            )),
+            Effect.flatMap((abortNow) =>
+              abortNow ? Effect.fail(new Error("Request was aborted")) : streamed
+            ),
             Effect.matchCauseEffect({
               onSuccess: (): Effect.Effect<ModelOutcome> =>
                 Effect.succeed({ ...(partial ? { partial } : {}), ...(final ? { final } : {}) }),
@@ -289,7 +304,7 @@ const durableModel = (execution: Execution, model: ModelShape): ModelShape => ({
                   ? Effect.failCause(cause as Cause.Cause<never>)
                   : Effect.succeed({
                     ...(partial ? { partial } : {}),
-                    failure: execution.signal.aborted ? "Request was aborted" : causeMessage(cause)
+                    failure: execution.signal.aborted || execution.abortSeen ? "Request was aborted" : causeMessage(cause)
                   })
             })
           )
@@ -298,6 +313,7 @@ const durableModel = (execution: Execution, model: ModelShape): ModelShape => ({
           execution,
           Activity.make({ name: `model/${step}`, success: ModelOutcome, execute })
         )
+        yield* applyAbort(execution)
         if (!live) {
           const final = outcome.final as AssistantMessageEvent | undefined
           const start = (outcome.partial as AssistantMessage | undefined) ??
@@ -352,13 +368,14 @@ const durableHandler = (execution: Execution, tool: Tool.Any, handler: Handler<a
   const turn = execution.modelSteps
   const name = `tool/${turn}/${context.toolCallId}`
   const execute = Effect.gen(function*() {
-    yield* startLive(execution)
-    if (execution.signal.aborted) return { _tag: "failed", message: abortedCallText(tool.name) } as const
+    const abortNow = yield* startLive(execution)
     // DR 2.1: the start is committed before the tool runs, so a second start means the first one died.
     const attempt = yield* execution.ledger.start(execution.runId, name)
     if (attempt > 1 && !execution.idempotent(tool)) {
       return { _tag: "failed", message: crashedCallText(tool.name) } as const
     }
+    // Aborted before this step began (DR 3.2): the tool is not started, as the batch says of such a call.
+    if (abortNow || execution.signal.aborted) return { _tag: "failed", message: notStartedText(tool.name) } as const
     const ran = Effect.suspend(() => handler(args, context)).pipe(
       Effect.provideService(ToolAttempt, { idempotencyKey: `${execution.runId}/${context.toolCallId}`, attempt })
     )
@@ -370,6 +387,8 @@ const durableHandler = (execution: Execution, tool: Tool.Any, handler: Handler<a
       )
     )
   })
+  // No abort is applied here: the batch would take it for an abort of this running call. The next model
+  // step applies it (DR 3.2).
   return Effect.flatMap(
     inWorkflow(execution, Activity.make({ name, success: StepOutcome, execute })),
     fromOutcome
@@ -434,12 +453,18 @@ const inboxRead = (execution: Execution, kind: InboxKind): Effect.Effect<Readonl
     )
   })
 
-/** Aborts the run when its abort request is stored, read every `interval` once a step ran live (DR 3.2). */
+/**
+ * Reads the run's abort request every `interval` until it is there (DR 3.2), then aborts the run at once if
+ * a step already ran live, else at its first live step (see {@link startLive}).
+ */
 const watchAbort = (execution: Execution, interval: Duration.Input): Effect.Effect<void> =>
   Effect.gen(function*() {
-    while (!execution.signal.aborted) {
+    while (!execution.signal.aborted && !execution.abortSeen) {
       yield* Effect.sleep(interval)
-      if (execution.liveSteps > 0 && (yield* abortRequested(execution))) execution.abort()
+      if (yield* abortRequested(execution)) {
+        execution.abortSeen = true
+        if (execution.liveSteps > 0) execution.abort()
+      }
     }
   })
 
@@ -491,8 +516,10 @@ export const layer = <R = never>(
       modelSteps: 0,
       inboxReads: 0,
       cursors: { steer: 0, followUp: 0 },
-      liveSteps: 0
+      liveSteps: 0,
+      abortSeen: false
     }
+    execution.abortSeen = yield* abortRequested(execution)
     // Looked up per event: a process that attaches to a resumed run gets the events from then on.
     const sink: EventSink.EventSinkShape = {
       emit: (event: AgentEvent) => handle.sink?.emit(event) ?? Effect.void

@@ -246,4 +246,26 @@ describe("durable runs across kill -9", () => {
     }),
     240_000
   )
+
+  it(
+    "an abort sent while no process runs the run stops it at its first live step when it resumes (DR 3.2)",
+    withWork(async (work) => {
+      const first = start(work, "hang")
+      await waitFor(first, () => outLines(work).includes("c1-start"), "c1 running")
+      await killHard(first)
+      await fromOutside(work, DurableAgent.abort("run-1"))
+      const second = start(work, "hang", { RUNNER_RESUME: "1" })
+      const messages = await finish(second)
+      // The call the crash cut is settled as such; the abort then ends the run at the next response, which
+      // ends `aborted` without the model being asked.
+      assert.deepStrictEqual(messages.map((m) => m.role), ["user", "assistant", "toolResult", "assistant"])
+      const last = messages.at(-1)!
+      assert.isTrue(last.role === "assistant" && last.stopReason === "aborted")
+      assert.strictEqual(textOf(resultOf(messages, "c1")), crashedCallText("append"))
+      assert.deepStrictEqual(second.lines.filter((l) => l.startsWith("model-request")), [])
+      assert.deepStrictEqual(outLines(work), ["c1-start"])
+      assertWellFormed(messages)
+    }),
+    240_000
+  )
 })
