@@ -26,9 +26,19 @@ describe("the stored codec (DR 4.1)", () => {
       assert.isUndefined(yield* throughStore(undefined))
     }))
 
-  it.effect("keeps numbers JSON cannot hold, bigints, null and strings", () =>
+  it.effect("keeps numbers JSON cannot hold, bigints, dates, null and strings", () =>
     Effect.gen(function*() {
-      const value = { nan: NaN, inf: Infinity, ninf: -Infinity, negZero: -0, big: 12345678901234567890n, none: null, s: "~u" }
+      const value = {
+        nan: NaN,
+        inf: Infinity,
+        ninf: -Infinity,
+        negZero: -0,
+        big: 12345678901234567890n,
+        none: null,
+        s: "~u",
+        when: new Date(1234567890123),
+        invalid: new Date(NaN)
+      }
       const back = (yield* throughStore(value)) as typeof value
       assert.isTrue(Number.isNaN(back.nan))
       assert.strictEqual(back.inf, Infinity)
@@ -37,11 +47,14 @@ describe("the stored codec (DR 4.1)", () => {
       assert.strictEqual(back.big, 12345678901234567890n)
       assert.isNull(back.none)
       assert.strictEqual(back.s, "~u")
+      assert.instanceOf(back.when, Date)
+      assert.strictEqual(back.when.getTime(), 1234567890123)
+      assert.isTrue(Number.isNaN(back.invalid.getTime()))
     }))
 
   it.effect("an object whose keys look like the codec's markers comes back as that object", () =>
     Effect.gen(function*() {
-      for (const value of [{ "~u": 1 }, { "~n": "NaN" }, { "~b": "1" }, { "~o": { x: 1 } }, { "~u": 1, other: 2 }]) {
+      for (const value of [{ "~u": 1 }, { "~n": "NaN" }, { "~b": "1" }, { "~d": "0" }, { "~o": { x: 1 } }, { "~u": 1, other: 2 }]) {
         assert.deepStrictEqual(yield* throughStore(value), value)
       }
     }))
@@ -53,7 +66,7 @@ describe("the stored codec (DR 4.1)", () => {
       for (
         const [value, what] of [
           [cyclic, "contains itself"],
-          [{ when: new Date(0) }, "instance of Date"],
+          [{ seen: new Map() }, "instance of Map"],
           [{ f: () => 1 }, "function"],
           [{ s: Symbol("x") }, "symbol"]
         ] as const
@@ -65,4 +78,24 @@ describe("the stored codec (DR 4.1)", () => {
         assert.include(String(error), what)
       }
     }))
+
+  // Any plain data value: nested arrays and records of undefined, null, booleans, numbers, strings, bigints.
+  interface Plain {
+    readonly [key: string]: unknown
+  }
+  const Value: Schema.Codec<unknown> = Schema.Union([
+    Schema.Undefined,
+    Schema.Null,
+    Schema.Boolean,
+    Schema.Number,
+    Schema.String,
+    Schema.BigInt,
+    Schema.Array(Schema.suspend((): Schema.Codec<unknown> => Value)).check(Schema.isMaxLength(4)),
+    Schema.Record(Schema.String, Schema.suspend((): Schema.Codec<unknown> => Value)) as Schema.Codec<Plain>
+  ])
+
+  it.effect.prop("any plain data value comes back as it went in", { value: Value }, ({ value }) =>
+    Effect.gen(function*() {
+      assert.deepStrictEqual(yield* throughStore(value), value)
+    }), { arbitrary: { runs: 200 } })
 })

@@ -1,8 +1,9 @@
 /**
  * The codec durable runs store step results with (DR 4.1): a Schema from JSON to any plain data value that
  * gives back exactly what it was given, where plain JSON would not: a key holding `undefined` stays there
- * holding `undefined`, `NaN`, infinities, `-0` and bigints come back as themselves. A value it cannot hold
- * (a function, a symbol, a class instance, a cycle) fails to encode with a `SchemaError` naming it.
+ * holding `undefined`, `NaN`, infinities, `-0`, bigints and dates come back as themselves. A value it cannot
+ * hold (a function, a symbol, an instance of another class, a cycle) fails to encode with a `SchemaError`
+ * naming it.
  */
 import { Effect, Schema, SchemaGetter, SchemaIssue } from "effect"
 
@@ -10,6 +11,7 @@ const UNDEFINED = "~u"
 const NUMBER = "~n"
 const BIGINT = "~b"
 const OBJECT = "~o"
+const DATE = "~d"
 
 class NotStorable {
   readonly what: string
@@ -40,6 +42,7 @@ const encodeValue = (value: unknown, seen: Set<object>): Schema.Json => {
       seen.add(value)
       try {
         if (Array.isArray(value)) return Array.from(value, (item) => encodeValue(item, seen))
+        if (value instanceof Date) return { [DATE]: String(value.getTime()) }
         if (!isPlainObject(value)) {
           throw new NotStorable(`an instance of ${(value as object).constructor?.name ?? "a class"}`)
         }
@@ -70,6 +73,7 @@ const decodeValue = (json: Schema.Json): unknown => {
     if (key === UNDEFINED) return undefined
     if (key === NUMBER) return inner === "-0" ? -0 : Number(inner)
     if (key === BIGINT) return BigInt(inner as string)
+    if (key === DATE) return new Date(Number(inner))
     if (key === OBJECT) return decodeObject(inner as { readonly [key: string]: Schema.Json })
   }
   return decodeObject(json as { readonly [key: string]: Schema.Json })
