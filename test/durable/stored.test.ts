@@ -52,8 +52,12 @@ describe("the stored codec (DR 4.1)", () => {
       assert.isTrue(Number.isNaN(back.invalid.getTime()))
     }))
 
-  it.effect("an object whose keys look like the codec's markers comes back as that object", () =>
+  it.effect("an object whose keys look like the codec's markers, or `__proto__`, comes back as that object", () =>
     Effect.gen(function*() {
+      const proto = JSON.parse(`{"__proto__": {"polluted": true}}`)
+      const back = (yield* throughStore(proto)) as object
+      assert.deepStrictEqual(Object.keys(back), ["__proto__"])
+      assert.strictEqual(Object.getPrototypeOf(back), Object.prototype)
       for (const value of [{ "~u": 1 }, { "~n": "NaN" }, { "~b": "1" }, { "~d": "0" }, { "~o": { x: 1 } }, { "~u": 1, other: 2 }]) {
         assert.deepStrictEqual(yield* throughStore(value), value)
       }

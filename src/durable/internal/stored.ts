@@ -20,6 +20,12 @@ class NotStorable {
   }
 }
 
+/** Sets an own property, also for the key `__proto__` (a plain assignment would set the prototype). */
+const setOwn = (target: Record<string, unknown>, key: string, value: unknown) => {
+  if (key === "__proto__") Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true })
+  else target[key] = value
+}
+
 const isPlainObject = (value: object): boolean => {
   const proto = Object.getPrototypeOf(value)
   return proto === Object.prototype || proto === null
@@ -50,7 +56,7 @@ const encodeValue = (value: unknown, seen: Set<object>): Schema.Json => {
         let marked = false
         for (const key of Object.keys(value)) {
           if (key.startsWith("~")) marked = true
-          out[key] = encodeValue((value as Record<string, unknown>)[key], seen)
+          setOwn(out, key, encodeValue((value as Record<string, unknown>)[key], seen))
         }
         // An object whose own keys look like a marker is wrapped, so it is never read back as one.
         return marked ? { [OBJECT]: out } : out
@@ -81,7 +87,7 @@ const decodeValue = (json: Schema.Json): unknown => {
 
 const decodeObject = (json: { readonly [key: string]: Schema.Json }): Record<string, unknown> => {
   const out: Record<string, unknown> = {}
-  for (const key of Object.keys(json)) out[key] = decodeValue(json[key]!)
+  for (const key of Object.keys(json)) setOwn(out, key, decodeValue(json[key]!))
   return out
 }
 
