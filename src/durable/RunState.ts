@@ -37,7 +37,8 @@ export class StartLedger extends Context.Service<StartLedger, StartLedgerShape>(
   static readonly layerSql: Layer.Layer<StartLedger, never, SqlClient.SqlClient> = Layer.effect(
     StartLedger,
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
+      // Without the client's name transforms: the queries name their columns as the tables do.
+      const sql = (yield* SqlClient.SqlClient).withoutTransforms()
       yield* sql`CREATE TABLE IF NOT EXISTS effect_agent_step_starts (
         run_id TEXT NOT NULL,
         step_id TEXT NOT NULL,
@@ -90,7 +91,8 @@ export class RunIndex extends Context.Service<RunIndex, RunIndexShape>()("effect
   static readonly layerSql: Layer.Layer<RunIndex, never, SqlClient.SqlClient> = Layer.effect(
     RunIndex,
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
+      // Without the client's name transforms: the queries name their columns as the tables do.
+      const sql = (yield* SqlClient.SqlClient).withoutTransforms()
       yield* sql`CREATE TABLE IF NOT EXISTS effect_agent_runs (
         run_id TEXT PRIMARY KEY,
         started_at BIGINT NOT NULL,

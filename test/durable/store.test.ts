@@ -210,19 +210,27 @@ describe("durable runs on the SQLite store", () => {
           timings: { shardLockExpiration: "20 seconds", shardsPerGroup: 4, entityMessagePollInterval: "200 millis" },
           tablePrefix: "custom"
         })),
-        Layer.provideMerge(SqliteClient.layer({ filename: file }))
+        // A client that renames result columns: the engine and our tables must not depend on its names.
+        Layer.provideMerge(SqliteClient.layer({
+          filename: file,
+          transformResultNames: (name) => name.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())
+        }))
       )
-      const { result, tables, locks } = yield* Effect.gen(function*() {
+      const { result, tables, locks, runs } = yield* Effect.gen(function*() {
         const result = yield* DurableAgent.run({ runId: "run-e", prompts: [user("hi")] })
+        const runs = yield* DurableAgent.list()
         const sql = yield* SqlClient.SqlClient
         const tables = yield* sql<{ name: string }>`SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name`
         const locks = yield* sql<{ address: string; n: number }>`SELECT address, count(*) AS n FROM custom_locks GROUP BY address`
-        return { result, tables: tables.map((t) => t.name), locks: locks.map((l) => ({ ...l })) }
+        return { result, tables: tables.map((t) => t.name), locks: locks.map((l) => ({ ...l })), runs }
       }).pipe(Effect.provide(services))
       assert.deepStrictEqual(result.messages.map((m) => m.role), ["user", "assistant", "toolResult", "toolResult", "toolResult", "toolResult", "assistant", "toolResult"])
       for (const table of ["custom_messages", "custom_replies", "custom_locks", "custom_runners", "effect_agent_step_starts", "effect_agent_runs"]) {
         assert.include(tables, table)
       }
+      assert.deepStrictEqual(runs.map(({ runId, status, title }) => ({ runId, status, title })), [
+        { runId: "run-e", status: "completed", title: "hi" }
+      ])
       // The runner's leases name its address, over the shards configured.
       assert.deepStrictEqual(locks, [{ address: "runner-a:7001", n: 4 }])
     }), 60_000)
