@@ -250,8 +250,9 @@ const abortRequested = (execution: Execution): Effect.Effect<boolean> =>
  * Called first by every step that runs live. Returns whether an abort request was read before (when the
  * execution started, or by the watcher during a replay) and not applied yet: the step then stores its
  * aborted outcome without doing anything; a model step then aborts the run once it has returned
- * ({@link applyAbort}), so the loop settles it with the stored outcome and asks for nothing more. A run aborted while no process ran it thus stops at
- * its first live step; replayed steps are untouched. No read of its own: a step costs no extra query.
+ * ({@link applyAbort}), so the loop settles it with the stored outcome and asks for nothing more. A run
+ * aborted while no process ran it thus stops at its first live step; replayed steps are untouched. No read
+ * of its own: a step costs no extra query.
  */
 const startLive = (execution: Execution): Effect.Effect<boolean> =>
   Effect.sync(() => {
