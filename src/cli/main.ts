@@ -558,7 +558,12 @@ const resumeCommand = Command.make("resume", { ...flags, runId: Argument.String(
     Command.withDescription("Continue a durable run after a crash or Ctrl-C; finished steps are not repeated.")
   )
 
-const app = command.pipe(Command.withSubcommands([runsCommand, resumeCommand]))
+const abortCommand = Command.make("abort", { store: flags.store, runId: Argument.String("run-id") }, (options) =>
+  Effect.flatMap(durableCli, (cli) => cli.abortRun(Option.getOrUndefined(options.store), options.runId))).pipe(
+    Command.withDescription("Abort a durable run of the store, in whichever process runs it (DR 3.2).")
+  )
+
+const app = command.pipe(Command.withSubcommands([runsCommand, resumeCommand, abortCommand]))
 
 /**
  * Failures are reported here, on stderr and as one line (stdout stays clean for `--json`); the runtime's
