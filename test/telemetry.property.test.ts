@@ -168,9 +168,9 @@ describe("Telemetry properties", () => {
           [...started].sort(),
           "one tool span per tool call"
         )
-        const turnSpans = new Set(named("turn").map((r) => r.span))
+        const turnSpans = new Set<Tracer.AnySpan>(named("turn").map((r) => r.span))
         for (const r of toolSpans) {
-          assert.isTrue(turnSpans.has(Option.getOrUndefined(r.span.parent) as Tracer.Span), "a tool span's parent is a turn")
+          assert.isTrue(turnSpans.has(Option.getOrThrow(r.span.parent)), "a tool span's parent is a turn")
         }
         const inFlight = yield* Metric.value(Telemetry.toolCallsInFlight).pipe(
           Effect.provideService(Metric.MetricRegistry, registry)
