@@ -2,7 +2,7 @@
  * Spans and metrics of a run with an in-memory tracer, one test per rule of `docs/telemetry.md` (OT n.m).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Metric, Option, References, Tracer } from "effect"
+import { Deferred, Effect, Exit, Fiber, Metric, Option, References, Stream, Tracer } from "effect"
 import { TestClock } from "effect/testing"
 import type { AgentLoopConfig } from "../src/AgentLoop.ts"
 import { emptyUsage } from "../src/Message.ts"
@@ -278,6 +278,37 @@ describe("OT 3: model calls", () => {
       // start, then the first text delta after two delays of 100 ms (virtual time).
       assert.strictEqual(recorder.attr(chat, "effect_agent.time_to_first_token"), 0.2)
       assert.isTrue(Exit.isSuccess(exitOf(chat)))
+    }))
+
+  it.effect("OT 3.1: spans the provider makes while streaming are children of the chat span", () =>
+    Effect.gen(function*() {
+      const recorder = makeRecorder()
+      const message = {
+        role: "assistant" as const,
+        content: [{ type: "text" as const, text: "hi" }],
+        api: "test",
+        provider: "acme",
+        model: "m1",
+        responseModel: "m1-2026",
+        responseId: "resp_1",
+        usage: usage(1, 1),
+        stopReason: "stop" as const,
+        timestamp: 0
+      }
+      const model = {
+        info: { api: "test", provider: "acme", model: "m1" },
+        stream: () =>
+          Stream.fromEffect(
+            Effect.withSpan(Effect.succeed({ type: "done" as const, reason: "stop" as const, message }), "POST")
+          ),
+        requests: Effect.succeed([])
+      }
+      yield* runLoop({ script: [], model }).pipe((effect) => traced(effect, recorder))
+      const chat = recorder.one("chat m1")
+      assert.strictEqual(recorder.parentOf(recorder.one("POST")), chat.span)
+      assert.strictEqual(recorder.attr(chat, "gen_ai.provider.name"), "acme")
+      assert.strictEqual(recorder.attr(chat, "gen_ai.response.model"), "m1-2026")
+      assert.strictEqual(recorder.attr(chat, "gen_ai.response.id"), "resp_1")
     }))
 
   it.effect("OT 3.2: a failed stream and an error event give error.type and an error status", () =>
