@@ -72,7 +72,8 @@ export const toolCallsInFlight = Metric.gauge("effect_agent.tool.calls_in_flight
 /** One labelled metric per attribute set, made once (a metric with attributes is a new value each time). */
 const labelled = new Map<string, Metric.Metric<number, unknown>>()
 const withLabels = <S>(metric: Metric.Metric<number, S>, attributes: Record<string, string>) => {
-  const key = `${metric.id}\u0000${JSON.stringify(attributes)}`
+  let key = metric.id
+  for (const name in attributes) key += `\u0000${name}\u0000${attributes[name]}`
   let found = labelled.get(key)
   if (found === undefined) {
     found = Metric.withAttributes(metric, attributes) as Metric.Metric<number, unknown>
