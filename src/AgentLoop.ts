@@ -17,7 +17,7 @@ import * as EventSink from "./EventSink.ts"
 import { makeEmitter } from "./internal/emitter.ts"
 import { causeMessage } from "./internal/errorText.ts"
 import { Growing } from "./internal/growing.ts"
-import * as Telemetry from "./Telemetry.ts"
+import * as Telemetry from "./internal/telemetry.ts"
 import {
   type AgentMessage,
   type AssistantMessage,

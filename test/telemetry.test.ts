@@ -7,6 +7,7 @@ import { TestClock } from "effect/testing"
 import type { AgentLoopConfig } from "../src/AgentLoop.ts"
 import { emptyUsage } from "../src/Message.ts"
 import { callTools, say, toolCall } from "../src/ScriptedModel.ts"
+import * as Hooks from "../src/internal/telemetry.ts"
 import * as Telemetry from "../src/Telemetry.ts"
 import type { RegisteredTool } from "../src/ToolRegistry.ts"
 import { addTool, customTool, failTool, runLoop, skeleton, standardTools, user } from "./support/loop.ts"
@@ -87,8 +88,8 @@ const usage = (input: number, output: number, cacheRead = 0) => ({
 describe("OT 1: where spans come from", () => {
   it.effect("OT 1.2: with only the native tracer nothing is made: no trace, and a tool sees no span of ours", () =>
     Effect.gen(function*() {
-      assert.isUndefined(yield* Telemetry.runTrace)
-      assert.isUndefined(yield* Telemetry.batchTrace)
+      assert.isUndefined(yield* Hooks.runTrace)
+      assert.isUndefined(yield* Hooks.batchTrace)
       let seen: Option.Option<Tracer.Span> = Option.none()
       const probe = customTool("probe", () =>
         Effect.map(Effect.option(Effect.currentSpan), (span) => {
