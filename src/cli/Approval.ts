@@ -23,11 +23,14 @@ export type ApprovalMode =
 export const question = (toolName: string, args: unknown): string =>
   `Allow ${toolName} ${JSON.stringify(args, null, 2)}?`
 
-/** The `beforeToolCall` hook implementing the approval policy. */
-export const approvalHook = (mode: ApprovalMode) =>
+/**
+ * The `beforeToolCall` hook implementing the approval policy for the tools named in `needsApproval` (default:
+ * {@link NEEDS_APPROVAL}; the command line adds every MCP server's tool).
+ */
+export const approvalHook = (mode: ApprovalMode, needsApproval: ReadonlySet<string> = NEEDS_APPROVAL) =>
 (context: BeforeToolCallContext): Effect.Effect<BeforeToolCallResult | undefined> => {
   const name = context.toolCall.name
-  if (!NEEDS_APPROVAL.has(name)) return Effect.succeed(undefined)
+  if (!needsApproval.has(name)) return Effect.succeed(undefined)
   if (name === "bash") {
     const command = (context.args as { readonly command?: unknown } | undefined)?.command
     const why = typeof command === "string" ? refusal(command) : undefined

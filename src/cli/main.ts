@@ -38,6 +38,7 @@ import type * as DurableCli from "./durable.ts"
 import * as LiveView from "./LiveView.ts"
 import { providerLayer, providerSettings, type ProviderSettings } from "./provider.ts"
 import { existingWorkspace, promptTask, toolTimeoutSeconds } from "./startup.ts"
+import { connectMcp, mcpFlags, mcpServers, withMcpTools } from "./mcp.ts"
 import { workspaceTools } from "./tools.ts"
 
 const SYSTEM_PROMPT = [
@@ -122,7 +123,8 @@ const flags = {
   keep: Flag.Boolean("keep").pipe(
     Flag.withDescription("Keep the demo's temporary folder (and its session) after the run; by default it is removed."),
     Flag.withDefault(false)
-  )
+  ),
+  ...mcpFlags
 }
 
 type Options = Command.Command.Config.Infer<typeof flags>
@@ -164,6 +166,7 @@ const prepare = Effect.fn("prepare")(function*(options: Options, demo: boolean) 
     : undefined
   yield* toolTimeoutSeconds(options.toolTimeout)
   if (Option.isSome(options.prompt)) yield* promptTask(options.prompt.value)
+  const servers = yield* mcpServers(options)
   const given = Option.isSome(options.workspace) ? yield* existingWorkspace(options.workspace.value) : undefined
   const root = yield* resolveWorkspace(given, demo, options)
   const sandboxSettings = { mode: options.sandbox, allowNetwork: options.allowNetwork, bwrap: options.bwrap } as const
@@ -171,8 +174,9 @@ const prepare = Effect.fn("prepare")(function*(options: Options, demo: boolean) 
   if (sandbox._tag === "Unconfined" && options.sandbox === "auto") {
     yield* Console.error(`effect-agent: bash runs without a sandbox: ${terminalSafe(sandbox.reason)}`)
   }
-  const tools = workspaceTools(root, { ...sandboxSettings, mode: sandbox._tag === "Sandboxed" ? "require" : "off" })
-  return { root, settings, tools }
+  const mcp = yield* connectMcp(servers) // started in the command's scope, stopped when it ends
+  const tools = withMcpTools(workspaceTools(root, { ...sandboxSettings, mode: sandbox._tag === "Sandboxed" ? "require" : "off" }), mcp)
+  return { root, settings, tools, needsApproval: mcp.needsApproval }
 })
 
 /**
@@ -209,7 +213,7 @@ const view = (options: Options) =>
     return yield* LiveView.make({ live, color, columns, write: (text) => void process.stdout.write(text) })
   })
 
-const session = Effect.fn("session")(function*(options: Options, root: string, demo: boolean, temporary: boolean) {
+const session = Effect.fn("session")(function*(options: Options, root: string, demo: boolean, temporary: boolean, needsApproval: ReadonlySet<string>) {
   const path = yield* Path.Path
   const stdio = yield* Stdio.Stdio
   const say = (line: string) => options.json ? Effect.void : Console.log(terminalSafe(line))
@@ -268,7 +272,7 @@ const session = Effect.fn("session")(function*(options: Options, root: string, d
     messages: resumed,
     toolExecution: options.sequential ? "sequential" : "parallel",
     timeout: `${options.toolTimeout} seconds`,
-    beforeToolCall: approvalHook(approvals)
+    beforeToolCall: approvalHook(approvals, needsApproval)
   })
   yield* agent.subscribe((event) => ui.handle(event))
   yield* agent.subscribe((event) => event.type === "message_end" ? transcript.append(event.message) : Effect.void)
@@ -308,13 +312,13 @@ const session = Effect.fn("session")(function*(options: Options, root: string, d
  */
 const run = Effect.fn("effect-agent")(function*(options: Options) {
   const demo = Option.isNone(options.provider)
-  const { root, settings, tools } = yield* prepare(options, demo)
+  const { root, settings, tools, needsApproval } = yield* prepare(options, demo)
   if (options.durable) {
     const task = Option.getOrElse(options.prompt, () => demo ? Demo.DEMO_TASK : "")
     if (task === "") return yield* new RunFailed({ message: "--durable needs a task: pass --prompt." })
-    return yield* Effect.asVoid(Effect.flatMap(durableCli, (cli) => cli.runTask(durableTask(options, settings, tools), task)))
+    return yield* Effect.asVoid(Effect.flatMap(durableCli, (cli) => cli.runTask(durableTask(options, settings, tools, needsApproval), task)))
   }
-  yield* session(options, root, demo, demo && Option.isNone(options.workspace)).pipe(
+  yield* session(options, root, demo, demo && Option.isNone(options.workspace), needsApproval).pipe(
     Effect.provide(Layer.mergeAll(modelLayer(settings), tools)),
     Effect.onInterrupt(() => {
       const signal = receivedSignal()
@@ -330,7 +334,8 @@ const durableCli = Effect.promise(() => import("./durable.ts"))
 const durableTask = (
   options: Options,
   settings: ProviderSettings | undefined,
-  tools: Layer.Layer<ToolRegistry, unknown>
+  tools: Layer.Layer<ToolRegistry, unknown>,
+  needsApproval: ReadonlySet<string>
 ): DurableCli.DurableTask => ({
   store: Option.getOrUndefined(options.store),
   json: options.json,
@@ -338,7 +343,7 @@ const durableTask = (
   config: {
     toolExecution: options.sequential ? "sequential" : "parallel",
     timeout: `${options.toolTimeout} seconds`,
-    beforeToolCall: approvalHook(options.yes ? { _tag: "AllowAll" } : { _tag: "NoTerminal" })
+    beforeToolCall: approvalHook(options.yes ? { _tag: "AllowAll" } : { _tag: "NoTerminal" }, needsApproval)
   },
   model: modelLayer(settings),
   tools
@@ -359,9 +364,9 @@ const runsCommand = Command.make("runs", { store: flags.store, json: flags.json 
 // The run's model and tools are not stored (an API key must not be): pass the same provider and workspace.
 const resumeCommand = Command.make("resume", { ...flags, runId: Argument.String("run-id") }, (options) =>
   Effect.gen(function*() {
-    const { settings, tools } = yield* prepare(options, Option.isNone(options.provider))
+    const { settings, tools, needsApproval } = yield* prepare(options, Option.isNone(options.provider))
     const cli = yield* durableCli
-    yield* cli.resumeRun(durableTask(options, settings, tools), options.runId)
+    yield* cli.resumeRun(durableTask(options, settings, tools, needsApproval), options.runId)
   }).pipe(Effect.scoped)).pipe(
     Command.withDescription("Continue a durable run after a crash or Ctrl-C; finished steps are not repeated.")
   )
