@@ -659,10 +659,12 @@ const executeAndFinalize = <R>(
   prepared: Prepared,
   inline = false
 ): Effect.Effect<Finalized, never, R> =>
-  Effect.flatMapEager(
-    Telemetry.toolPhase(batch.trace, prepared.call, "execution", () => execute(batch, prepared, inline)),
-    (executed) => Telemetry.toolPhase(batch.trace, prepared.call, "finalize", () => finalize(batch, prepared, executed))
-  )
+  batch.trace === undefined
+    ? Effect.flatMapEager(execute(batch, prepared, inline), (executed) => finalize(batch, prepared, executed))
+    : Effect.flatMapEager(
+      Telemetry.toolPhase(batch.trace, prepared.call, "execution", () => execute(batch, prepared, inline)),
+      (executed) => Telemetry.toolPhase(batch.trace, prepared.call, "finalize", () => finalize(batch, prepared, executed))
+    )
 
 /** Prepare, and on success execute and finalize: the finalized outcome of one call. */
 const outcomeOf = <R>(batch: Batch<R>, call: Call): Effect.Effect<Finalized, never, R> =>
