@@ -21,7 +21,10 @@ export interface ExportOptions {
   readonly serviceVersion?: string | undefined
   /** How often metrics are exported while running; they are always exported once more at shutdown. */
   readonly metricsInterval?: Duration.Input | undefined
-  /** How long shutdown may take to flush what is buffered. Default 5 seconds (OT 6.2). */
+  /**
+   * How long one export, and each of the two shutdown steps (traces, then metrics), may take. Default 2.5
+   * seconds, so an unreachable collector delays the end by at most about 5 seconds (OT 6.2).
+   */
   readonly shutdownTimeout?: Duration.Input | undefined
   /** Record prompts, messages and tool contents as attributes (OT 4.1). Default `false`. */
   readonly contents?: boolean | undefined
