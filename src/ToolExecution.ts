@@ -415,7 +415,21 @@ const executedResult = (tool: Tool.Any, exit: Exit.Exit<ToolResult, unknown>): F
     return errorResult(`Tool ${tool.name} returned an invalid result: ${reason}`)
   }
   if (Cause.hasInterruptsOnly(exit.cause)) return errorResult(`Tool ${tool.name} was interrupted`)
+  const settled = exit.cause.reasons.find((r) => r._tag === "Fail" && r.error instanceof ToolErrorResult)
+  if (settled?._tag === "Fail") return { result: (settled.error as ToolErrorResult).result, isError: true }
   return errorResult(causeMessage(exit.cause))
+}
+
+/**
+ * A handler failure that is reported as exactly this error result (content and details) rather than by its
+ * message: durable runs replay a stored timeout with it (docs/durability.md DR 4.2).
+ */
+export class ToolErrorResult extends Error {
+  readonly result: ToolResult
+  constructor(result: ToolResult) {
+    super(result.content.map((c) => (c.type === "text" ? c.text : "")).join(""))
+    this.result = result
+  }
 }
 
 /**

@@ -115,7 +115,16 @@ export const listRuns = (store: string | undefined, json: boolean) =>
         : Console.log(`${run.runId}  ${run.status.padEnd(9)}  ${new Date(run.startedAt).toISOString()}  ${run.title}`)
     }
   }).pipe(
-    Effect.provide(
-      DurableAgent.RunListeners.layer.pipe(Layer.provideMerge(storeLayer(store)))
-    )
+    // A client of the store: it lists while another process runs the store (DR 3.1).
+    Effect.provide(Layer.suspend(() => DurableStore.layerClient({ filename: storeFile(store) })))
+  )
+
+/**
+ * Aborts the run `runId` of the store, wherever it executes (DR 3.2): a process running it stops it within
+ * its abort poll interval; a run no process runs stops at its first step when resumed. Not wired to a
+ * command yet (main.ts is not this module's).
+ */
+export const abortRun = (store: string | undefined, runId: string) =>
+  DurableAgent.abort(runId).pipe(
+    Effect.provide(Layer.suspend(() => DurableStore.layerClient({ filename: storeFile(store) })))
   )

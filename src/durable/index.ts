@@ -6,9 +6,6 @@
 export * as DurableAgent from "./DurableAgent.ts"
 export * as DurableStore from "./DurableStore.ts"
 export {
-  Inbox,
-  type InboxKind,
-  type InboxShape,
   type RunEntry,
   RunIndex,
   type RunIndexShape,
