@@ -29,6 +29,7 @@ import { callUser, forEachEager } from "./internal/eager.ts"
 import { causeMessage } from "./internal/errorText.ts"
 import type { AssistantMessage, ToolCall, ToolResultContent, ToolResultMessage } from "./Message.ts"
 import { toolCallsOf } from "./Message.ts"
+import * as Telemetry from "./internal/telemetry.ts"
 import type { ExecutionMode, Tool, ToolContext, ToolResult } from "./Tool.ts"
 import { ToolResultSchema } from "./Tool.ts"
 import { type RegisteredTool, ToolRegistry, type ToolRegistryShape } from "./ToolRegistry.ts"
@@ -143,6 +144,8 @@ type Stage = "waiting" | "preparing" | "prepared" | "running" | "stopped" | "fin
 interface Finalized {
   readonly result: ToolResult
   readonly isError: boolean
+  /** The immediate outcome's tag, for telemetry (docs/telemetry.md OT 2.3). */
+  readonly errorType?: string
 }
 
 interface Call {
@@ -186,6 +189,8 @@ interface Batch<R> {
   readonly syncSink: boolean
   readonly clock: Clock.Clock
   lastTimestamp: number
+  /** The batch's spans and metrics; `undefined` when nothing is recorded (docs/telemetry.md OT 1.2). */
+  readonly trace: Telemetry.BatchTrace | undefined
 }
 
 const DEFAULT_GRACE = Duration.seconds(2)
@@ -340,11 +345,12 @@ const prepare = <R>(batch: Batch<R>, call: Call): Effect.Effect<Prepared, Immedi
   }
   return Effect.flatMapEager(validated, (args) =>
     Effect.flatMapEager(
-      guardStage(
-        toolCall,
-        "beforeToolCall",
-        () => before({ assistantMessage: batch.assistantMessage, toolCall, args, context: batch.context })
-      ),
+      Telemetry.toolPhase(batch.trace, call, "approval", () =>
+        guardStage(
+          toolCall,
+          "beforeToolCall",
+          () => before({ assistantMessage: batch.assistantMessage, toolCall, args, context: batch.context })
+        )),
       (decision): Effect.Effect<Prepared, ImmediateOutcome> => {
         if (decision && decision.block === true) {
           return Effect.fail(
@@ -366,7 +372,7 @@ const prepare = <R>(batch: Batch<R>, call: Call): Effect.Effect<Prepared, Immedi
 
 /** An immediate outcome as a finalized result. Only a block may terminate. */
 const immediateResult = (outcome: ImmediateOutcome): Finalized => {
-  const finalized = errorResult(outcome.message)
+  const finalized = { ...errorResult(outcome.message), errorType: outcome._tag }
   return outcome._tag === "ToolCallBlocked" && outcome.terminate
     ? { ...finalized, result: { ...finalized.result, terminate: true } }
     : finalized
@@ -604,6 +610,7 @@ const emitStart = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> =>
   atomically(batch, () => {
     call.started = true
     const { toolCall } = call
+    Telemetry.toolStart(batch.trace, call, toolCall)
     return batch.emit({
       type: "tool_execution_start",
       toolCallId: toolCall.id,
@@ -619,6 +626,7 @@ const emitEnd = <R>(batch: Batch<R>, call: Call, finalized: Finalized): Effect.E
     call.ended = true
     call.stage = "settled"
     call.abort = undefined
+    Telemetry.toolEnd(batch.trace, call, finalized)
     return batch.emit({
       type: "tool_execution_end",
       toolCallId: call.toolCall.id,
@@ -665,7 +673,12 @@ const executeAndFinalize = <R>(
   prepared: Prepared,
   inline = false
 ): Effect.Effect<Finalized, never, R> =>
-  Effect.flatMapEager(execute(batch, prepared, inline), (executed) => finalize(batch, prepared, executed))
+  batch.trace === undefined
+    ? Effect.flatMapEager(execute(batch, prepared, inline), (executed) => finalize(batch, prepared, executed))
+    : Effect.flatMapEager(
+      Telemetry.toolPhase(batch.trace, prepared.call, "execution", () => execute(batch, prepared, inline)),
+      (executed) => Telemetry.toolPhase(batch.trace, prepared.call, "finalize", () => finalize(batch, prepared, executed))
+    )
 
 /** Prepare, and on success execute and finalize: the finalized outcome of one call. */
 const outcomeOf = <R>(batch: Batch<R>, call: Call): Effect.Effect<Finalized, never, R> =>
@@ -964,7 +977,8 @@ export const executeToolCalls = <R = never>(
         stopping: false,
         syncSink: emitter.sync,
         clock: yield* Clock.Clock,
-        lastTimestamp: 0
+        lastTimestamp: 0,
+        trace: yield* Telemetry.batchTrace
       }
       const mode = chooseMode(toolCalls, registry, options.toolExecution)
       const work = mode === "sequential"

@@ -32,6 +32,10 @@ export * as Agent from "./Agent.ts"
 export { PromiseAgent, type PromiseAgentOptions } from "./PromiseAgent.ts"
 /** A model that replays a script (the embedded default). */
 export * as ScriptedModel from "./ScriptedModel.ts"
+/** OpenTelemetry spans and metrics of a run (GenAI semantic conventions). */
+export * as Telemetry from "./Telemetry.ts"
+/** Exporting them over OTLP/HTTP (the OpenTelemetry SDK is loaded only when used). */
+export * as TelemetryExport from "./TelemetryExport.ts"
 /** Transcripts as JSON-lines files. */
 export * as Session from "./Session.ts"
 /** The built-in tools (read, ls, find, grep, write, edit, bash) confined to a workspace. */

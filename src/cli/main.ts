@@ -33,6 +33,7 @@ import { type AssistantMessage, isMessage, type Message, textOf } from "../Messa
 import type { Model } from "../Model.ts"
 import { ProviderName } from "../providers/index.ts"
 import * as Session from "../Session.ts"
+import * as TelemetryExport from "../TelemetryExport.ts"
 import type { ToolRegistry } from "../ToolRegistry.ts"
 import * as BuiltinTools from "../tools/index.ts"
 import { approvalHook, type ApprovalMode } from "./Approval.ts"
@@ -580,6 +581,8 @@ const reportFailure = (cause: Cause.Cause<unknown>) => {
 /** Runs the command on `process.argv`. */
 export const main = Command.run(app, { version: "0.1.0" }).pipe(
   Effect.tapCause(reportFailure),
+  // Spans and metrics go to an OTLP collector only when OTEL_EXPORTER_OTLP_ENDPOINT is set (docs/telemetry.md OT 6).
+  Effect.provide(TelemetryExport.layerFromEnvironment({ serviceName: "effect-agent", serviceVersion: "0.1.0" })),
   Effect.provide(NodeServices.layer)
 )
 
