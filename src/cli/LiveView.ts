@@ -25,14 +25,14 @@ interface Lane {
   readonly id: string
   readonly name: string
   readonly keyArg: string
-  readonly startedAt: number
+  startedAt: number
   progress: string
 }
 
 interface Span {
   readonly id: string
   readonly label: string
-  readonly start: number
+  start: number
   end: number | undefined
   isError: boolean
 }
@@ -259,15 +259,24 @@ export const make = (options: ViewOptions): Effect.Effect<LiveView, never, Scope
       handle,
       pause: (effect) =>
         Effect.acquireUseRelease(
-          Effect.sync(() => {
-            clear()
-            paused = true
-          }),
+          Effect.flatMap(Clock.currentTimeMillis, (now) =>
+            Effect.sync(() => {
+              clear()
+              paused = true
+              return now
+            })),
           () => effect,
-          () => Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => {
-            paused = false
-            draw(now)
-          }))
+          (pausedAt) =>
+            Effect.flatMap(Clock.currentTimeMillis, (now) =>
+              Effect.sync(() => {
+                // Time spent waiting for the person (an approval) is not the tool's: the calls on screen
+                // while paused have their start moved by the pause, in the lane and in the timeline.
+                const waited = now - pausedAt
+                for (const lane of lanes.values()) lane.startedAt += waited
+                for (const span of spans) if (span.end === undefined) span.start += waited
+                paused = false
+                draw(now)
+              }))
         ),
       close: Effect.sync(() => {
         clear()

@@ -24,7 +24,7 @@ import { pathToFileURL } from "node:url"
 import * as Agent from "../Agent.ts"
 import type { AgentEvent } from "../AgentEvent.ts"
 import type { Message } from "../Message.ts"
-import type { Model } from "../Model.ts"
+import { Model } from "../Model.ts"
 import * as Session from "../Session.ts"
 import type { ToolRegistry } from "../ToolRegistry.ts"
 import * as BuiltinTools from "../tools/index.ts"
@@ -32,6 +32,7 @@ import { approvalHook, type ApprovalMode } from "./Approval.ts"
 import { interruptedExitCode, interruptOnStopSignals, receivedSignal, stopAsCtrlC } from "./internal/signals.ts"
 import { terminalSafe } from "./internal/terminalText.ts"
 import * as Demo from "./Demo.ts"
+import * as Interactive from "./interactive/Interactive.ts"
 import { makeJsonLineEncoder } from "./JsonLines.ts"
 import type * as DurableCli from "./durable.ts"
 import * as LiveView from "./LiveView.ts"
@@ -208,7 +209,13 @@ const view = (options: Options) =>
     return yield* LiveView.make({ live, color, columns, write: (text) => void process.stdout.write(text) })
   })
 
-const session = Effect.fn("session")(function*(options: Options, root: string, demo: boolean, temporary: boolean) {
+const session = Effect.fn("session")(function*(
+  options: Options,
+  root: string,
+  demo: boolean,
+  temporary: boolean,
+  settings: ProviderSettings | undefined
+) {
   const path = yield* Path.Path
   const stdio = yield* Stdio.Stdio
   const say = (line: string) => options.json ? Effect.void : Console.log(terminalSafe(line))
@@ -235,8 +242,12 @@ const session = Effect.fn("session")(function*(options: Options, root: string, d
     for (const message of resumed) yield* transcript.append(message)
   }
 
-  const ui = yield* view(options)
   const interactive = (yield* stdio.stdinIsTerminal) && (yield* stdio.stdoutIsTerminal)
+  // A person at a terminal with a provider and no task: the interactive mode (docs/cli.md, CLI 1-4).
+  const tui = interactive && settings !== undefined && Option.isNone(options.prompt) && !options.json
+    ? yield* Interactive.prepare({ root, settings, yes: options.yes })
+    : undefined
+  const ui = tui?.view ?? (yield* view(options))
   const promptEnvironment = yield* Effect.context<Prompt.Environment>()
   const approvals: ApprovalMode = options.yes
     ? { _tag: "AllowAll" }
@@ -267,8 +278,8 @@ const session = Effect.fn("session")(function*(options: Options, root: string, d
     messages: resumed,
     toolExecution: options.sequential ? "sequential" : "parallel",
     timeout: `${options.toolTimeout} seconds`,
-    beforeToolCall: approvalHook(approvals)
-  })
+    beforeToolCall: tui?.beforeToolCall ?? approvalHook(approvals)
+  }).pipe(Effect.provideService(Model, tui?.model ?? (yield* Model)))
   yield* agent.subscribe((event) => ui.handle(event))
   yield* agent.subscribe((event) => event.type === "message_end" ? transcript.append(event.message) : Effect.void)
 
@@ -281,6 +292,7 @@ const session = Effect.fn("session")(function*(options: Options, root: string, d
 
   if (Option.isSome(options.prompt)) yield* runTask(options.prompt.value)
   else if (demo) yield* runTask(Demo.DEMO_TASK)
+  else if (tui !== undefined) yield* tui.run(agent, sessionPath)
   else if (interactive) {
     while (true) {
       const task = yield* ui.pause(Prompt.run(Prompt.String({ message: "Task (empty to quit)" }))).pipe(
@@ -313,7 +325,7 @@ const run = Effect.fn("effect-agent")(function*(options: Options) {
     if (task === "") return yield* new RunFailed({ message: "--durable needs a task: pass --prompt." })
     return yield* Effect.asVoid(Effect.flatMap(durableCli, (cli) => cli.runTask(durableTask(options, settings, tools), task)))
   }
-  yield* session(options, root, demo, demo && Option.isNone(options.workspace)).pipe(
+  yield* session(options, root, demo, demo && Option.isNone(options.workspace), settings).pipe(
     Effect.provide(Layer.mergeAll(modelLayer(settings), tools)),
     Effect.onInterrupt(() => {
       const signal = receivedSignal()
