@@ -108,6 +108,11 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
   const questionKeys = yield* Queue.unbounded<Keys.Key>()
   const questionSource: Keys.Keys = { take: Queue.take(questionKeys), discard: Effect.asVoid(Queue.clear(questionKeys)) }
   let asking = false
+  const typeAhead: Array<Keys.Key> = []
+  const promptKeys: Keys.Keys = {
+    take: Effect.suspend(() => typeAhead.length > 0 ? Effect.succeed(typeAhead.shift()!) : keys.take),
+    discard: Effect.andThen(Effect.sync(() => void typeAhead.splice(0)), keys.discard)
+  }
   let stopAnswer: Effect.Effect<void> = Effect.void
 
   // --- Approvals ---------------------------------------------------------------------------------------
@@ -186,7 +191,8 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
       const watcher = yield* Effect.forkChild(Effect.forever(Effect.flatMap(keys.take, (key) => {
         if (asking) return Queue.offer(questionKeys, key)
         if (Keys.isStop(key)) return stopAnswer
-        return Effect.void // typed while the agent works: not for the agent
+        // Typed while the agent works: kept for the next prompt, as a shell keeps type-ahead.
+        return Effect.sync(() => void typeAhead.push(key))
       })))
       yield* agent.prompt(prompt).pipe(
         Effect.catch((error) => Effect.sync(() => say(paint(`✗ ${terminalSafe(error.message)}`, "31"))))
@@ -357,7 +363,7 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
       say(paint("Type a task. Enter sends, Alt-Enter adds a line, /help lists the commands, Esc stops an answer.", "2"))
       while (true) {
         write("\n")
-        const entry = yield* Editor.read(keys, {
+        const entry = yield* Editor.read(promptKeys, {
           prompt: paint(PROMPT_TEXT, "1;36"),
           history: history.entries(),
           complete: Commands.complete,
