@@ -5,8 +5,8 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { hasTmux, lastUserText, openScreen, type Screen, startStub, type Stub } from "./interactiveSupport.ts"
-import { tempDir } from "./support.ts"
+import { lastUserText, openScreen, type Screen, startStub, type Stub } from "./interactiveSupport.ts"
+import { loadSessionOrThrow, processesIn, tempDir } from "./support.ts"
 
 const MARKDOWN = "# Findings\n\nThe bug is *here* and **there**.\n\n- first item\n- second item\n\n| name | 幅 |\n|---|---|\n| ab | 漢字 |\n\n```ts\nconst answer: number = 42\n```\n"
 const SLOW = "word ".repeat(400)
@@ -25,21 +25,21 @@ const respond = (body: any) => {
   if (text.includes("edit two")) {
     return { toolCalls: [{ id: "e2", name: "edit", args: { path: "notes.txt", oldText: "gamma", newText: "GAMMA" } }] }
   }
+  if (text.includes("run sleep")) return { toolCalls: [{ id: "s1", name: "bash", args: { command: "echo started; sleep 30" } }] }
   if (text.includes("run bash")) return { toolCalls: [{ id: "b1", name: "bash", args: { command: "echo from-bash" } }] }
   return { text: `You said: ${text.replace(/\n/g, " / ")}` }
 }
 
-const enabled = hasTmux()
-
-describe.runIf(enabled)("interactive mode in a pseudo-terminal", () => {
+describe("interactive mode in a pseudo-terminal", () => {
   const home = tempDir("tui-home")
+  const historyHome = tempDir("tui-history")
   const workspace = tempDir("tui-ws")
   let stub: Stub
   const screens: Array<Screen> = []
-  const open = (extra: ReadonlyArray<string> = []) => {
+  const open = (stateHome = home.dir) => {
     const screen = openScreen(
-      ["--provider", "openai-compatible", "--base-url", stub.url, "--model", "stub-a", "-w", workspace.dir, ...extra],
-      { EFFECT_AGENT_HOME: home.dir, OPENAI_API_KEY: "test-key" },
+      ["--provider", "openai-compatible", "--base-url", stub.url, "--model", "stub-a", "-w", workspace.dir],
+      { EFFECT_AGENT_HOME: stateHome, OPENAI_API_KEY: "test-key" },
       workspace.dir
     )
     screens.push(screen)
@@ -55,6 +55,7 @@ describe.runIf(enabled)("interactive mode in a pseudo-terminal", () => {
     for (const screen of screens) screen.stop()
     await stub?.close()
     home.cleanup()
+    historyHome.cleanup()
     workspace.cleanup()
   })
 
@@ -152,20 +153,33 @@ describe.runIf(enabled)("interactive mode in a pseudo-terminal", () => {
   }, 60_000)
 
   it("keeps history across runs, stops an answer with Esc and goes on, and exits on a second Ctrl-C", async () => {
-    const s = open()
+    // CLI 1.2: a first run's entries come back in the next run, newest first; Down comes back to the draft.
+    const first = open(historyHome.dir)
+    await first.waitFor("›")
+    first.type("remember me")
+    first.keys("M-Enter")
+    first.type("on two lines")
+    first.keys("Enter")
+    await first.waitFor("You said: remember me / on two lines")
+    first.type("/quit")
+    first.keys("Enter")
+    await first.waitFor("[exit 0]")
+    const s = open(historyHome.dir)
     await s.waitFor("›")
-    // CLI 1.2: the previous run's entries, newest first; Down comes back to the draft.
     s.type("draft")
     s.keys("Up")
     await s.waitFor("› /quit")
-    s.keys("Up", "Up", "Up")
-    await s.waitFor("› after compact")
-    s.keys("Down", "Down", "Down", "Down")
+    s.keys("Up")
+    await s.waitFor(/› remember me\n\s+on two lines/)
+    s.keys("Down", "Down")
     await s.waitFor(/› draft\s*$/)
     s.keys("C-u")
-    const files = readdirSync(join(home.dir, "history"))
+    let screen = s.capture()
+    const files = readdirSync(join(historyHome.dir, "history"))
     expect(files.length).toBe(1)
-    expect(readFileSync(join(home.dir, "history", files[0]!), "utf8")).toContain(JSON.stringify("first line\nsecond line\nthird line"))
+    expect(readFileSync(join(historyHome.dir, "history", files[0]!), "utf8")).toBe(
+      JSON.stringify("remember me\non two lines") + "\n" + JSON.stringify("/quit") + "\n"
+    )
     expect(existsSync(join(workspace.dir, ".effect-agent", "history"))).toBe(false)
 
     // CLI 1.5: Esc stops the answer; the session goes on.
@@ -177,6 +191,23 @@ describe.runIf(enabled)("interactive mode in a pseudo-terminal", () => {
     s.type("still here?")
     s.keys("Enter")
     await s.waitFor("You said: still here?")
+
+    // CLI 1.5: Esc while a tool call runs: the call is settled (its result is in the session), no process is left.
+    s.type("run sleep")
+    s.keys("Enter")
+    await s.waitFor("Allow bash?")
+    s.type("y")
+    await s.waitFor("│ started")
+    s.keys("Escape")
+    screen = await s.waitFor(/› run sleep[\s\S]*answer stopped; the session goes on[\s\S]*›/)
+    const sessionPath = /session:\s+(\S+\.jsonl)/.exec(screen)![1]!
+    const saved = await loadSessionOrThrow(sessionPath)
+    const result = saved.find((m) => m.role === "toolResult" && m.toolCallId === "s1")
+    expect(result).toBeDefined()
+    expect(processesIn(workspace.dir).filter((p) => p.args.includes("sleep 30"))).toEqual([])
+    s.type("and now?")
+    s.keys("Enter")
+    await s.waitFor("You said: and now?")
 
     // CLI 1.6: Ctrl-C clears a typed line; at an empty prompt it warns once and exits the second time.
     s.type("not sent")
@@ -221,6 +252,14 @@ describe.runIf(enabled)("interactive mode in a pseudo-terminal", () => {
     const toolMessage = stub.requests.at(-1).messages.at(-1)
     expect(toolMessage.role).toBe("tool")
     expect(String(toolMessage.content)).toContain("The user said: not on a Friday")
+
+    // CLI 4.6: Esc at the question refuses the call and stops the answer.
+    s.type("run bash")
+    s.keys("Enter")
+    await s.waitFor(/Allow bash\?[^\n]*\n[\s\S]*Allow bash\?/)
+    s.keys("Escape")
+    await s.waitFor("answer stopped; the session goes on")
+    expect(stub.requests.at(-1).messages.at(-1).role).toBe("user") // no request after the refusal
 
     // CLI 2.8: /undo reverts the newest turn that changed files, then the one before.
     s.type("/undo")

@@ -4,6 +4,7 @@
  * pseudo-terminal by tmux, with keys sent in and the screen read back with `capture-pane`.
  *
  * Every tmux session runs on its own server socket, so tests never touch another tmux; `stop` kills it.
+ * tmux must be installed (`.ci/run` installs it): without it these tests fail, they are not skipped.
  */
 import { execFileSync } from "node:child_process"
 import * as http from "node:http"
@@ -96,15 +97,6 @@ export const startStub = (respond: (body: any) => StubReply): Promise<Stub> =>
     })
   })
 
-/** Whether tmux can be run here. */
-export const hasTmux = (): boolean => {
-  try {
-    execFileSync("tmux", ["-V"], { stdio: "ignore" })
-    return true
-  } catch {
-    return false
-  }
-}
 
 /** A command running in a tmux pane of its own server. */
 export interface Screen {
@@ -131,7 +123,10 @@ let counter = 0
 export const openScreen = (args: ReadonlyArray<string>, env: Record<string, string>, cwd: string): Screen => {
   const socket = `effect-agent-test-${process.pid}-${++counter}`
   const tmux = (...tmuxArgs: ReadonlyArray<string>) =>
-    execFileSync("tmux", ["-L", socket, "-f", "/dev/null", ...tmuxArgs], { encoding: "utf8" })
+    execFileSync("tmux", ["-L", socket, "-f", "/dev/null", ...tmuxArgs], {
+      encoding: "utf8",
+      env: { ...process.env, TERM: process.env.TERM ?? "xterm-256color" }
+    })
   const vars = Object.entries({ TERM: "xterm-256color", ...env }).map(([k, v]) => `${k}=${shellQuote(v)}`).join(" ")
   const command = `cd ${shellQuote(cwd)} && env -u NO_COLOR -u EFFECT_AGENT_LIVE ${vars} ${shellQuote(NODE)} ${shellQuote(MAIN)} ${
     args.map(shellQuote).join(" ")

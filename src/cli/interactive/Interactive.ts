@@ -202,7 +202,9 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
       stopAnswer = Effect.void
       if (stopping) say(paint("answer stopped; the session goes on", "2"))
       const last = (yield* SubscriptionRef.get(agent.state)).messages.findLast((m) => m.role === "assistant")
-      if (last !== undefined && last.role === "assistant") say(paint(usageLine([last]), "2"))
+      if (!stopping && last !== undefined && last.role === "assistant" && last.stopReason !== "aborted") {
+        say(paint(usageLine([last]), "2"))
+      }
     })
 
   // --- `!command` ---------------------------------------------------------------------------------------
