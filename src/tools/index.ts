@@ -49,6 +49,7 @@ export { edit, editLayer, EditParameters, type EditDetails } from "./edit.ts"
 export { find, findLayer, FindParameters, type FindDetails } from "./find.ts"
 export { grep, grepLayer, GrepParameters, type GrepDetails } from "./grep.ts"
 export { ls, lsLayer, LsParameters, type LsDetails } from "./ls.ts"
+export { detectImage, ImageReading, type ImageMimeType, type ImageReadingShape } from "./image.ts"
 export { read, readLayer, ReadParameters, type ReadDetails } from "./read.ts"
 export { write, writeLayer, WriteParameters, type WriteDetails } from "./write.ts"
 

@@ -106,7 +106,7 @@ export interface Screen {
   readonly type: (text: string) => void
   /** Text pasted with the terminal's bracketed paste. */
   readonly paste: (text: string) => void
-  /** The screen now, with the scrollback (`-S -200`), trailing blank lines dropped. */
+  /** The screen now, with the scrollback (`-S -200`), rows the terminal wrapped joined (`-J`), trailing blank lines dropped. */
   readonly capture: () => string
   /** Waits until the screen matches (polling); fails with the screen in the message after `timeoutMs`. */
   readonly waitFor: (pattern: RegExp | string, timeoutMs?: number) => Promise<string>
@@ -133,7 +133,7 @@ export const openScreen = (args: ReadonlyArray<string>, env: Record<string, stri
   }; echo "[exit $?]"; sleep 600`
   tmux("new-session", "-d", "-s", "main", "-x", "100", "-y", "40", "sh", "-c", command)
   tmux("set-option", "-s", "escape-time", "0")
-  const capture = () => tmux("capture-pane", "-p", "-t", "main", "-S", "-200").replace(/\s+$/, "")
+  const capture = () => tmux("capture-pane", "-p", "-J", "-t", "main", "-S", "-200").replace(/\s+$/, "")
   return {
     keys: (...names) => void tmux("send-keys", "-t", "main", ...names),
     type: (text) => void tmux("send-keys", "-t", "main", "-l", text),

@@ -25,6 +25,8 @@ import * as History from "./History.ts"
 import * as Keys from "./Keys.ts"
 import * as Markdown from "./Markdown.ts"
 import * as Undo from "./Undo.ts"
+import type { AttachedPrompt } from "../Task.ts"
+import * as Usage from "../Usage.ts"
 
 /** What the command line gives the interactive mode. */
 export interface InteractiveOptions {
@@ -33,6 +35,14 @@ export interface InteractiveOptions {
   readonly settings: ProviderSettings
   /** `--yes`: calls that need approval run without asking. */
   readonly yes: boolean
+  /** What the session used before (a resumed transcript), for the running total. */
+  readonly usageBefore?: Usage.UsageTally | undefined
+}
+
+/** Where the session is kept and how a prompt's `@path` mentions become attachments. */
+export interface RunOptions {
+  readonly sessionPath: string
+  readonly attach?: ((text: string) => Effect.Effect<AttachedPrompt, unknown>) | undefined
 }
 
 /** The interactive mode, ready before the agent exists. */
@@ -44,7 +54,7 @@ export interface Interactive {
   /** Approvals (judged on screen) and the snapshots `/undo` needs. */
   readonly beforeToolCall: (context: BeforeToolCallContext) => Effect.Effect<BeforeToolCallResult | undefined>
   /** Reads and runs prompts until the person leaves. */
-  readonly run: (agent: AgentShape, sessionPath: string) => Effect.Effect<void>
+  readonly run: (agent: AgentShape, options: RunOptions) => Effect.Effect<void>
 }
 
 const PROMPT_TEXT = "› "
@@ -63,6 +73,8 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
   const paint = (text: string, code: string) => color ? `\x1b[${code}m${text}\x1b[0m` : text
   const say = (text: string) => write(text.split("\n").map((line) => line + "\x1b[K").join("\n") + "\n")
 
+  // Loads in the background while the person types the first prompt; awaited when an answer starts.
+  const markdownLoaded = Markdown.load().catch(() => undefined)
   const keys = yield* Keys.make()
   const history = History.load(options.root)
   const snapshots = Undo.make(options.root)
@@ -78,8 +90,10 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
   }
 
   // --- The view: markdown for the answer's text, the live tool lanes for the rest -----------------------
-  const lanes = yield* LiveView.make({ live: true, color, columns: columns(), write })
+  const lanes = yield* LiveView.make({ live: true, color, columns: columns(), write, usageBefore: options.usageBefore })
   let text: Markdown.MarkdownStream | undefined
+  // Every request of the session, /compact's included (a resumed transcript's count comes in `usageBefore`).
+  let sessionUsage = options.usageBefore ?? Usage.empty
   const endText = () => {
     text?.end()
     text = undefined
@@ -89,15 +103,23 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
       if (event.type === "message_update") {
         const update = event.assistantMessageEvent
         if (update.type === "text_start") {
-          return Effect.sync(() => {
-            endText()
-            text = Markdown.stream({ columns, rows, color, write })
-          })
+          return Effect.andThen(
+            Effect.promise(() => markdownLoaded),
+            Effect.sync(() => {
+              endText()
+              text = Markdown.stream({ columns, rows, color, write })
+            })
+          )
         }
         if (update.type === "text_delta") return Effect.sync(() => text?.push(update.delta))
         if (update.type === "text_end") return Effect.sync(endText)
       }
-      if (event.type === "message_end") endText()
+      if (event.type === "message_end") {
+        endText()
+        if (isMessage(event.message) && event.message.role === "assistant") {
+          sessionUsage = Usage.add(sessionUsage, Usage.ofMessage(event.message))
+        }
+      }
       return lanes.handle(event)
     },
     pause: (effect) => Effect.andThen(Effect.sync(() => text?.hide()), lanes.pause(effect)),
@@ -177,8 +199,12 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
       }))
 
   // --- Running an answer ---------------------------------------------------------------------------------
-  const answer = (agent: AgentShape, prompt: string) =>
+  const answer = (agent: AgentShape, prompt: string, attach: RunOptions["attach"]) =>
     Effect.gen(function*() {
+      const attached = attach === undefined
+        ? { text: prompt, images: [], attached: [] }
+        : yield* attach(prompt).pipe(Effect.catch(() => Effect.succeed({ text: prompt, images: [], attached: [] })))
+      if (attached.attached.length > 0) say(paint(`attached: ${attached.attached.map(terminalSafe).join(", ")}`, "2"))
       snapshots.beginTurn()
       let stopping = false
       stopAnswer = Effect.suspend(() => {
@@ -194,17 +220,13 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
         // Typed while the agent works: kept for the next prompt, as a shell keeps type-ahead.
         return Effect.sync(() => void typeAhead.push(key))
       })))
-      yield* agent.prompt(prompt).pipe(
+      yield* agent.prompt(attached.text, attached.images).pipe(
         Effect.catch((error) => Effect.sync(() => say(paint(`✗ ${terminalSafe(error.message)}`, "31"))))
       )
       yield* Fiber.interrupt(watcher)
       yield* view.close
       stopAnswer = Effect.void
       if (stopping) say(paint("answer stopped; the session goes on", "2"))
-      const last = (yield* SubscriptionRef.get(agent.state)).messages.findLast((m) => m.role === "assistant")
-      if (!stopping && last !== undefined && last.role === "assistant" && last.stopReason !== "aborted") {
-        say(paint(usageLine([last]), "2"))
-      }
     })
 
   // --- `!command` ---------------------------------------------------------------------------------------
@@ -287,6 +309,7 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
       )
       if (events === undefined) return
       const done = Array.from(events).find((e) => e.type === "done")
+      if (done?.type === "done") sessionUsage = Usage.add(sessionUsage, Usage.ofMessage(done.message))
       const summary = done?.type === "done"
         ? done.message.content.flatMap((b) => b.type === "text" ? [b.text] : []).join("\n").trim()
         : ""
@@ -319,12 +342,11 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
   const sessionInfo = (agent: AgentShape, sessionPath: string) =>
     Effect.gen(function*() {
       const messages = (yield* SubscriptionRef.get(agent.state)).messages
-      const assistant = messages.filter((m): m is AssistantMessage => m.role === "assistant")
       say([
         `session:  ${terminalSafe(sessionPath)}`,
         `model:    ${terminalSafe(current.info.provider)} / ${terminalSafe(current.info.model)}`,
         `messages: ${messages.length} in context (${messages.filter((m) => m.role === "user").length} prompts)`,
-        `tokens:   ${usageLine(assistant)}`
+        `tokens:   ${Usage.format(sessionUsage)} (the whole session)`
       ].join("\n"))
     })
 
@@ -360,7 +382,7 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
       }
     })
 
-  const run = (agent: AgentShape, sessionPath: string) =>
+  const run = (agent: AgentShape, { attach, sessionPath }: RunOptions) =>
     Effect.gen(function*() {
       say(paint("Type a task. Enter sends, Alt-Enter adds a line, /help lists the commands, Esc stops an answer.", "2"))
       while (true) {
@@ -382,27 +404,9 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
         if (parsed?.name === "/quit" || parsed?.name === "/exit") break
         if (parsed !== undefined) yield* command(agent, sessionPath, parsed.name, parsed.args)
         else if (line.trimStart().startsWith("!")) yield* shell(line.trimStart().slice(1))
-        else yield* answer(agent, line)
+        else yield* answer(agent, line, attach)
       }
     })
 
   return { view, model, beforeToolCall, run } satisfies Interactive
 }, (effect) => effect as Effect.Effect<Interactive, never, Model | Scope.Scope>)
-
-/** `↑ input ↓ output (cache) $cost` of some assistant messages. */
-const usageLine = (messages: ReadonlyArray<Message | AgentMessage>): string => {
-  let input = 0
-  let output = 0
-  let cache = 0
-  let cost = 0
-  for (const m of messages) {
-    if (m.role !== "assistant") continue
-    const usage = (m as AssistantMessage).usage
-    input += usage.input
-    output += usage.output
-    cache += usage.cacheRead + usage.cacheWrite
-    cost += usage.cost.total
-  }
-  const k = (n: number) => n >= 10_000 ? `${Math.round(n / 1000)}k` : n >= 1000 ? `${(n / 1000).toFixed(1)}k` : `${n}`
-  return `↑ ${k(input)} ↓ ${k(output)}${cache > 0 ? ` cache ${k(cache)}` : ""} $${cost.toFixed(4)}`
-}

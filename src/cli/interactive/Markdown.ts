@@ -5,10 +5,25 @@
  * block still being written is redrawn in place, as one write inside the terminal's synchronized-update
  * mode, so the screen does not flicker and the scrollback keeps exactly what was said (CLI 1.7).
  */
-import { Marked } from "marked"
-import { markedTerminal } from "marked-terminal"
+import type { Marked } from "marked"
 import { terminalSafe } from "../internal/terminalText.ts"
 import { toRows } from "./internal/text.ts"
+
+type Libraries = {
+  readonly Marked: typeof Marked
+  readonly markedTerminal: typeof import("marked-terminal").markedTerminal
+}
+let libraries: Libraries | undefined
+let loading: Promise<void> | undefined
+
+/**
+ * Loads the renderer (marked, marked-terminal and its highlighter take most of a second to load): started
+ * when the interactive mode starts and awaited before the first answer, so no other command pays for it.
+ */
+export const load = (): Promise<void> =>
+  loading ??= Promise.all([import("marked"), import("marked-terminal")]).then(([marked, terminal]) => {
+    libraries = { Marked: marked.Marked, markedTerminal: terminal.markedTerminal }
+  })
 
 /** Begin and end of a synchronized update: the terminal shows the frame only when it is complete. */
 export const SYNC_BEGIN = "\x1b[?2026h"
@@ -16,12 +31,13 @@ export const SYNC_END = "\x1b[?2026l"
 
 const renderers = new Map<string, Marked>()
 
-const rendererFor = (columns: number, color: boolean): Marked => {
+const rendererFor = (columns: number, color: boolean): Marked | undefined => {
+  if (libraries === undefined) return undefined
   const key = `${columns}:${color}`
   let marked = renderers.get(key)
   if (marked === undefined) {
-    marked = new Marked()
-    marked.use(markedTerminal({ width: columns, reflowText: true, tab: 2, emoji: false, showSectionPrefix: false }))
+    marked = new libraries.Marked()
+    marked.use(libraries.markedTerminal({ width: columns, reflowText: true, tab: 2, emoji: false, showSectionPrefix: false }))
     renderers.set(key, marked)
   }
   return marked
@@ -39,9 +55,10 @@ export const renderMarkdown = (source: string, options: { readonly columns: numb
   const safe = terminalSafe(source).replace(/\t/g, "    ")
   let out: string
   try {
-    out = rendererFor(options.columns, options.color).parse(safe, { async: false }) as string
+    // Not loaded (or a renderer bug): the answer is shown as it came rather than lost.
+    out = rendererFor(options.columns, options.color)?.parse(safe, { async: false }) as string | undefined ?? safe
   } catch {
-    out = safe // a renderer bug must not lose the answer: show it as it came
+    out = safe
   }
   if (!options.color) out = out.replace(ANSI, "")
   const rows = toRows(out.replace(/\n+$/, ""), options.columns)
@@ -71,7 +88,7 @@ export interface MarkdownStream {
 
 /** Starts a streamed block. */
 export const stream = (options: MarkdownStreamOptions): MarkdownStream => {
-  const lexer = new Marked()
+  const lexer = libraries === undefined ? undefined : new libraries.Marked()
   let source = ""
   /** How much of `source` has been printed for good, as whole markdown blocks. */
   let settled = 0
@@ -89,7 +106,10 @@ export const stream = (options: MarkdownStreamOptions): MarkdownStream => {
     let out = erase()
     drawn = 0
     const tail = source.slice(settled)
-    const tokens = lexer.lexer(tail)
+    // Without the renderer loaded the whole text is one block, shown as it came.
+    const tokens: Array<{ readonly type: string; readonly raw: string }> = lexer === undefined
+      ? [{ type: "text", raw: tail }]
+      : lexer.lexer(tail)
     // Every block but the last is finished: print each once, for good.
     const finished = final ? tokens.length : Math.max(0, tokens.length - 1)
     let consumed = 0
