@@ -1,6 +1,7 @@
 /**
- * The slash commands of the interactive mode and their completion. A line that starts with `/` and a word
- * is a command and never goes to the model; an unknown one gets a hint (CLI 2.1, 2.2).
+ * The slash commands of the interactive mode and their completion. A line whose first word is `/name` is a
+ * command and never goes to the model; an unknown one gets a hint (CLI 2.1, 2.2). A first word that is a
+ * path (`/etc/hosts`) makes the line a prompt.
  */
 import { providerNames } from "../../providers/index.ts"
 
