@@ -448,7 +448,8 @@ const session = Effect.fn("session")(function*(options: Options, prepared: Prepa
     yield* display(answer.endsWith("\n") ? answer : answer + "\n")
   }
   if (!removed || mode === "text") yield* say(`\nsession saved: ${plan.target}`)
-  if (failed) return yield* new RunFailed({ message: `The model failed: ${String(last?.errorMessage)}` })
+  // The interactive mode showed each failure where it happened; leaving it is not a failure (CLI 1.6).
+  if (failed && tui === undefined) return yield* new RunFailed({ message: `The model failed: ${String(last?.errorMessage)}` })
 }, (effect) => Effect.scoped(effect))
 
 /** Tasks typed at the terminal until an empty one (the interactive editor replaces this loop). */

@@ -80,6 +80,14 @@ describe("interactive mode in a pseudo-terminal", () => {
     s.keys("Enter")
     await s.waitFor("You said: pasted one / pasted two")
 
+    // A long paste (10 kB, 200 lines) arrives whole.
+    const long = Array.from({ length: 200 }, (_, i) => `line ${String(i).padStart(3, "0")} ${"x".repeat(40)}`).join("\n")
+    s.paste(long)
+    await s.waitFor("line 199")
+    s.keys("Enter")
+    await s.waitFor("You said: line 000")
+    expect(userTexts().at(-1)).toBe(long)
+
     // CLI 1.7: markdown rendered, not shown raw.
     s.type("markdown please")
     s.keys("Enter")
@@ -113,8 +121,8 @@ describe("interactive mode in a pseudo-terminal", () => {
     s.type("/session")
     s.keys("Enter")
     screen = await s.waitFor("tokens:")
-    expect(screen).toMatch(/messages: 6 in context \(3 prompts\)/)
-    expect(screen).toMatch(/tokens:\s+↑ 3\.6k ↓ 102/)
+    expect(screen).toMatch(/messages: 8 in context \(4 prompts\)/)
+    expect(screen).toMatch(/tokens:\s+↑ 4\.8k ↓ 136/)
 
     // CLI 2.4: /model switches the model of the next requests.
     s.type("/model stub-b")
@@ -128,7 +136,7 @@ describe("interactive mode in a pseudo-terminal", () => {
     // CLI 2.7: /compact summarises the older turns through the model and keeps the latest turn.
     s.type("/compact")
     s.keys("Enter")
-    await s.waitFor("Compacted 6 older messages")
+    await s.waitFor("Compacted 8 older messages")
     expect(userTexts().at(-1)).toMatch(/^Summarise the conversation/)
     s.type("after compact")
     s.keys("Enter")

@@ -111,6 +111,19 @@ describe("editor", () => {
   })
 })
 
+effectDescribe("editor on screen", () => {
+  effectIt.effect("draws a paste that arrives at once in one frame, and submits it whole (CLI 1.3)", () =>
+    Effect.gen(function*() {
+      const pasted = "x\ny".repeat(500)
+      const queue = [...Array.from(pasted, (ch) => key(ch === "\n" ? "enter" : undefined, ch, { paste: true })), key("return", "\r")]
+      const writes: Array<string> = []
+      const keys = { take: Effect.sync(() => queue.shift()!), poll: Effect.sync(() => queue.shift()), discard: Effect.void }
+      const result = yield* Editor.read(keys, { ...context, prompt: "› ", columns: () => 80, color: false, write: (t) => void writes.push(t) })
+      expect(result).toEqual({ _tag: "Submit", text: pasted })
+      expect(writes.length).toBe(2) // the empty prompt, then the submitted text
+    }))
+})
+
 describe("history file (CLI 1.2)", () => {
   const home = tempDir("history-unit")
   const saved = process.env.EFFECT_AGENT_HOME

@@ -302,14 +302,18 @@ export const read = (keys: Keys, options: ReadOptions): Effect.Effect<EditorResu
     const frameOf = (s: EditorState) => render(s, { prompt: options.prompt, columns: options.columns(), color: options.color })
     draw(frameOf(state), false)
     while (true) {
-      const key = yield* keys.take
-      const next = step(state, key, options)
-      if ("_tag" in next) {
-        const last = next._tag === "Submit" ? { ...state, hint: "", cursor: state.text.length } : { ...state, hint: "" }
-        draw(frameOf(last), true)
-        return next
+      // Every key already waiting is applied before the next frame: a long paste is drawn once, not per key.
+      let key: Key | undefined = yield* keys.take
+      while (key !== undefined) {
+        const next = step(state, key, options)
+        if ("_tag" in next) {
+          const last = next._tag === "Submit" ? { ...state, hint: "", cursor: state.text.length } : { ...state, hint: "" }
+          draw(frameOf(last), true)
+          return next
+        }
+        state = next
+        key = yield* keys.poll
       }
-      state = next
       draw(frameOf(state), false)
     }
   })

@@ -5,7 +5,7 @@
  * agent (for the approval hook, the switchable model and the view) and `run` where it used to read prompts.
  * Rules: docs/cli.md, CLI 1.x-4.x.
  */
-import { Effect, Fiber, Queue, type Scope, Stream, SubscriptionRef } from "effect"
+import { Effect, Fiber, Option, Queue, type Scope, Stream, SubscriptionRef } from "effect"
 import { spawn } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { isAbsolute, relative, resolve } from "node:path"
@@ -128,11 +128,16 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
 
   // --- Keys while an answer runs: Esc/Ctrl-C stop it; a question on screen gets the keys -----------------
   const questionKeys = yield* Queue.unbounded<Keys.Key>()
-  const questionSource: Keys.Keys = { take: Queue.take(questionKeys), discard: Effect.asVoid(Queue.clear(questionKeys)) }
+  const questionSource: Keys.Keys = {
+    take: Queue.take(questionKeys),
+    poll: Effect.map(Queue.poll(questionKeys), Option.getOrUndefined),
+    discard: Effect.asVoid(Queue.clear(questionKeys))
+  }
   let asking = false
   const typeAhead: Array<Keys.Key> = []
   const promptKeys: Keys.Keys = {
     take: Effect.suspend(() => typeAhead.length > 0 ? Effect.succeed(typeAhead.shift()!) : keys.take),
+    poll: Effect.suspend(() => typeAhead.length > 0 ? Effect.succeed(typeAhead.shift()) : keys.poll),
     discard: Effect.andThen(Effect.sync(() => void typeAhead.splice(0)), keys.discard)
   }
   let stopAnswer: Effect.Effect<void> = Effect.void

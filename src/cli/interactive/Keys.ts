@@ -3,7 +3,7 @@
  * key, not a signal that would end the program), every key pressed queued in order, and pasted text marked
  * as such through the terminal's bracketed-paste mode, so a pasted newline is text, not Enter (CLI 1.3).
  */
-import { Effect, Queue, type Scope } from "effect"
+import { Effect, Option, Queue, type Scope } from "effect"
 import { emitKeypressEvents } from "node:readline"
 
 /** One key press, as Node's readline decodes it; `paste` is true between the paste brackets. */
@@ -19,6 +19,8 @@ export interface Key {
 /** The keys of the session, one at a time. */
 export interface Keys {
   readonly take: Effect.Effect<Key>
+  /** The next key if one is already waiting (a paste arrives as many keys at once). */
+  readonly poll: Effect.Effect<Key | undefined>
   /** Drops keys typed ahead (before a question is on screen, so a stray key answers nothing). */
   readonly discard: Effect.Effect<void>
 }
@@ -71,6 +73,7 @@ export const make = (
     )
     return {
       take: Queue.take(queue),
+      poll: Effect.map(Queue.poll(queue), Option.getOrUndefined),
       discard: Effect.asVoid(Queue.clear(queue))
     }
   })
