@@ -269,8 +269,9 @@ export const make = (options: ViewOptions): Effect.Effect<LiveView, never, Scope
               }
               const result = event.result as { readonly content?: unknown } | undefined
               const output = textOf(result?.content)
-              // A command's news is at its end (the error, the summary line): bash keeps its last lines.
-              const tail = event.toolName === "bash"
+              // A command's news is at its end (the error, the summary line): bash output of more than one
+              // line keeps its last lines under the call; one line stays on the call's line, as for others.
+              const tail = event.toolName === "bash" && lastLines(output, 2, 1000).length > 1
                 ? lastLines(output, BASH_TAIL_LINES, Math.max(20, options.columns - 6))
                 : []
               const summary = tail.length > 0 ? "" : firstLine(output, Math.max(20, options.columns - 40))

@@ -123,7 +123,8 @@ export interface SessionFlagsAndWords extends SessionFlags {
 /**
  * `--resume FILE` and `--fork FILE` written with a space: the flags take their file only as `--resume=FILE`,
  * so FILE arrives as the first word of the task. When `--resume` (or `--fork`) came without a file and the
- * first word names an existing file, that word is the flag's file and not part of the task (CLI 7.4).
+ * first word names an existing file (or ends in `.jsonl`), that word is the flag's file and not part of the
+ * task (CLI 7.4).
  */
 export const takeFileWord = Effect.fn("SessionStore.takeFileWord")(function*(
   flags: SessionFlags,
@@ -135,7 +136,9 @@ export const takeFileWord = Effect.fn("SessionStore.takeFileWord")(function*(
   const first = words[0]
   if (first === undefined || !(bare(flags.resume) || bare(flags.fork))) return { ...flags, words }
   const info = yield* Effect.option(fs.stat(path.resolve(first)))
-  if (Option.isNone(info) || info.value.type !== "File") return { ...flags, words }
+  const isFile = Option.isSome(info) && info.value.type === "File"
+  // A missing `….jsonl` is still meant as the file: reading it then fails with a clear error.
+  if (!isFile && !first.endsWith(".jsonl")) return { ...flags, words }
   return {
     ...flags,
     ...(bare(flags.resume) ? { resume: Option.some(first) } : { fork: Option.some(first) }),

@@ -53,14 +53,33 @@ export const readStdin: Effect.Effect<string, UsageError, Stdio.Stdio> = Effect.
 })
 
 /**
+ * What standard input is: a terminal; `piped` (a shell pipe or a redirected file: `git diff | effect-agent`,
+ * `effect-agent < task.md`), which ends when its writer is done; or `other` (e.g. a socket a parent program
+ * holds open), which may never end. Found by the type of `/dev/stdin`.
+ */
+export type StdinKind = "terminal" | "piped" | "other"
+
+/** The kind of standard input (see {@link StdinKind}). */
+export const stdinKind: Effect.Effect<StdinKind, never, Stdio.Stdio | FileSystem.FileSystem> = Effect.gen(function*() {
+  const stdio = yield* Stdio.Stdio
+  if (yield* stdio.stdinIsTerminal) return "terminal"
+  const fs = yield* FileSystem.FileSystem
+  const info = yield* Effect.option(fs.stat("/dev/stdin"))
+  return Option.isSome(info) && (info.value.type === "FIFO" || info.value.type === "File") ? "piped" : "other"
+})
+
+/**
  * The task (CLI 8.1, 8.2): the words after the flags joined by spaces, or `--prompt`; giving both is a
- * {@link UsageError}, so is a task of only spaces. With neither, standard input is read when it is not a
- * terminal (`echo task | effect-agent …`); empty input means no task. `undefined`: no task was given.
+ * {@link UsageError}, so is a task of only spaces. With neither, standard input is the task whenever it is
+ * not a terminal (`echo task | effect-agent …`); empty input means no task. With a task and input from a
+ * pipe or a file, the input is added after the task in a `<stdin>` block (`git diff | effect-agent "review
+ * this"`); input of any other kind is then not read, so a parent holding it open cannot stall the run.
+ * `undefined`: no task was given.
  */
 export const resolveTask = Effect.fn("resolveTask")(function*(
   words: ReadonlyArray<string>,
   flag: Option.Option<string>,
-  stdinIsTerminal: boolean
+  stdin: StdinKind
 ) {
   const positional = words.length > 0 ? words.join(" ") : undefined
   if (positional !== undefined && Option.isSome(flag)) {
@@ -74,9 +93,11 @@ export const resolveTask = Effect.fn("resolveTask")(function*(
     if (given.trim() === "") {
       return yield* new UsageError({ flag: "--prompt", message: "The task is empty: give the task, or leave it out." })
     }
-    return given
+    if (stdin !== "piped") return given
+    const input = yield* readStdin
+    return input.trim() === "" ? given : `${given}\n\n<stdin>\n${input.endsWith("\n") ? input : input + "\n"}</stdin>`
   }
-  if (stdinIsTerminal) return undefined
+  if (stdin === "terminal") return undefined
   const piped = yield* readStdin
   return piped.trim() === "" ? undefined : piped.trim()
 })

@@ -48,7 +48,7 @@ import { providerEnvironment, providerLayer, providerSettings, type ProviderSett
 import * as Rpc from "./Rpc.ts"
 import * as SessionStore from "./SessionStore.ts"
 import { existingWorkspace, toolTimeoutSeconds } from "./startup.ts"
-import { attachFiles, resolveTask } from "./Task.ts"
+import { attachFiles, resolveTask, stdinKind } from "./Task.ts"
 import { workspaceTools } from "./tools.ts"
 import * as Usage from "./Usage.ts"
 
@@ -260,7 +260,6 @@ const buildSystemPrompt = Effect.fn("buildSystemPrompt")(function*(options: Opti
  * `undefined` for commands that take no task (`resume <run-id>`).
  */
 const prepare = Effect.fn("prepare")(function*(options: Options, demo: boolean, words: ReadonlyArray<string> | undefined) {
-  const stdio = yield* Stdio.Stdio
   const settings = Option.isSome(options.provider)
     ? yield* providerSettings(options.provider.value, {
       baseUrl: Option.getOrUndefined(options.baseUrl),
@@ -271,11 +270,13 @@ const prepare = Effect.fn("prepare")(function*(options: Options, demo: boolean, 
   yield* toolTimeoutSeconds(options.toolTimeout)
   // `--resume FILE` (with a space) leaves FILE among the words: take it back (CLI 7.4).
   const sessionFlags = yield* SessionStore.takeFileWord(options, words ?? [])
-  // In RPC mode standard input carries the commands, never a task.
+  const given = Option.isSome(options.workspace) ? yield* existingWorkspace(options.workspace.value) : undefined
+  // In RPC mode standard input carries the commands, never a task. The demo has its own task: it reads
+  // standard input only from a pipe or a file, never from a socket a parent may hold open (CLI 8.2).
+  const stdin = yield* stdinKind
   const task = words === undefined || outputMode(options) === "rpc"
     ? undefined
-    : yield* resolveTask(sessionFlags.words, options.prompt, yield* stdio.stdinIsTerminal)
-  const given = Option.isSome(options.workspace) ? yield* existingWorkspace(options.workspace.value) : undefined
+    : yield* resolveTask(sessionFlags.words, options.prompt, demo && stdin === "other" ? "terminal" : stdin)
   const root = yield* resolveWorkspace(given, demo, options)
   const sandboxSettings = { mode: options.sandbox, allowNetwork: options.allowNetwork, bwrap: options.bwrap } as const
   const sandbox = yield* BuiltinTools.resolveSandbox(sandboxSettings, root)
