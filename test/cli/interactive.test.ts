@@ -18,6 +18,7 @@ const respond = (body: any) => {
   if (last.role === "tool") return { text: `Tool said: ${String(last.content).slice(0, 60).replace(/\s+/g, " ")}` }
   if (text.startsWith("Summarise the conversation")) return { text: "SUMMARY: we talked about markdown." }
   if (text.includes("markdown please")) return { text: MARKDOWN }
+  if (text.includes("think first")) return { text: "Thought about it.", firstDelayMs: 1500 }
   if (text.includes("slow please")) return { text: SLOW, delayMs: 40, chunk: 5 }
   if (text.includes("edit one")) {
     return { toolCalls: [{ id: "e1", name: "edit", args: { path: "notes.txt", oldText: "beta", newText: "BETA" } }] }
@@ -189,6 +190,13 @@ describe("interactive mode in a pseudo-terminal", () => {
       JSON.stringify("remember me\non two lines") + "\n" + JSON.stringify("/quit") + "\n"
     )
     expect(existsSync(join(workspace.dir, ".effect-agent", "history"))).toBe(false)
+
+    // CLI 1.8: while the model has said nothing yet, a line says we wait; it goes when the answer comes.
+    s.type("think first")
+    s.keys("Enter")
+    await s.waitFor(/waiting for the model[^\n]*\(Esc stops\)/)
+    screen = await s.waitFor("Thought about it.")
+    expect(screen).not.toContain("waiting for the model")
 
     // CLI 1.5: Esc stops the answer; the session goes on.
     s.type("slow please")

@@ -19,6 +19,8 @@ export interface StubReply {
   readonly delayMs?: number
   /** Characters per piece (default 12). */
   readonly chunk?: number
+  /** Pause before the first piece, ms (a model thinking before it answers). */
+  readonly firstDelayMs?: number
 }
 
 export interface Stub {
@@ -64,6 +66,8 @@ export const startStub = (respond: (body: any) => StubReply): Promise<Stub> =>
           gone = true
         })
         res.writeHead(200, { "content-type": "text/event-stream" })
+        if (reply.firstDelayMs !== undefined) await sleep(reply.firstDelayMs)
+        if (gone) return
         res.write(sseChunk({ role: "assistant", content: "" }))
         const text = reply.text ?? ""
         const size = reply.chunk ?? 12

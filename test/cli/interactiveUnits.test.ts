@@ -122,6 +122,16 @@ effectDescribe("editor on screen", () => {
       expect(result).toEqual({ _tag: "Submit", text: pasted })
       expect(writes.length).toBe(2) // the empty prompt, then the submitted text
     }))
+
+  effectIt.effect("Ctrl-L clears the screen and draws the editor again, keeping its text (CLI 1.1)", () =>
+    Effect.gen(function*() {
+      const queue = [...typed("ab"), key("l", "\x0c", { ctrl: true }), key("return", "\r")]
+      let out = ""
+      const keys = { take: Effect.sync(() => queue.shift()!), poll: Effect.sync(() => undefined), discard: Effect.void }
+      const result = yield* Editor.read(keys, { ...context, prompt: "› ", columns: () => 80, color: false, write: (t) => void (out += t) })
+      expect(result).toEqual({ _tag: "Submit", text: "ab" })
+      expect(out.slice(out.indexOf("\x1b[2J"))).toContain("› ab")
+    }))
 })
 
 describe("history file (CLI 1.2)", () => {

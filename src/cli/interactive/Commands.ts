@@ -50,6 +50,6 @@ export const helpLines = (): Array<string> => [
   ...COMMANDS.map((c) => `  ${(c.name + (c.args === "" ? "" : " " + c.args)).padEnd(30)} ${c.summary}`),
   "  !command                       run a shell command in the workspace yourself (not sent to the model)",
   "Keys:",
-  "  Enter send · Alt-Enter, Ctrl-J or \\ then Enter: new line · Up/Down history · Tab complete",
+  "  Enter send · Alt-Enter, Ctrl-J or \\ then Enter: new line · Up/Down history · Tab complete · Ctrl-L clear",
   "  Esc or Ctrl-C while the agent answers: stop that answer · Ctrl-C twice at an empty prompt: exit"
 ]

@@ -305,6 +305,13 @@ export const read = (keys: Keys, options: ReadOptions): Effect.Effect<EditorResu
       // Every key already waiting is applied before the next frame: a long paste is drawn once, not per key.
       let key: Key | undefined = yield* keys.take
       while (key !== undefined) {
+        if (key.ctrl && key.name === "l" && !key.paste) {
+          // Ctrl-L: a clear screen, the editor drawn again at the top.
+          options.write("\x1b[2J\x1b[3J\x1b[H")
+          cursorRow = 0
+          key = yield* keys.poll
+          continue
+        }
         const next = step(state, key, options)
         if ("_tag" in next) {
           const last = next._tag === "Submit" ? { ...state, hint: "", cursor: state.text.length } : { ...state, hint: "" }

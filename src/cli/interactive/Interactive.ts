@@ -98,8 +98,34 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
     text?.end()
     text = undefined
   }
+  // While a request waits for the model's first word, one line says so (a spinner, Esc to stop); it is
+  // cleared, on the same row, as soon as anything else is shown.
+  let waitingSince: number | undefined
+  let waitingShown = false
+  const clearWaiting = () => {
+    waitingSince = undefined
+    if (waitingShown) write("\r\x1b[2K")
+    waitingShown = false
+  }
+  const SPINNER = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
+  yield* Effect.forkScoped(Effect.forever(Effect.andThen(
+    Effect.sleep("100 millis"),
+    Effect.sync(() => {
+      if (waitingSince === undefined) return
+      const seconds = Math.floor((Date.now() - waitingSince) / 1000)
+      const frame = SPINNER[Math.floor(Date.now() / 100) % SPINNER.length]
+      write(`\r\x1b[2K${paint(`${frame} waiting for the model${seconds > 0 ? ` ${seconds}s` : ""} (Esc stops)`, "2")}`)
+      waitingShown = true
+    })
+  )))
+
   const view: LiveView.LiveView = {
     handle: (event: AgentEvent) => {
+      if (event.type === "turn_start") waitingSince = Date.now()
+      else if (
+        event.type === "message_update" || event.type === "agent_end" ||
+        (event.type === "message_end" && event.message.role === "assistant")
+      ) clearWaiting()
       if (event.type === "message_update") {
         const update = event.assistantMessageEvent
         if (update.type === "text_start") {
@@ -122,8 +148,18 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
       }
       return lanes.handle(event)
     },
-    pause: (effect) => Effect.andThen(Effect.sync(() => text?.hide()), lanes.pause(effect)),
-    close: Effect.andThen(Effect.sync(endText), lanes.close)
+    pause: (effect) =>
+      Effect.andThen(
+        Effect.sync(() => {
+          clearWaiting()
+          text?.hide()
+        }),
+        lanes.pause(effect)
+      ),
+    close: Effect.andThen(Effect.sync(() => {
+      clearWaiting()
+      endText()
+    }), lanes.close)
   }
 
   // --- Keys while an answer runs: Esc/Ctrl-C stop it; a question on screen gets the keys -----------------
