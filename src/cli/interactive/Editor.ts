@@ -30,6 +30,7 @@ export type EditorResult =
   | { readonly _tag: "Cancel" }
   | { readonly _tag: "Exit" }
 
+/** What the editor works with besides the keys: the history, completion, and whether Esc cancels. */
 export interface EditorContext {
   readonly history: ReadonlyArray<string>
   /** The completions of a buffer (slash commands); none for ordinary text. */

@@ -5,7 +5,7 @@
  * agent (for the approval hook, the switchable model and the view) and `run` where it used to read prompts.
  * Rules: docs/cli.md, CLI 1.x-4.x.
  */
-import { Effect, Fiber, Option, Queue, type Scope, Stream, SubscriptionRef } from "effect"
+import { Effect, Fiber, Option, Queue, Stream, SubscriptionRef } from "effect"
 import { spawn } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { isAbsolute, relative, resolve } from "node:path"
@@ -191,46 +191,52 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
       return undefined
     }
   }
+  /** The answer to a question on screen: keys come from the question's queue while `asking` (CLI 4.2-4.6). */
+  const answerKey: Effect.Effect<Decision> = Effect.gen(function*() {
+    while (true) {
+      const key = yield* questionSource.take
+      if (Keys.isStop(key)) {
+        say(paint("stopped", "31"))
+        yield* stopAnswer
+        return { _tag: "Deny", reason: "The user stopped this answer." } satisfies Decision
+      }
+      switch (key.sequence.toLowerCase()) {
+        case "y":
+          say(paint("yes", "32"))
+          return { _tag: "Allow" } satisfies Decision
+        case "n":
+          say(paint("no", "31"))
+          return { _tag: "Deny" } satisfies Decision
+        case "a":
+          say(paint("always (this tool, this session)", "32"))
+          return { _tag: "AllowAlways" } satisfies Decision
+        case "e": {
+          say(paint("no, because:", "31"))
+          const reason = yield* Editor.read(questionSource, {
+            prompt: paint("why? ", "2"),
+            history: [],
+            complete: () => [],
+            cancelable: true,
+            columns,
+            color,
+            write
+          })
+          return reason._tag === "Submit" ? { _tag: "Deny", reason: reason.text } : { _tag: "Deny" }
+        }
+      }
+    }
+  })
   const judge = (request: ApprovalRequest): Effect.Effect<Decision> =>
     view.pause(Effect.gen(function*() {
       const before = request.toolName === "edit" || request.toolName === "write" ? currentText(request.args) : undefined
       say(preview(request, before, { color }).join("\n"))
+      // Keys typed before the question was on screen answer nothing.
       yield* questionSource.discard
+      write(`${paint(`Allow ${terminalSafe(request.toolName)}?`, "1;33")} ${paint("[y]es [n]o [a]lways [e]xplain", "2")} `)
       asking = true
-      const ask = `${paint(`Allow ${terminalSafe(request.toolName)}?`, "1;33")} ${paint("[y]es [n]o [a]lways [e]xplain", "2")} `
-      write(ask)
-      try {
-        while (true) {
-          const key = yield* questionSource.take
-          if (Keys.isStop(key)) {
-            say(paint("stopped", "31"))
-            yield* stopAnswer
-            return { _tag: "Deny", reason: "The user stopped this answer." } satisfies Decision
-          }
-          const answer = key.sequence.toLowerCase()
-          if (answer === "y") return say(paint("yes", "32")), { _tag: "Allow" } satisfies Decision
-          if (answer === "n") return say(paint("no", "31")), { _tag: "Deny" } satisfies Decision
-          if (answer === "a") {
-            say(paint(`always (${terminalSafe(request.toolName)}, this session)`, "32"))
-            return { _tag: "AllowAlways" } satisfies Decision
-          }
-          if (answer === "e") {
-            say(paint("no, because:", "31"))
-            const reason = yield* Editor.read(questionSource, {
-              prompt: paint("why? ", "2"),
-              history: [],
-              complete: () => [],
-              cancelable: true,
-              columns,
-              color,
-              write
-            })
-            return reason._tag === "Submit" ? { _tag: "Deny", reason: reason.text } : { _tag: "Deny" }
-          }
-        }
-      } finally {
+      return yield* Effect.ensuring(answerKey, Effect.sync(() => {
         asking = false
-      }
+      }))
     }))
   const approvals = approvalHook(options.yes ? { _tag: "AllowAll" } : { _tag: "Judge", judge })
   const beforeToolCall = (context: BeforeToolCallContext) =>
@@ -450,4 +456,4 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
     })
 
   return { view, model, beforeToolCall, run } satisfies Interactive
-}, (effect) => effect as Effect.Effect<Interactive, never, Model | Scope.Scope>)
+})

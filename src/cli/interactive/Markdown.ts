@@ -66,7 +66,7 @@ export const renderMarkdown = (source: string, options: { readonly columns: numb
   return rows
 }
 
-/** The rendered rows of a text block, told where it stands in the stream. */
+/** Where a streamed block is drawn: the terminal's size (read at each redraw), colours and the output. */
 export interface MarkdownStreamOptions {
   readonly columns: () => number
   /** Screen height: a block taller than this is printed for good from the top as it grows. */

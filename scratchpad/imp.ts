@@ -1,6 +1,0 @@
-const t0 = performance.now()
-await import("marked-terminal")
-const t1 = performance.now()
-await import("../src/cli/main.ts")
-const t2 = performance.now()
-console.log("marked-terminal", Math.round(t1 - t0), "main", Math.round(t2 - t1))
