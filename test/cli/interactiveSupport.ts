@@ -137,7 +137,7 @@ export const openScreen = (args: ReadonlyArray<string>, env: Record<string, stri
   }; echo "[exit $?]"; sleep 600`
   tmux("new-session", "-d", "-s", "main", "-x", "100", "-y", "40", "sh", "-c", command)
   tmux("set-option", "-s", "escape-time", "0")
-  const capture = () => tmux("capture-pane", "-p", "-J", "-t", "main", "-S", "-200").replace(/\s+$/, "")
+  const capture = () => tmux("capture-pane", "-p", "-J", ...(process.env.CAPTURE_ANSI === "1" ? ["-e"] : []), "-t", "main", "-S", "-200").replace(/\s+$/, "")
   return {
     keys: (...names) => void tmux("send-keys", "-t", "main", ...names),
     type: (text) => void tmux("send-keys", "-t", "main", "-l", text),
