@@ -1,5 +1,5 @@
 // The README's "Interactive mode" captures: a session against the stub provider in tmux, printed as text.
-// Run: npx node scratchpad/interactive-capture.ts
+// Run: npx node scratchpad/interactive-capture.ts (CAPTURE_ANSI=1 keeps the colours, for scratchpad/ansi-to-svg.ts)
 import { startStub, openScreen, lastUserText } from "../test/cli/interactiveSupport.ts"
 import { mkdtempSync, writeFileSync, mkdirSync, writeFileSync as w } from "node:fs"
 const base = mkdtempSync("/tmp/capture-")

@@ -110,7 +110,7 @@ export interface Screen {
   readonly type: (text: string) => void
   /** Text pasted with the terminal's bracketed paste. */
   readonly paste: (text: string) => void
-  /** The screen now, with the scrollback (`-S -200`), rows the terminal wrapped joined (`-J`), trailing blank lines dropped. */
+  /** The screen now, with the scrollback (`-S -200`), rows the terminal wrapped joined (`-J`), trailing blank lines dropped; with CAPTURE_ANSI=1 in the environment, with its colours (`-e`, for the README picture). */
   readonly capture: () => string
   /** Waits until the screen matches (polling); fails with the screen in the message after `timeoutMs`. */
   readonly waitFor: (pattern: RegExp | string, timeoutMs?: number) => Promise<string>
