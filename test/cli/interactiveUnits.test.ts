@@ -63,6 +63,14 @@ describe("editor", () => {
     expect(frame.cursorColumn).toBe(10)
   })
 
+  it("shows an entry taller than the screen as the rows around the cursor (CLI 1.1)", () => {
+    const state = run(typed("a\nb\nc\nd\ne\nf"))
+    const frame = Editor.viewport(Editor.render(state, { prompt: "› ", columns: 20, color: false }), 4)
+    expect(frame).toEqual({ rows: ["  d", "  e", "  f"], cursorRow: 2, cursorColumn: 3 })
+    const top = Editor.viewport(Editor.render({ ...state, cursor: 0 }, { prompt: "› ", columns: 20, color: false }), 4)
+    expect(top.rows).toEqual(["› a", "  b", "  c"])
+  })
+
   it("adds lines with Alt-Enter, Ctrl-J and a backslash before Enter; Enter sends the text as typed (CLI 1.1)", () => {
     let state = run([...typed("a"), key("return", "\r", { meta: true }), ...typed("b"), key("enter", "\n"), ...typed("c\\")])
     const next = Editor.step(state, key("return", "\r"), context)

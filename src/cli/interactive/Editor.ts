@@ -271,11 +271,24 @@ export const render = (
   return { rows, cursorRow, cursorColumn }
 }
 
+/**
+ * The rows of a frame that fit on a screen of `height` rows (one kept free), around the cursor: rows above
+ * the screen's top could not be redrawn, so they are not drawn at all.
+ */
+export const viewport = (frame: Frame, height: number | undefined): Frame => {
+  const room = height === undefined ? Infinity : Math.max(3, height - 1)
+  if (frame.rows.length <= room) return frame
+  const start = Math.min(Math.max(0, frame.cursorRow - room + 1), frame.rows.length - room)
+  return { rows: frame.rows.slice(start, start + room), cursorRow: frame.cursorRow - start, cursorColumn: frame.cursorColumn }
+}
+
 /** Options of one read. */
 export interface ReadOptions extends EditorContext {
   readonly prompt: string
   readonly initialText?: string | undefined
   readonly columns: () => number
+  /** The terminal's height: an entry taller than the screen shows the rows around the cursor. */
+  readonly rows?: (() => number) | undefined
   readonly color: boolean
   readonly write: (text: string) => void
 }
@@ -300,7 +313,8 @@ export const read = (keys: Keys, options: ReadOptions): Effect.Effect<EditorResu
       }
       options.write(out + SYNC_END)
     }
-    const frameOf = (s: EditorState) => render(s, { prompt: options.prompt, columns: options.columns(), color: options.color })
+    const fullFrame = (s: EditorState) => render(s, { prompt: options.prompt, columns: options.columns(), color: options.color })
+    const frameOf = (s: EditorState) => viewport(fullFrame(s), options.rows?.())
     draw(frameOf(state), false)
     while (true) {
       // Every key already waiting is applied before the next frame: a long paste is drawn once, not per key.
@@ -316,7 +330,8 @@ export const read = (keys: Keys, options: ReadOptions): Effect.Effect<EditorResu
         const next = step(state, key, options)
         if ("_tag" in next) {
           const last = next._tag === "Submit" ? { ...state, hint: "", cursor: state.text.length } : { ...state, hint: "" }
-          draw(frameOf(last), true)
+          // The entry as sent, whole, stays in the scrollback.
+          draw(fullFrame(last), true)
           return next
         }
         state = next

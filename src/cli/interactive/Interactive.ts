@@ -440,6 +440,7 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
           complete: Commands.complete,
           cancelable: false,
           columns,
+          rows,
           color,
           write
         })
