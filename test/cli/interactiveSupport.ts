@@ -110,7 +110,10 @@ export interface Screen {
   readonly type: (text: string) => void
   /** Text pasted with the terminal's bracketed paste. */
   readonly paste: (text: string) => void
-  /** The screen now, with the scrollback (`-S -200`), rows the terminal wrapped joined (`-J`), trailing blank lines dropped; with CAPTURE_ANSI=1 in the environment, with its colours (`-e`, for the README picture). */
+  /**
+   * The screen now, with the scrollback (`-S -200`), rows the terminal wrapped joined (`-J`), trailing blank
+   * lines dropped; with CAPTURE_ANSI=1 in the environment, with its colours (`-e`, for the README picture).
+   */
   readonly capture: () => string
   /** Waits until the screen matches (polling); fails with the screen in the message after `timeoutMs`. */
   readonly waitFor: (pattern: RegExp | string, timeoutMs?: number) => Promise<string>
@@ -137,7 +140,8 @@ export const openScreen = (args: ReadonlyArray<string>, env: Record<string, stri
   }; echo "[exit $?]"; sleep 600`
   tmux("new-session", "-d", "-s", "main", "-x", "100", "-y", "40", "sh", "-c", command)
   tmux("set-option", "-s", "escape-time", "0")
-  const capture = () => tmux("capture-pane", "-p", "-J", ...(process.env.CAPTURE_ANSI === "1" ? ["-e"] : []), "-t", "main", "-S", "-200").replace(/\s+$/, "")
+  const colours = process.env.CAPTURE_ANSI === "1" ? ["-e"] : []
+  const capture = () => tmux("capture-pane", "-p", "-J", ...colours, "-t", "main", "-S", "-200").replace(/\s+$/, "")
   return {
     keys: (...names) => void tmux("send-keys", "-t", "main", ...names),
     type: (text) => void tmux("send-keys", "-t", "main", "-l", text),
