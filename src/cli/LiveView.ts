@@ -46,6 +46,8 @@ interface Lane {
   readonly keyArg: string
   startedAt: number
   progress: string
+  /** Plain view: progress lines of this call were printed, so its output is on the screen already. */
+  streamed: boolean
 }
 
 interface Span {
@@ -211,7 +213,8 @@ export const make = (options: ViewOptions): Effect.Effect<LiveView, never, Scope
               return
             }
             case "agent_end": {
-              if (turnUsage.requests > 0) print(paint(usageLine(turnUsage, totalUsage), "2"), now)
+              // A model that reports no usage (the scripted demo, some local servers) gets no line of zeros.
+              if (turnUsage.input + turnUsage.output > 0) print(paint(usageLine(turnUsage, totalUsage), "2"), now)
               turnUsage = Usage.empty
               return
             }
@@ -235,7 +238,8 @@ export const make = (options: ViewOptions): Effect.Effect<LiveView, never, Scope
                 name,
                 keyArg,
                 startedAt: now,
-                progress: ""
+                progress: "",
+                streamed: false
               })
               spans.push({ id: event.toolCallId, label: `${name} ${keyArg}`.trim(), start: now, end: undefined, isError: false })
               if (live) {
@@ -255,6 +259,7 @@ export const make = (options: ViewOptions): Effect.Effect<LiveView, never, Scope
                 clear()
                 draw(now)
               } else if (line !== "") {
+                if (lane !== undefined) lane.streamed = true
                 print(`  │ ${line}`, now)
               }
               return
@@ -270,8 +275,9 @@ export const make = (options: ViewOptions): Effect.Effect<LiveView, never, Scope
               const result = event.result as { readonly content?: unknown } | undefined
               const output = textOf(result?.content)
               // A command's news is at its end (the error, the summary line): bash output of more than one
-              // line keeps its last lines under the call; one line stays on the call's line, as for others.
-              const tail = event.toolName === "bash" && lastLines(output, 2, 1000).length > 1
+              // line keeps its last lines under the call (unless the plain view printed them as they came);
+              // one line stays on the call's line, as for others.
+              const tail = event.toolName === "bash" && lane?.streamed !== true && lastLines(output, 2, 1000).length > 1
                 ? lastLines(output, BASH_TAIL_LINES, Math.max(20, options.columns - 6))
                 : []
               const summary = tail.length > 0 ? "" : firstLine(output, Math.max(20, options.columns - 40))

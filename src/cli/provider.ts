@@ -1,5 +1,5 @@
 /** The model provider the command line talks to, chosen by `--provider` and configured by flags or the environment. */
-import { Config, Effect, Layer, Option, Redacted } from "effect"
+import { Config, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { Model } from "../Model.ts"
 import * as Anthropic from "../providers/Anthropic.ts"
@@ -108,7 +108,10 @@ export const providerSettings = Effect.fn("providerSettings")(function*(name: Pr
       "ANTHROPIC_MAX_TOKENS",
       undefined,
       "ANTHROPIC_MAX_TOKENS",
-      Config.Int("ANTHROPIC_MAX_TOKENS").pipe(Config.option, Config.map(Option.getOrUndefined))
+      Config.schema(Schema.Int.check(Schema.isGreaterThan(0)), "ANTHROPIC_MAX_TOKENS").pipe(
+        Config.option,
+        Config.map(Option.getOrUndefined)
+      )
     )
     : undefined
   return { name, model, baseUrl, apiKey, maxTokens } satisfies ProviderSettings

@@ -402,10 +402,14 @@ effectDescribe("LiveView.make: bash output and usage", () => {
       const turn = Usage.ofMessage(answer)
       assert.strictEqual(out, LiveView.usageLine(turn, Usage.add(before, turn)) + "\n")
       assert.match(out, /^↑ 12k ↓ 800 \$0\.0380 ctx 10% · total ↑ 13k ↓ 900 \$0\.5380 ctx 10%\n$/)
-      // A run without a model request prints no usage line.
+      // A run without a model request, or whose model reported no tokens, prints no usage line.
       out = ""
       yield* view.handle({ type: "agent_start" })
       yield* view.handle({ type: "agent_end", messages: [] })
+      const silent = assistant([{ type: "text", text: "hi" }])
+      yield* view.handle({ type: "agent_start" })
+      yield* view.handle({ type: "message_end", message: silent })
+      yield* view.handle({ type: "agent_end", messages: [silent] })
       assert.strictEqual(out, "")
     })))
 })
