@@ -381,7 +381,12 @@ const session = Effect.fn("session")(function*(options: Options, prepared: Prepa
   const display = displayOn(yield* Terminal.Terminal)
   // A person at a terminal with a provider and no task: the interactive mode (CLI 1-4).
   const tui = interactive && mode === "text" && task === undefined && prepared.settings !== undefined
-    ? yield* Interactive.prepare({ root, settings: prepared.settings, yes: options.yes, usageBefore: Usage.ofMessages(resumed) })
+    ? yield* Interactive.prepare({
+      root,
+      settings: prepared.settings,
+      yes: options.yes,
+      usageBefore: Usage.ofMessages(resumed)
+    })
     : undefined
   const ui: LiveView.LiveView = tui?.view ?? (yield* view(mode, Usage.ofMessages(resumed), display))
   const removed = temporary && !options.keep
@@ -450,7 +455,9 @@ const session = Effect.fn("session")(function*(options: Options, prepared: Prepa
   }
   if (!removed || mode === "text") yield* say(`\nsession saved: ${plan.target}`)
   // The interactive mode showed each failure where it happened; leaving it is not a failure (CLI 1.6).
-  if (failed && tui === undefined) return yield* new RunFailed({ message: `The model failed: ${String(last?.errorMessage)}` })
+  if (failed && tui === undefined) {
+    return yield* new RunFailed({ message: `The model failed: ${String(last?.errorMessage)}` })
+  }
 }, (effect) => Effect.scoped(effect))
 
 /** Tasks typed at the terminal until an empty one (the interactive editor replaces this loop). */
