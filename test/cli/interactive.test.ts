@@ -6,7 +6,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { lastUserText, openScreen, type Screen, startStub, type Stub } from "./interactiveSupport.ts"
-import { loadSessionOrThrow, processesIn, tempDir } from "./support.ts"
+import { loadSessionOrThrow, processesIn, tempDir, TEST_TIMEOUT_MS } from "./support.ts"
 
 const MARKDOWN = "# Findings\n\nThe bug is *here* and **there**.\n\n- first item\n- second item\n\n| name | 幅 |\n|---|---|\n| ab | 漢字 |\n\n```ts\nconst answer: number = 42\n```\n"
 const SLOW = "word ".repeat(400)
@@ -159,7 +159,7 @@ describe("interactive mode in a pseudo-terminal", () => {
     s.type("/quit")
     s.keys("Enter")
     await s.waitFor("[exit 0]")
-  }, 60_000)
+  }, TEST_TIMEOUT_MS)
 
   it("keeps history across runs, stops an answer with Esc and goes on, and exits on a second Ctrl-C", async () => {
     // CLI 1.2: a first run's entries come back in the next run, newest first; Down comes back to the draft.
@@ -233,7 +233,7 @@ describe("interactive mode in a pseudo-terminal", () => {
     await s.waitFor("Press Ctrl-C again to exit")
     s.keys("C-c")
     await s.waitFor("[exit 0]")
-  }, 60_000)
+  }, TEST_TIMEOUT_MS)
 
   it("approvals: a diff for edit, `a` remembered for the session, `e` tells the model why, /undo puts files back", async () => {
     const s = open()
@@ -288,5 +288,5 @@ describe("interactive mode in a pseudo-terminal", () => {
     expect(readFileSync(join(workspace.dir, "notes.txt"), "utf8")).toBe("alpha\nbeta\ngamma\n")
     s.keys("C-d")
     await s.waitFor("[exit 0]")
-  }, 60_000)
+  }, TEST_TIMEOUT_MS)
 })

@@ -115,7 +115,7 @@ export interface Screen {
    * lines dropped; with CAPTURE_ANSI=1 in the environment, with its colours (`-e`, for the README picture).
    */
   readonly capture: () => string
-  /** Waits until the screen matches (polling); fails with the screen in the message after `timeoutMs`. */
+  /** Waits until the screen matches (polling); fails with the screen in the message after `timeoutMs` (generous: the machine may be loaded). */
   readonly waitFor: (pattern: RegExp | string, timeoutMs?: number) => Promise<string>
   /** Kills the pane's server (and so the command, if still running). */
   readonly stop: () => void
@@ -150,7 +150,7 @@ export const openScreen = (args: ReadonlyArray<string>, env: Record<string, stri
       tmux("paste-buffer", "-p", "-b", "p", "-t", "main")
     },
     capture,
-    waitFor: async (pattern, timeoutMs = 20_000) => {
+    waitFor: async (pattern, timeoutMs = 45_000) => {
       const deadline = Date.now() + timeoutMs
       let screen = ""
       while (Date.now() < deadline) {
