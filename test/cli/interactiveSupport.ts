@@ -115,7 +115,10 @@ export interface Screen {
    * lines dropped; with CAPTURE_ANSI=1 in the environment, with its colours (`-e`, for the README picture).
    */
   readonly capture: () => string
-  /** Waits until the screen matches (polling); fails with the screen in the message after `timeoutMs` (generous: the machine may be loaded). */
+  /**
+   * Waits until the screen matches (polling); fails with the screen in the message after `timeoutMs`
+   * (generous: the machine may be loaded).
+   */
   readonly waitFor: (pattern: RegExp | string, timeoutMs?: number) => Promise<string>
   /** Kills the pane's server (and so the command, if still running). */
   readonly stop: () => void
