@@ -44,7 +44,7 @@ interface Lane {
   readonly id: string
   readonly name: string
   readonly keyArg: string
-  readonly startedAt: number
+  startedAt: number
   progress: string
   /** Plain view: progress lines of this call were printed, so its output is on the screen already. */
   streamed: boolean
@@ -53,7 +53,7 @@ interface Lane {
 interface Span {
   readonly id: string
   readonly label: string
-  readonly start: number
+  start: number
   end: number | undefined
   isError: boolean
 }
@@ -327,15 +327,29 @@ export const make = (options: ViewOptions): Effect.Effect<LiveView, never, Scope
       handle,
       pause: (effect) =>
         Effect.acquireUseRelease(
-          Effect.andThen(Effect.sync(() => {
-            clear()
-            paused = true
-          }), flush),
+          Effect.flatMap(Clock.currentTimeMillis, (now) =>
+            Effect.andThen(
+              Effect.sync(() => {
+                clear()
+                paused = true
+              }),
+              Effect.as(flush, now)
+            )),
           () => effect,
-          () => Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.andThen(Effect.sync(() => {
-            paused = false
-            draw(now)
-          }), flush))
+          (pausedAt) =>
+            Effect.flatMap(Clock.currentTimeMillis, (now) =>
+              Effect.andThen(
+                Effect.sync(() => {
+                  // Time spent waiting for the person (an approval) is not the tool's (CLI 4.5): the calls
+                  // on screen while paused have their start moved by the pause, in the lane and the timeline.
+                  const waited = now - pausedAt
+                  for (const lane of lanes.values()) lane.startedAt += waited
+                  for (const span of spans) if (span.end === undefined) span.start += waited
+                  paused = false
+                  draw(now)
+                }),
+                flush
+              ))
         ),
       close: Effect.andThen(Effect.sync(() => {
         clear()

@@ -30,7 +30,7 @@ import { pathToFileURL } from "node:url"
 import * as Agent from "../Agent.ts"
 import type { AgentEvent } from "../AgentEvent.ts"
 import { type AssistantMessage, isMessage, type Message, textOf } from "../Message.ts"
-import type { Model } from "../Model.ts"
+import { Model } from "../Model.ts"
 import { ProviderName } from "../providers/index.ts"
 import * as Session from "../Session.ts"
 import * as TelemetryExport from "../TelemetryExport.ts"
@@ -38,6 +38,7 @@ import type { ToolRegistry } from "../ToolRegistry.ts"
 import * as BuiltinTools from "../tools/index.ts"
 import { approvalHook, type ApprovalMode } from "./Approval.ts"
 import * as Demo from "./Demo.ts"
+import * as Interactive from "./interactive/Interactive.ts"
 import type * as DurableCli from "./durable.ts"
 import { interruptedExitCode, interruptOnStopSignals, receivedSignal, stopAsCtrlC } from "./internal/signals.ts"
 import { terminalSafe } from "./internal/terminalText.ts"
@@ -386,7 +387,17 @@ const session = Effect.fn("session")(function*(options: Options, prepared: Prepa
   }
 
   const display = displayOn(yield* Terminal.Terminal)
-  const ui: LiveView.LiveView = yield* view(mode, Usage.ofMessages(resumed), display)
+  // A person at a terminal with a provider and no task: the interactive mode (CLI 1-4).
+  const tui = interactive && mode === "text" && task === undefined && prepared.settings !== undefined
+    ? yield* Interactive.prepare({
+      root,
+      settings: prepared.settings,
+      yes: options.yes,
+      needsApproval: prepared.needsApproval,
+      usageBefore: Usage.ofMessages(resumed)
+    })
+    : undefined
+  const ui: LiveView.LiveView = tui?.view ?? (yield* view(mode, Usage.ofMessages(resumed), display))
   const removed = temporary && !options.keep
   yield* say(
     `workspace: ${root}${
@@ -402,8 +413,8 @@ const session = Effect.fn("session")(function*(options: Options, prepared: Prepa
     messages: resumed,
     toolExecution: options.sequential ? "sequential" : "parallel",
     timeout: `${options.toolTimeout} seconds`,
-    beforeToolCall: approvalHook(yield* approvals(options, mode, interactive, ui), prepared.needsApproval)
-  })
+    beforeToolCall: tui?.beforeToolCall ?? approvalHook(yield* approvals(options, mode, interactive, ui), prepared.needsApproval)
+  }).pipe(Effect.provideService(Model, tui?.model ?? (yield* Model)))
   yield* agent.subscribe((event) => ui.handle(event))
   yield* agent.subscribe((event) => event.type === "message_end" ? transcript.append(event.message) : Effect.void)
 
@@ -435,6 +446,7 @@ const session = Effect.fn("session")(function*(options: Options, prepared: Prepa
 
   if (task !== undefined) yield* runTask(task)
   else if (demo) yield* runTask(Demo.DEMO_TASK)
+  else if (tui !== undefined) yield* tui.run(agent, { sessionPath: plan.target, attach })
   else if (interactive && mode !== "print") yield* interactiveLoop(ui, runTask)
   else {
     return yield* new RunFailed({
@@ -451,7 +463,10 @@ const session = Effect.fn("session")(function*(options: Options, prepared: Prepa
     yield* display(answer.endsWith("\n") ? answer : answer + "\n")
   }
   if (!removed || mode === "text") yield* say(`\nsession saved: ${plan.target}`)
-  if (failed) return yield* new RunFailed({ message: `The model failed: ${String(last?.errorMessage)}` })
+  // The interactive mode showed each failure where it happened; leaving it is not a failure (CLI 1.6).
+  if (failed && tui === undefined) {
+    return yield* new RunFailed({ message: `The model failed: ${String(last?.errorMessage)}` })
+  }
 }, (effect) => Effect.scoped(effect))
 
 /** Tasks typed at the terminal until an empty one (the interactive editor replaces this loop). */
