@@ -2,7 +2,7 @@
  * Helpers shared by the built-in tools: text measurements, binary detection, the glob rule, the directory
  * walker of `find` and `grep`, and the bounded output buffer of `bash`.
  *
- * @internal
+ * Internal: no entry point exports it.
  */
 import { Effect, FileSystem, Glob, Option, type Path } from "effect"
 import type { DirectLister } from "./directRead.ts"
