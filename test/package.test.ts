@@ -102,6 +102,22 @@ describe("the packed package", () => {
         const other = yield* sh(app, process.execPath, ["other.ts"])
         expectCoerced(other.stdout)
 
+        // Every entry point of package.json's "exports" loads from the compiled package (the CLI's without
+        // running it).
+        writeFileSync(
+          join(app, "entries.ts"),
+          [
+            `import * as Core from "effect-agent"`,
+            `import * as Providers from "effect-agent/providers"`,
+            `import * as Tools from "effect-agent/tools"`,
+            `import * as Cli from "effect-agent/cli"`,
+            `import * as Durable from "effect-agent/durable"`,
+            `console.log(JSON.stringify([typeof Core.Agent.make, typeof Providers.layerConfig, Tools.builtinTools.length, typeof Cli.main, typeof Durable.DurableAgent.run]))`
+          ].join("\n")
+        )
+        const entries = yield* sh(app, process.execPath, ["entries.ts"])
+        assert.deepStrictEqual(JSON.parse(entries.stdout), ["function", "function", 7, "object", "function"])
+
         // And with one copy, as most applications have it.
         writeFileSync(join(app, "same.ts"), example("effect"))
         const same = yield* sh(app, process.execPath, ["same.ts"])
