@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import { Cause, Clock, Duration, Effect, Exit, Fiber, Option, Queue, Result, Schema, SchemaIssue, Stream } from "effect"
+import { Cause, Clock, Duration, Effect, Exit, Fiber, Option, Queue, Schema, SchemaIssue, Stream } from "effect"
 import type { AgentContext } from "./AgentContext.ts"
 import * as Context from "./AgentContext.ts"
 import type { AgentEvent, ToolExecutionEvent } from "./AgentEvent.ts"

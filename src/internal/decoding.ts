@@ -21,7 +21,7 @@ export type Decode = (input: unknown) => Exit.Exit<unknown, Schema.SchemaError>
 const ownNodeBase: object = Object.getPrototypeOf(Object.getPrototypeOf(Schema.String.ast))
 
 /** Whether an AST node was built by the copy of `effect` this module runs on. */
-export const isOwnAst = (ast: SchemaAST.AST): boolean => Object.prototype.isPrototypeOf.call(ownNodeBase, ast)
+const isOwnAst = (ast: SchemaAST.AST): boolean => Object.prototype.isPrototypeOf.call(ownNodeBase, ast)
 
 /** Whether decoding an AST does anything beyond validating its type side (a transformation anywhere). */
 const transforms = (ast: SchemaAST.AST, seen: Set<SchemaAST.AST>): boolean => {
