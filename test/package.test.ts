@@ -99,8 +99,6 @@ describe("the packed package", () => {
 
         // The application's Schemas, Effects and Layers come from the other copy.
         writeFileSync(join(app, "other.ts"), example("effect-app"))
-        const other = yield* sh(app, process.execPath, ["other.ts"])
-        expectCoerced(other.stdout)
 
         // Every entry point of package.json's "exports" loads from the compiled package (the CLI's without
         // running it).
@@ -115,13 +113,33 @@ describe("the packed package", () => {
             `console.log(JSON.stringify([typeof Core.Agent.make, typeof Providers.layerConfig, Tools.builtinTools.length, typeof Cli.main, typeof Durable.DurableAgent.run]))`
           ].join("\n")
         )
-        const entries = yield* sh(app, process.execPath, ["entries.ts"])
-        assert.deepStrictEqual(JSON.parse(entries.stdout), ["function", "function", 7, "object", "function"])
-
+        // A Schema of the other copy with a transformation cannot be decoded by the package's copy: every call
+        // says so (instead of failing on a check it would pass).
+        writeFileSync(
+          join(app, "transform.ts"),
+          [
+            `import { Effect, Layer, Schema } from "effect-app"`,
+            `import { EventSink, Message, Tool, ToolExecution, ToolRegistry } from "effect-agent"`,
+            `const T = Tool.make("t", { description: "t", parameters: Schema.Struct({ n: Schema.NumberFromString }) })`,
+            `const Tools = ToolRegistry.ToolRegistry.layer(T).pipe(Layer.provide(T.toLayer(() => Effect.succeed(Tool.textResult("ran")))))`,
+            `const message: Message.AssistantMessage = { role: "assistant", content: [{ type: "toolCall", id: "x", name: "t", arguments: { n: "1" } }], api: "a", provider: "p", model: "m", usage: Message.emptyUsage, stopReason: "toolUse", timestamp: 0 }`,
+            `const batch = await Effect.runPromise(ToolExecution.executeToolCalls(message, {}).pipe(Effect.provide(Tools), Effect.provideService(EventSink.EventSink, EventSink.discard)))`,
+            `console.log(JSON.stringify(batch.messages.map((m) => [m.isError, Message.textOf(m)])))`
+          ].join("\n")
+        )
         // And with one copy, as most applications have it.
         writeFileSync(join(app, "same.ts"), example("effect"))
-        const same = yield* sh(app, process.execPath, ["same.ts"])
+
+        const [other, same, entries, transform] = yield* Effect.all(
+          ["other.ts", "same.ts", "entries.ts", "transform.ts"].map((script) => sh(app, process.execPath, [script])),
+          { concurrency: "unbounded" }
+        )
+        expectCoerced(other.stdout)
         expectCoerced(same.stdout)
+        assert.deepStrictEqual(JSON.parse(entries.stdout), ["function", "function", 7, "object", "function"])
+        const [[isError, text]] = JSON.parse(transform.stdout)
+        assert.isTrue(isError, transform.stdout)
+        assert.include(text, "built by another copy of the effect package and has a transformation")
       })
     ), 90_000)
 })
