@@ -2,7 +2,7 @@
 import { Cause } from "effect"
 
 /** The message of an error value: `message` when it has one, else its string form. */
-export const errorMessage = (error: unknown): string => {
+const errorMessage = (error: unknown): string => {
   if (error instanceof Error) return error.message
   if (typeof error === "object" && error !== null && "message" in error && typeof error.message === "string") {
     return error.message
