@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import { Cause, Clock, Duration, Effect, Exit, Fiber, Option, Queue, Result, Schema, SchemaIssue, Stream } from "effect"
+import { Cause, Clock, Duration, Effect, Exit, Fiber, Option, Queue, Schema, SchemaIssue, Stream } from "effect"
 import type { AgentContext } from "./AgentContext.ts"
 import * as Context from "./AgentContext.ts"
 import type { AgentEvent, ToolExecutionEvent } from "./AgentEvent.ts"
@@ -24,6 +24,7 @@ import {
 } from "./ImmediateOutcome.ts"
 import { echo, NotJson, readArguments } from "./internal/arguments.ts"
 import { clip } from "./internal/clip.ts"
+import { type Decode, decodeUnknownExit } from "./internal/decoding.ts"
 import { makeEmitter } from "./internal/emitter.ts"
 import { callUser, forEachEager } from "./internal/eager.ts"
 import { causeMessage } from "./internal/errorText.ts"
@@ -214,14 +215,13 @@ const atomically = <R>(batch: Batch<R>, step: () => Effect.Effect<void>): Effect
 // Phase 1: prepare (TE 2)
 // ---------------------------------------------------------------------------------------------------------
 
-const decoders = new WeakMap<Tool.Any, (u: unknown) => Exit.Exit<unknown, Schema.SchemaError>>()
+const decoders = new WeakMap<Tool.Any, Decode>()
 
 const decoderOf = (tool: Tool.Any) => {
   let decode = decoders.get(tool)
   if (decode === undefined) {
-    decode = Schema.decodeUnknownExit(tool.parameters, { errors: "all" }) as (
-      u: unknown
-    ) => Exit.Exit<unknown, Schema.SchemaError>
+    // Not Schema.decodeUnknownExit directly: the Schema may come from another copy of effect (see the module).
+    decode = decodeUnknownExit(tool.parameters)
     decoders.set(tool, decode)
   }
   return decode
