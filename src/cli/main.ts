@@ -14,6 +14,7 @@ import {
   Exit,
   FileSystem,
   Layer,
+  Logger,
   Option,
   Path,
   Queue,
@@ -598,6 +599,9 @@ export const main = Command.run(app, { version: "0.1.0" }).pipe(
   Effect.tapCause(reportFailure),
   // Spans and metrics go to an OTLP collector only when OTEL_EXPORTER_OTLP_ENDPOINT is set (docs/telemetry.md OT 6).
   Effect.provide(TelemetryExport.layerFromEnvironment({ serviceName: "effect-agent", serviceVersion: "0.1.0" })),
+  // Logs (the cluster engine's warnings among them) go to stderr: stdout carries only the run, so `--json`
+  // and `--print` output stays parseable.
+  Effect.provideService(Logger.LogToStderr, true),
   Effect.provide(NodeServices.layer)
 )
 
