@@ -1,5 +1,6 @@
 /**
- * The command line as a person and a program use it every day, run as a real subprocess (docs/cli.md):
+ * The command line as a person and a program use it every day (docs/cli.md), in-process where the process
+ * itself is not the point and as a real subprocess for a real pipe, a pseudo-terminal and the RPC mode:
  * the task from a pipe and from words (CLI 8.1, 8.2), `--print` (CLI 8.3), context files on the start-up
  * line (CLI 6.5), sessions in the state folder (CLI 7.1), `--continue` (CLI 7.2), the picker of a bare
  * `--resume` on a pseudo-terminal (CLI 7.3), `--fork` (CLI 7.4), and the RPC mode (CLI 11.x).
@@ -17,7 +18,7 @@ import {
   NODE,
   parseJsonLines,
   ROOT,
-  runCli,
+  runCliInProcess,
   runProcess,
   RUN_TIMEOUT_MS,
   sessionFolder,
@@ -59,7 +60,7 @@ describe("sessions: words as the task, context files, --continue, the picker, --
   let first = ""
 
   it("CLI 8.1, 7.1: words after the flags are the task; the session is in the state folder, not the workspace", async () => {
-    const run = await runCli(["--json", "-y", "-w", ws.dir, "Fix", "the", "add", "function"])
+    const run = await runCliInProcess(["--json", "-y", "-w", ws.dir, "Fix", "the", "add", "function"])
     expect(run.code, run.stderr).toBe(0)
     const events = parseJsonLines(run.stdout)
     expect(textOfMessage(endedMessages(events)[0])).toBe("Fix the add function")
@@ -72,7 +73,7 @@ describe("sessions: words as the task, context files, --continue, the picker, --
   it("CLI 7.2, 6.5: --continue appends to that session; the start-up line names the context files", async () => {
     const before = (await loadSessionOrThrow(first)).length
     writeFileSync(join(ws.dir, "AGENTS.md"), "Always run the tests.\n")
-    const run = await runCli(["--continue", "-y", "-w", ws.dir, "Second task"])
+    const run = await runCliInProcess(["--continue", "-y", "-w", ws.dir, "Second task"])
     expect(run.code, run.stderr).toBe(0)
     const lines = run.stdout.split("\n")
     expect(lines).toContain(`session:   ${first} (continued, ${before} messages)`)
@@ -112,7 +113,7 @@ describe("sessions: words as the task, context files, --continue, the picker, --
 
   it("CLI 7.3: without a terminal a bare --resume is refused with one line, and nothing is written", async () => {
     const size = readFileSync(first, "utf8")
-    const run = await runCli(["--resume", "-y", "-w", ws.dir, "Nope"])
+    const run = await runCliInProcess(["--resume", "-y", "-w", ws.dir, "Nope"])
     expect(run.code).not.toBe(0)
     expect(run.stderr).toContain("--resume without a file opens a picker, which needs a terminal")
     expect(readFileSync(first, "utf8")).toBe(size)
@@ -121,7 +122,7 @@ describe("sessions: words as the task, context files, --continue, the picker, --
 
   it("CLI 7.4: --fork=FILE starts a new session from the old one and leaves the old one as it was", async () => {
     const old = readFileSync(first, "utf8")
-    const run = await runCli([`--fork=${first}`, "--json", "-y", "-w", ws.dir, "Fourth task"])
+    const run = await runCliInProcess([`--fork=${first}`, "--json", "-y", "-w", ws.dir, "Fourth task"])
     expect(run.code, run.stderr).toBe(0)
     expect(readFileSync(first, "utf8")).toBe(old)
     const files = defaultSessionFiles(ws.dir)

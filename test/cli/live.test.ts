@@ -11,7 +11,7 @@ import type { AgentEvent } from "../../src/AgentEvent.ts"
 import * as LiveView from "../../src/cli/LiveView.ts"
 import * as Usage from "../../src/cli/Usage.ts"
 import { type AssistantMessage, emptyUsage, type ToolResultMessage } from "../../src/Message.ts"
-import { MAIN, NODE, runCli, runProcess, type RunResult, sessionFolder, shellQuote, tempDir, TEST_TIMEOUT_MS } from "./support.ts"
+import { MAIN, NODE, runCliInProcess, runProcess, type RunResult, sessionFolder, shellQuote, tempDir, TEST_TIMEOUT_MS } from "./support.ts"
 
 const ESC = "\x1b"
 // eslint-disable-next-line no-control-regex
@@ -84,7 +84,7 @@ describe("live view forced with EFFECT_AGENT_LIVE=1 (no terminal)", () => {
   const ws = tempDir("live-env")
   let run: RunResult
   beforeAll(async () => {
-    run = await runCli(["--workspace", ws.dir, "--yes"], { env: { EFFECT_AGENT_LIVE: "1" } })
+    run = await runCliInProcess(["--workspace", ws.dir, "--yes"], { env: { EFFECT_AGENT_LIVE: "1" } })
   }, TEST_TIMEOUT_MS)
   afterAll(() => ws.cleanup())
 
@@ -102,7 +102,7 @@ describe("plain lines without a terminal", () => {
   const ws = tempDir("plain")
   let run: RunResult
   beforeAll(async () => {
-    run = await runCli(["--workspace", ws.dir, "--yes"])
+    run = await runCliInProcess(["--workspace", ws.dir, "--yes"])
   }, TEST_TIMEOUT_MS)
   afterAll(() => ws.cleanup())
 
