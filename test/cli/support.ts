@@ -148,6 +148,8 @@ export interface InProcessOptions {
   readonly env?: Record<string, string | undefined>
   /** What standard input holds (a pipe that then closes); default: nothing, as {@link runProcess} gives. */
   readonly stdin?: string
+  /** Called with each complete stdout line as it is written. */
+  readonly onLine?: (line: string) => void
   readonly timeoutMs?: number
   /** Every pause as long as it is written; by default short ones take no time (see {@link runCliInProcess}). */
   readonly realTime?: boolean
@@ -179,8 +181,18 @@ export const runCliInProcess = async (args: ReadonlyArray<string>, options: InPr
   const { program } = await import("../../src/cli/main.ts")
   let stdout = ""
   let stderr = ""
+  let lineStart = 0
   const text = (chunk: string | Uint8Array) => typeof chunk === "string" ? chunk : Buffer.from(chunk).toString("utf8")
-  const toStdout = (...values: ReadonlyArray<unknown>) => void (stdout += format(...values) + "\n")
+  const write = (chunk: string) => {
+    stdout += chunk
+    if (options.onLine === undefined) return
+    for (let newline = stdout.indexOf("\n", lineStart); newline >= 0; newline = stdout.indexOf("\n", lineStart)) {
+      const line = stdout.slice(lineStart, newline)
+      lineStart = newline + 1
+      options.onLine(line)
+    }
+  }
+  const toStdout = (...values: ReadonlyArray<unknown>) => write(format(...values) + "\n")
   const toStderr = (...values: ReadonlyArray<unknown>) => void (stderr += format(...values) + "\n")
   // Node's console: log, info and debug write to stdout, error, warn and trace to stderr.
   const console: Console.Console = Object.assign(Object.create(globalThis.console), {
@@ -196,7 +208,7 @@ export const runCliInProcess = async (args: ReadonlyArray<string>, options: InPr
     stdin: options.stdin === undefined || options.stdin === ""
       ? Stream.empty
       : Stream.make(new TextEncoder().encode(options.stdin)),
-    stdout: () => Sink.forEach((chunk) => Effect.sync(() => void (stdout += text(chunk)))),
+    stdout: () => Sink.forEach((chunk) => Effect.sync(() => write(text(chunk)))),
     stderr: () => Sink.forEach((chunk) => Effect.sync(() => void (stderr += text(chunk)))),
     stdinIsTerminal: Effect.succeed(false),
     stdoutIsTerminal: Effect.succeed(false),
@@ -210,7 +222,7 @@ export const runCliInProcess = async (args: ReadonlyArray<string>, options: InPr
     size: ended<Terminal.Size>(),
     readInput: ended<Terminal.UserInput>(),
     readLine: Effect.fail(new Terminal.QuitError()),
-    display: (chunk) => Effect.sync(() => void (stdout += chunk))
+    display: (chunk) => Effect.sync(() => write(chunk))
   })
   // Standard input is a pipe (as for a child of runProcess), whatever this process's own is.
   const files = Layer.effect(
