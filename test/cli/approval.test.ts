@@ -3,27 +3,21 @@
  * its stdin), write/edit/bash ask y/n. A "y" runs the call, an "n" blocks it with the declined reason; and a
  * key typed while no question is on screen must not answer a later question.
  */
-import { execFileSync, spawn } from "node:child_process"
+import { execFileSync } from "node:child_process"
 import { existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { SAMPLE_FILES } from "../../src/cli/Demo.ts"
 import {
-  childEnv,
   defaultSessionFiles,
   loadSessionOrThrow,
-  MAIN,
-  NODE,
-  ROOT,
+  plainText,
   RUN_TIMEOUT_MS,
-  shellQuote,
+  SCRIPT,
+  spawnOnTerminal,
   tempDir,
   TEST_TIMEOUT_MS
 } from "./support.ts"
-
-const SCRIPT = "/usr/bin/script"
-// eslint-disable-next-line no-control-regex
-const stripAnsi = (text: string) => text.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "").replace(/\r/g, "")
 
 interface Session {
   /** The output so far, without escape codes. */
@@ -42,12 +36,11 @@ interface Session {
 
 /** Runs the demo on a pseudo-terminal without --yes. */
 const onTerminal = (workspace: string): Session => {
-  const command = [NODE, MAIN, "--workspace", workspace].map(shellQuote).join(" ")
-  const child = spawn(SCRIPT, ["-qfec", command, "/dev/null"], { cwd: ROOT, env: childEnv(), stdio: ["pipe", "pipe", "pipe"] })
+  const child = spawnOnTerminal(["--workspace", workspace])
   let raw = ""
   const waiters: Array<{ predicate: (text: string) => boolean; resolve: (text: string) => void }> = []
   const check = () => {
-    const text = stripAnsi(raw)
+    const text = plainText(raw)
     for (const waiter of [...waiters]) {
       if (waiter.predicate(text)) {
         waiters.splice(waiters.indexOf(waiter), 1)
@@ -71,7 +64,7 @@ const onTerminal = (workspace: string): Session => {
     })
   )
   return {
-    text: () => stripAnsi(raw),
+    text: () => plainText(raw),
     type: (keys) => void child.stdin.write(keys),
     typedWhileFrozen: async (keys) => {
       const [pid] = execFileSync("ps", ["-o", "pid=", "--ppid", String(child.pid)], { encoding: "utf8" }).trim()
@@ -99,7 +92,7 @@ const onTerminal = (workspace: string): Session => {
           check()
         }),
         exit.then(() => {
-          const text = stripAnsi(raw)
+          const text = plainText(raw)
           if (predicate(text)) return text
           throw new Error(`the command ended before: ${what}\n${text.slice(-3000)}`)
         })

@@ -17,19 +17,19 @@ import {
   MAIN,
   NODE,
   parseJsonLines,
+  plainText,
   ROOT,
   runCliInProcess,
   runProcess,
   RUN_TIMEOUT_MS,
+  SCRIPT,
   sessionFolder,
   shellQuote,
+  spawnOnTerminal,
   tempDir,
   TEST_TIMEOUT_MS
 } from "./support.ts"
 
-const SCRIPT = "/usr/bin/script"
-// eslint-disable-next-line no-control-regex
-const stripAnsi = (text: string) => text.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "").replace(/\r/g, "")
 const textOfMessage = (message: any): string =>
   typeof message.content === "string"
     ? message.content
@@ -86,15 +86,14 @@ describe("sessions: words as the task, context files, --continue, the picker, --
 
   it.skipIf(!existsSync(SCRIPT))("CLI 7.3: a bare --resume on a terminal opens the picker; Enter continues the latest", async () => {
     const before = (await loadSessionOrThrow(first)).length
-    const command = [NODE, MAIN, "--resume", "-y", "-w", ws.dir, "Third task"].map(shellQuote).join(" ")
-    const child = spawn(SCRIPT, ["-qfec", command, "/dev/null"], { cwd: ROOT, env: childEnv(), stdio: ["pipe", "pipe", "pipe"] })
+    const child = spawnOnTerminal(["--resume", "-y", "-w", ws.dir, "Third task"])
     let raw = ""
     let answered = false
     const timer = setTimeout(() => child.kill("SIGKILL"), RUN_TIMEOUT_MS)
     child.stdout.setEncoding("utf8")
     child.stdout.on("data", (chunk: string) => {
       raw += chunk
-      const text = stripAnsi(raw)
+      const text = plainText(raw)
       // The picker lists the session with its first prompt: pick it.
       if (!answered && text.includes("Pick a session") && text.includes("msg  Fix the a")) {
         answered = true
@@ -103,7 +102,7 @@ describe("sessions: words as the task, context files, --continue, the picker, --
     })
     const code = await new Promise<number | null>((resolve) => child.on("close", (c) => resolve(c)))
     clearTimeout(timer)
-    const text = stripAnsi(raw)
+    const text = plainText(raw)
     expect(answered, text.slice(-2000)).toBe(true)
     expect(code, text.slice(-2000)).toBe(0)
     expect(text).toContain(`session:   ${first} (resumed, ${before} messages)`)

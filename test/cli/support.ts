@@ -23,13 +23,13 @@ import {
   Stream,
   Terminal
 } from "effect"
-import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { type ChildProcess, type ChildProcessWithoutNullStreams, execFileSync, spawn } from "node:child_process"
 import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { format } from "node:util"
 import { projectSlug } from "../../src/cli/SessionStore.ts"
-import type { Message } from "../../src/Message.ts"
+import { type AssistantMessage, emptyUsage, type Message } from "../../src/Message.ts"
 import * as Session from "../../src/Session.ts"
 
 /**
@@ -261,6 +261,46 @@ export const runCliInProcess = async (args: ReadonlyArray<string>, options: InPr
 
 /** Quotes a word for `sh -c` (used for `script -c`). */
 export const shellQuote = (word: string): string => `'${word.replace(/'/g, `'\\''`)}'`
+
+/** `script` from util-linux: runs a command on a pseudo-terminal (the terminal tests skip without it). */
+export const SCRIPT = "/usr/bin/script"
+
+/**
+ * Starts `effect-agent` with these arguments on a pseudo-terminal: `script -qfec` (quiet, flush, the child's
+ * exit code, a command), the typescript to /dev/null and the terminal's output on the child's stdout; what is
+ * written to its stdin is typed on the terminal. The caller stops it (a kill on timeout is the caller's).
+ */
+export const spawnOnTerminal = (args: ReadonlyArray<string>): ChildProcessWithoutNullStreams =>
+  spawn(SCRIPT, ["-qfec", [NODE, MAIN, ...args].map(shellQuote).join(" "), "/dev/null"], {
+    cwd: ROOT,
+    env: childEnv(),
+    stdio: ["pipe", "pipe", "pipe"]
+  })
+
+// eslint-disable-next-line no-control-regex
+const ANSI = /\x1b\[[0-9;?]*[A-Za-z]/g
+
+/** Text without its escape sequences (CSI: colours, cursor moves, clears); carriage returns are kept. */
+export const stripAnsi = (text: string): string => text.replace(ANSI, "")
+
+/** Terminal output as plain text: no escape sequences, no carriage returns. */
+export const plainText = (text: string): string => stripAnsi(text).replace(/\r/g, "")
+
+/** An assistant message of the test model (a tool-use stop unless `extra` says otherwise). */
+export const assistantMessage = (
+  content: AssistantMessage["content"],
+  extra: Partial<AssistantMessage> = {}
+): AssistantMessage => ({
+  role: "assistant",
+  content,
+  api: "test",
+  provider: "test",
+  model: "test",
+  usage: emptyUsage,
+  stopReason: "toolUse",
+  timestamp: 0,
+  ...extra
+})
 
 /**
  * A fresh temporary folder, made when `dir` is first read (so a skipped or filtered-out suite leaves
