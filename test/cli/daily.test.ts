@@ -5,20 +5,18 @@
  * line (CLI 6.5), sessions in the state folder (CLI 7.1), `--continue` (CLI 7.2), the picker of a bare
  * `--resume` on a pseudo-terminal (CLI 7.3), `--fork` (CLI 7.4), and the RPC mode (CLI 11.x).
  */
-import { spawn } from "node:child_process"
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import {
-  childEnv,
   defaultSessionFiles,
   endedMessages,
+  type InProcessStdin,
   loadSessionOrThrow,
   MAIN,
   NODE,
   parseJsonLines,
   plainText,
-  ROOT,
   runCliInProcess,
   runProcess,
   RUN_TIMEOUT_MS,
@@ -137,43 +135,35 @@ describe("--mode rpc", () => {
   afterAll(() => ws.cleanup())
 
   it("CLI 11.1-11.4: commands in, one response each, the run's events, clear error lines; exits when stdin ends", async () => {
-    const child = spawn(NODE, [MAIN, "--mode", "rpc", "-y", "-w", ws.dir], { cwd: ROOT, env: childEnv(), stdio: ["pipe", "pipe", "pipe"] })
-    const timer = setTimeout(() => child.kill("SIGKILL"), RUN_TIMEOUT_MS)
-    const send = (line: string) => void child.stdin.write(line + "\n")
-    let stdout = ""
-    let stderr = ""
-    let pending = ""
     const lines: Array<any> = []
     let sentAfterRun = false
-    child.stderr.on("data", (chunk: Buffer) => void (stderr += chunk.toString("utf8")))
-    child.stdout.setEncoding("utf8")
-    child.stdout.on("data", (chunk: string) => {
-      stdout += chunk
-      pending += chunk
-      for (let nl = pending.indexOf("\n"); nl >= 0; nl = pending.indexOf("\n")) {
-        const line = JSON.parse(pending.slice(0, nl))
-        pending = pending.slice(nl + 1)
+    const send = (stdin: InProcessStdin, line: string) => stdin.write(line + "\n")
+    const run = await runCliInProcess(["--mode", "rpc", "-y", "-w", ws.dir], {
+      stdin: "open",
+      onStart: (stdin) => {
+        send(stdin, JSON.stringify({ type: "get_state", id: "s0" }))
+        send(stdin, "this is not json")
+        send(stdin, JSON.stringify({ type: "dance", id: "d1" }))
+        send(stdin, JSON.stringify({ type: "prompt", id: "bad" }))
+        send(stdin, JSON.stringify({ type: "prompt", id: "p1", message: "Fix the add function" }))
+      },
+      onLine: (text, stdin) => {
+        const line = JSON.parse(text)
         lines.push(line)
         if (line.type === "response" && line.id === "p1") {
           // While the run goes: a second prompt is refused, a steer is queued.
-          send(JSON.stringify({ type: "prompt", id: "p2", message: "again" }))
-          send(JSON.stringify({ type: "steer", id: "st", message: "also check the README" }))
+          send(stdin, JSON.stringify({ type: "prompt", id: "p2", message: "again" }))
+          send(stdin, JSON.stringify({ type: "steer", id: "st", message: "also check the README" }))
         }
         if (line.type === "agent_end" && !sentAfterRun) {
           sentAfterRun = true
-          send(JSON.stringify({ type: "get_state", id: "s1" }))
-          send(JSON.stringify({ type: "abort", id: "a1" }))
-          child.stdin.end()
+          send(stdin, JSON.stringify({ type: "get_state", id: "s1" }))
+          send(stdin, JSON.stringify({ type: "abort", id: "a1" }))
+          stdin.end()
         }
       }
     })
-    send(JSON.stringify({ type: "get_state", id: "s0" }))
-    send("this is not json")
-    send(JSON.stringify({ type: "dance", id: "d1" }))
-    send(JSON.stringify({ type: "prompt", id: "bad" }))
-    send(JSON.stringify({ type: "prompt", id: "p1", message: "Fix the add function" }))
-    const code = await new Promise<number | null>((resolve) => child.on("close", (c) => resolve(c)))
-    clearTimeout(timer)
+    const { code, stderr, stdout } = run
     expect(code, stderr).toBe(0)
     expect(stdout.endsWith("\n")).toBe(true)
     const responses = lines.filter((l) => l.type === "response")

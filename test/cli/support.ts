@@ -144,12 +144,23 @@ export const runProcess = (command: string, args: ReadonlyArray<string>, options
 export const runCli = (args: ReadonlyArray<string>, options: RunOptions = {}) =>
   runProcess(NODE, [MAIN, ...args], options)
 
+/** The open standard input of an in-process run. */
+export interface InProcessStdin {
+  readonly write: (text: string) => void
+  readonly end: () => void
+}
+
 export interface InProcessOptions {
   readonly env?: Record<string, string | undefined>
-  /** What standard input holds (a pipe that then closes); default: nothing, as {@link runProcess} gives. */
-  readonly stdin?: string
-  /** Called with each complete stdout line as it is written. */
-  readonly onLine?: (line: string) => void
+  /**
+   * Standard input: what a pipe holds before it closes (default: nothing, as {@link runProcess} gives), or
+   * `"open"`: a pipe the test writes to and ends through the `stdin` handed to `onStart` and `onLine`.
+   */
+  readonly stdin?: string | "open"
+  /** Called once before the command starts, with its open standard input. */
+  readonly onStart?: (stdin: InProcessStdin) => void
+  /** Called with each complete stdout line as it is written (and the open standard input). */
+  readonly onLine?: (line: string, stdin: InProcessStdin) => void
   readonly timeoutMs?: number
   /** Every pause as long as it is written; by default short ones take no time (see {@link runCliInProcess}). */
   readonly realTime?: boolean
@@ -179,6 +190,15 @@ const quickClock = (real: Clock.Clock): Clock.Clock =>
  */
 export const runCliInProcess = async (args: ReadonlyArray<string>, options: InProcessOptions = {}): Promise<RunResult> => {
   const { program } = await import("../../src/cli/main.ts")
+  const input = Effect.runSync(Queue.unbounded<Uint8Array, import("effect").Cause.Done>())
+  if (options.stdin !== "open") {
+    if (options.stdin !== undefined && options.stdin !== "") Queue.offerUnsafe(input, new TextEncoder().encode(options.stdin))
+    Queue.endUnsafe(input)
+  }
+  const stdin: InProcessStdin = {
+    write: (text) => void Queue.offerUnsafe(input, new TextEncoder().encode(text)),
+    end: () => void Queue.endUnsafe(input)
+  }
   let stdout = ""
   let stderr = ""
   let lineStart = 0
@@ -189,7 +209,7 @@ export const runCliInProcess = async (args: ReadonlyArray<string>, options: InPr
     for (let newline = stdout.indexOf("\n", lineStart); newline >= 0; newline = stdout.indexOf("\n", lineStart)) {
       const line = stdout.slice(lineStart, newline)
       lineStart = newline + 1
-      options.onLine(line)
+      options.onLine(line, stdin)
     }
   }
   const toStdout = (...values: ReadonlyArray<unknown>) => write(format(...values) + "\n")
@@ -205,9 +225,7 @@ export const runCliInProcess = async (args: ReadonlyArray<string>, options: InPr
   })
   const stdio = Stdio.make({
     args: Effect.succeed(args),
-    stdin: options.stdin === undefined || options.stdin === ""
-      ? Stream.empty
-      : Stream.make(new TextEncoder().encode(options.stdin)),
+    stdin: Stream.fromQueue(input),
     stdout: () => Sink.forEach((chunk) => Effect.sync(() => write(text(chunk)))),
     stderr: () => Sink.forEach((chunk) => Effect.sync(() => void (stderr += text(chunk)))),
     stdinIsTerminal: Effect.succeed(false),
@@ -238,6 +256,7 @@ export const runCliInProcess = async (args: ReadonlyArray<string>, options: InPr
   )
   const timeoutMs = options.timeoutMs ?? RUN_TIMEOUT_MS
   let timedOut = false
+  options.onStart?.(stdin)
   const exit = await Effect.runPromiseExit(
     program.pipe(
       Effect.provide(Layer.mergeAll(Layer.succeed(Stdio.Stdio, stdio), Layer.succeed(Terminal.Terminal, terminal), files)),
