@@ -8,6 +8,7 @@
  */
 import { NodeServices } from "@effect/platform-node"
 import {
+  type Cause,
   Clock,
   ConfigProvider,
   Console,
@@ -185,12 +186,14 @@ const quickClock = (real: Clock.Clock): Clock.Clock =>
  * but with standard input a closed pipe holding `stdin`, standard output and error (the `Stdio` streams, the
  * `Terminal`'s display and the `Console`) captured, no terminal, and the environment of {@link childEnv} as
  * the configuration; pauses shorter than {@link QUICK_BELOW} take no time unless `realTime`. The exit code
- * is the one the process would exit with. For what does not depend on
- * the process itself: signals, exit on a signal, the installed bin and pseudo-terminals need {@link runCli}.
+ * is the one the process would exit with. For what does not depend on the process itself: signals, exit on
+ * a signal, the installed bin, pseudo-terminals, a real pipe, and what the CLI still writes to
+ * `process.stdout` itself (the durable-run commands) need {@link runCli}. Programs the run starts (bash, MCP
+ * servers) inherit this process's environment, not `env`.
  */
 export const runCliInProcess = async (args: ReadonlyArray<string>, options: InProcessOptions = {}): Promise<RunResult> => {
   const { program } = await import("../../src/cli/main.ts")
-  const input = Effect.runSync(Queue.unbounded<Uint8Array, import("effect").Cause.Done>())
+  const input = Effect.runSync(Queue.unbounded<Uint8Array, Cause.Done>())
   if (options.stdin !== "open") {
     if (options.stdin !== undefined && options.stdin !== "") Queue.offerUnsafe(input, new TextEncoder().encode(options.stdin))
     Queue.endUnsafe(input)
@@ -233,7 +236,7 @@ export const runCliInProcess = async (args: ReadonlyArray<string>, options: InPr
     stderrIsTerminal: Effect.succeed(false)
   })
   // No terminal: input ends at once, as a closed pipe does.
-  const ended = <A>() => Effect.tap(Queue.unbounded<A, import("effect").Cause.Done>(), Queue.end)
+  const ended = <A>() => Effect.tap(Queue.unbounded<A, Cause.Done>(), Queue.end)
   const terminal = Terminal.make({
     columns: Effect.succeed(0),
     rows: Effect.succeed(0),
