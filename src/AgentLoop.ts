@@ -17,6 +17,7 @@ import * as EventSink from "./EventSink.ts"
 import { makeEmitter } from "./internal/emitter.ts"
 import { causeMessage } from "./internal/errorText.ts"
 import { Growing } from "./internal/growing.ts"
+import { skipping } from "./internal/skip.ts"
 import {
   type AgentMessage,
   type AssistantMessage,
@@ -290,12 +291,8 @@ const runToolBatch = <R>(
     : undefined
   // An aborted response's calls go through an aborted signal, so they settle as "not started".
   const signal = message.stopReason === "aborted" && !isAborted(run) ? AbortSignal.abort() : run.signal
-  return executeToolCalls(message, {
-    ...run.config,
-    signal,
-    skipReason,
-    context: contextOf(run, systemPrompt)
-  })
+  const options = { ...run.config, signal, context: contextOf(run, systemPrompt) }
+  return executeToolCalls(message, skipReason === undefined ? options : skipping(options, skipReason))
 }
 
 /** `shouldStopAfterTurn`, with its failure treated as "stop". */
