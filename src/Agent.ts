@@ -4,10 +4,11 @@
  *
  * @since 0.1.0
  */
-import { Cause, Clock, Context, Deferred, Effect, Fiber, HashSet, Layer, Schema, Semaphore, SubscriptionRef } from "effect"
+import { Cause, Clock, Context, Deferred, Effect, HashSet, Layer, Schema, Semaphore, SubscriptionRef } from "effect"
 import type { AgentEvent } from "./AgentEvent.ts"
 import { type AgentLoopConfig, CannotContinue, runAgentLoop, runAgentLoopContinue } from "./AgentLoop.ts"
 import * as EventSink from "./EventSink.ts"
+import { abortOnInterrupt } from "./internal/abort.ts"
 import { contain } from "./internal/contain.ts"
 import { Growing } from "./internal/growing.ts"
 import type { AgentMessage, ImageContent, UserMessage } from "./Message.ts"
@@ -304,23 +305,14 @@ export const make = <R = never>(
           }
           // The run has its own fiber so that interrupting `prompt` can abort the signal subscribers hold
           // before waiting for the run to settle (a subscriber may be waiting on that very signal).
-          const fiber = yield* Effect.forkChild(
+          const exit = yield* Effect.exit(abortOnInterrupt(
             start(config, snapshot).pipe(
               Effect.provideService(EventSink.EventSink, { emit: deliver(run.controller.signal) }),
               Effect.provide(services)
             ),
-            { startImmediately: true }
-          )
-          const exit = yield* Effect.exit(
-            restore(Fiber.join(fiber)).pipe(
-              Effect.onInterrupt(() =>
-                Effect.suspend(() => {
-                  run.controller.abort()
-                  return Fiber.await(fiber)
-                })
-              )
-            )
-          )
+            run.controller,
+            restore
+          ))
           yield* SubscriptionRef.update(state, (current) =>
             states.clearPending(current, { isStreaming: false, streamingMessage: undefined }))
           active = undefined

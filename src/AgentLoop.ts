@@ -14,6 +14,7 @@ import type { AgentContext } from "./AgentContext.ts"
 import type { AgentEvent } from "./AgentEvent.ts"
 import type { AssistantMessageEvent } from "./AssistantMessageEvent.ts"
 import * as EventSink from "./EventSink.ts"
+import { abortOnInterrupt, interruptOnAbort } from "./internal/abort.ts"
 import { makeEmitter } from "./internal/emitter.ts"
 import { causeMessage } from "./internal/errorText.ts"
 import { Growing } from "./internal/growing.ts"
@@ -196,27 +197,6 @@ const buildRequest = <R>(run: Run<R>, systemPrompt: string): Effect.Effect<Model
 }
 
 /**
- * Runs the model call in a child fiber that is interrupted when the signal fires, and waits for it to finish
- * interrupting. The child starts at once, with no trip through the scheduler; an abort raised while it runs
- * synchronously is caught by the call's own event handler (which stops at the next event) and by the check
- * right after the fork. A call that finished synchronously needs no listener at all.
- */
-const abortable = <A, E, R>(work: Effect.Effect<A, E, R>, signal: AbortSignal): Effect.Effect<A, E, R> =>
-  Effect.uninterruptibleMask((restore) =>
-    Effect.flatMap(Effect.forkChild(restore(work), { startImmediately: true }), (fiber) => {
-      const exit = fiber.pollUnsafe()
-      if (exit !== undefined) return exit
-      const onAbort = () => fiber.interruptUnsafe()
-      if (signal.aborted) onAbort()
-      else signal.addEventListener("abort", onAbort, { once: true })
-      return restore(Fiber.join(fiber)).pipe(
-        Effect.onInterrupt(() => Fiber.interrupt(fiber)),
-        Effect.ensuring(Effect.sync(() => signal.removeEventListener("abort", onAbort)))
-      )
-    })
-  )
-
-/**
  * Streams one assistant response, announcing it (`message_start`, `message_update`s, `message_end`).
  * Always returns a message: failures become `stopReason: "error"`, an abort `stopReason: "aborted"` with
  * whatever had arrived.
@@ -259,7 +239,9 @@ const streamAssistantResponse = <R>(run: Run<R>, systemPrompt: string): Effect.E
       ))
     const exit = isAborted(run)
       ? Exit.interrupt()
-      : yield* Effect.exit(run.signal ? abortable(call, run.signal) : call)
+      // Started at once (no trip through the scheduler); an abort raised while the stream delivers
+      // synchronously is caught by `onEvent` above, which stops at the next event.
+      : yield* Effect.exit(run.signal ? interruptOnAbort(call, run.signal, { startImmediately: true }) : call)
     let message: AssistantMessage
     if (Exit.isSuccess(exit) && !isAborted(run) && final !== undefined) {
       message = final
@@ -414,15 +396,7 @@ const startRun = <R>(
         }
         yield* run.emit({ type: "agent_end", messages: run.newMessages.snapshot() })
       })
-      const fiber = yield* Effect.forkChild(Effect.interruptible(body), { startImmediately: true })
-      yield* restore(Fiber.await(fiber)).pipe(
-        Effect.onInterrupt(() =>
-          Effect.suspend(() => {
-            interrupted.abort()
-            return Fiber.await(fiber)
-          })
-        )
-      )
+      yield* abortOnInterrupt(body, interrupted, restore)
       return run.newMessages.snapshot()
     })
   )

@@ -62,18 +62,21 @@ export const interruptOnAbort = <A, E, R>(
 /**
  * Runs `work` in a child fiber (started at once) and waits for it. Interrupting the caller does not
  * interrupt the work: it aborts `controller` and waits for the work to settle, since the work cancels
- * through that signal (and code it hands the signal to, such as a subscriber, may be waiting on it). The
- * work is interruptible by its own parent scope only.
+ * through that signal (and code it hands the signal to, such as a subscriber, may be waiting on it).
+ *
+ * Called inside an `uninterruptibleMask`, pass its `restore`: the wait is then interruptible exactly as
+ * the caller's region would be, while the fork cannot be cut from it.
  */
 export const abortOnInterrupt = <A, E, R>(
   work: Effect.Effect<A, E, R>,
-  controller: AbortController
+  controller: AbortController,
+  restore?: <A2, E2, R2>(effect: Effect.Effect<A2, E2, R2>) => Effect.Effect<A2, E2, R2>
 ): Effect.Effect<A, E, R> =>
-  Effect.uninterruptibleMask((restore) =>
+  Effect.uninterruptibleMask((own) =>
     Effect.flatMap(
       Effect.forkChild(Effect.interruptible(work), { startImmediately: true }),
       (fiber) =>
-        restore(Fiber.join(fiber)).pipe(
+        (restore ?? own)(Fiber.join(fiber)).pipe(
           Effect.onInterrupt(() =>
             Effect.suspend(() => {
               controller.abort()
