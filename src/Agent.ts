@@ -204,10 +204,10 @@ const makeStates = (initial: ReadonlyArray<AgentMessage>) => {
       switch (event.type) {
         case "message_start":
         case "message_update":
-          return patch(state, { streamingMessage: event.message as AgentMessage })
+          return patch(state, { streamingMessage: event.message })
         case "message_end": {
           const { pending } = internalsOf(state)
-          transcript.append(event.message as AgentMessage)
+          transcript.append(event.message)
           return build({ ...plainOf(state), streamingMessage: undefined }, transcript.later(), pending)
         }
         case "tool_execution_start": {
@@ -219,7 +219,7 @@ const makeStates = (initial: ReadonlyArray<AgentMessage>) => {
           return build(plainOf(state), messages, HashSet.remove(pending, event.toolCallId))
         }
         case "turn_end": {
-          const message = event.message as AgentMessage
+          const message = event.message
           return message.role === "assistant" && typeof message.errorMessage === "string"
             ? patch(state, { errorMessage: message.errorMessage })
             : state

@@ -193,8 +193,7 @@ export const make = (options: ViewOptions): Effect.Effect<LiveView, never, Scope
             }
             case "tool_execution_update": {
               const lane = lanes.get(event.toolCallId)
-              const partial = event.partialResult as { readonly content?: unknown } | undefined
-              const line = lastLine(textOf(partial?.content), Math.max(20, options.columns - 50))
+              const line = lastLine(textOf(event.partialResult.content), Math.max(20, options.columns - 50))
               if (lane !== undefined && line !== "") lane.progress = line
               if (live) {
                 clear()
@@ -212,8 +211,7 @@ export const make = (options: ViewOptions): Effect.Effect<LiveView, never, Scope
                 span.end = now
                 span.isError = event.isError
               }
-              const result = event.result as { readonly content?: unknown } | undefined
-              const summary = firstLine(textOf(result?.content), Math.max(20, options.columns - 40))
+              const summary = firstLine(textOf(event.result.content), Math.max(20, options.columns - 40))
               const took = lane === undefined ? "" : ` ${formatMs(now - lane.startedAt)}`
               const mark = event.isError ? paint("✗", "31") : paint("✓", "32")
               print(
