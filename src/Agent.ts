@@ -234,181 +234,177 @@ const makeStates = (initial: ReadonlyArray<AgentMessage>) => {
 }
 
 /** Builds an agent on the {@link Model} and {@link ToolRegistry} in the context. */
-export const make = <R = never>(
-  options: AgentOptions<R> = {}
-): Effect.Effect<AgentShape, never, Model | ToolRegistry | R> =>
-  Effect.gen(function*() {
-    const model = yield* Model
-    const registry = yield* ToolRegistry
-    const services = yield* Effect.context<Model | ToolRegistry | R>()
-    const states = makeStates(options.messages ?? [])
-    const state = yield* SubscriptionRef.make<AgentState>(states.initial({
-      systemPrompt: options.systemPrompt ?? "",
-      model: model.info,
-      tools: registry.tools.map((entry) => entry.tool),
-      isStreaming: false,
-      streamingMessage: undefined,
-      errorMessage: undefined
-    }))
-    const steering = new MessageQueue(options.steeringMode ?? "one-at-a-time")
-    const followUps = new MessageQueue(options.followUpMode ?? "one-at-a-time")
-    let listeners: ReadonlyArray<Listener> = []
-    let active: ActiveRun | undefined
-    // Events of parallel tool fibers are delivered one at a time, in emission order.
-    const delivery = yield* Semaphore.make(1)
+export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentOptions<R> = {}) {
+  const model = yield* Model
+  const registry = yield* ToolRegistry
+  const services = yield* Effect.context<Model | ToolRegistry | R>()
+  const states = makeStates(options.messages ?? [])
+  const state = yield* SubscriptionRef.make<AgentState>(states.initial({
+    systemPrompt: options.systemPrompt ?? "",
+    model: model.info,
+    tools: registry.tools.map((entry) => entry.tool),
+    isStreaming: false,
+    streamingMessage: undefined,
+    errorMessage: undefined
+  }))
+  const steering = new MessageQueue(options.steeringMode ?? "one-at-a-time")
+  const followUps = new MessageQueue(options.followUpMode ?? "one-at-a-time")
+  let listeners: ReadonlyArray<Listener> = []
+  let active: ActiveRun | undefined
+  // Events of parallel tool fibers are delivered one at a time, in emission order.
+  const delivery = yield* Semaphore.make(1)
 
-    const deliver = (signal: AbortSignal) => (event: AgentEvent): Effect.Effect<void> =>
-      delivery.withPermit(
-        Effect.suspend(() => {
-          const update = SubscriptionRef.update(state, (current) => states.reduce(current, event))
-          // The subscribers at the time of the event, each awaited in turn.
-          const current = listeners
-          if (current.length === 0) return update
-          const what = `a subscriber on ${event.type}`
-          if (current.length === 1) return Effect.andThen(update, contain(what, () => current[0]!(event, signal)))
-          return Effect.andThen(
-            update,
-            Effect.forEach(current, (listener) => contain(what, () => listener(event, signal)), { discard: true })
-          )
-        })
-      )
-
-    const toMessage = (input: AgentMessage | string, images?: ReadonlyArray<ImageContent>) =>
-      typeof input !== "string"
-        ? Effect.succeed(input)
-        : Effect.map(Clock.currentTimeMillis, (timestamp): UserMessage => ({
-          role: "user",
-          content: [{ type: "text", text: input }, ...(images ?? [])],
-          timestamp
-        }))
-
-    /** One run from start to idle; `start` runs the loop with the run's config. */
-    const lifecycle = <E>(
-      busy: string,
-      start: (
-        config: AgentLoopConfig<R>,
-        snapshot: AgentState
-      ) => Effect.Effect<unknown, E, Model | ToolRegistry | R>
-    ): Effect.Effect<void, AgentBusy | E> =>
-      Effect.uninterruptibleMask((restore) =>
-        Effect.gen(function*() {
-          if (active !== undefined) return yield* new AgentBusy({ message: busy })
-          const run: ActiveRun = { controller: new AbortController(), done: Deferred.makeUnsafe<void>() }
-          active = run
-          const snapshot = yield* SubscriptionRef.updateAndGet(state, (current) =>
-            states.patch(current, { isStreaming: true, streamingMessage: undefined, errorMessage: undefined }))
-          const config: AgentLoopConfig<R> = {
-            ...options,
-            signal: run.controller.signal,
-            getSteeringMessages: Effect.sync(() => steering.drain()),
-            getFollowUpMessages: Effect.sync(() => followUps.drain())
-          }
-          // The run has its own fiber so that interrupting `prompt` can abort the signal subscribers hold
-          // before waiting for the run to settle (a subscriber may be waiting on that very signal).
-          const exit = yield* Effect.exit(abortOnInterrupt(
-            start(config, snapshot).pipe(
-              Effect.provideService(EventSink.EventSink, { emit: deliver(run.controller.signal) }),
-              Effect.provide(services)
-            ),
-            run.controller,
-            restore
-          ))
-          yield* SubscriptionRef.update(state, (current) =>
-            states.clearPending(current, { isStreaming: false, streamingMessage: undefined }))
-          active = undefined
-          yield* Deferred.succeed(run.done, undefined)
-          if (exit._tag === "Failure" && !Cause.hasInterruptsOnly(exit.cause)) return yield* Effect.failCause(exit.cause)
-        })
-      )
-
-    const runPrompts = (prompts: ReadonlyArray<AgentMessage>, busy: string, skipInitialSteering = false) =>
-      lifecycle(busy, (config, snapshot) => {
-        let skip = skipInitialSteering
-        return runAgentLoop(prompts, { systemPrompt: snapshot.systemPrompt, messages: snapshot.messages }, {
-          ...config,
-          getSteeringMessages: Effect.sync(() => {
-            if (skip) {
-              skip = false
-              return []
-            }
-            return steering.drain()
-          })
-        })
+  const deliver = (signal: AbortSignal) => (event: AgentEvent): Effect.Effect<void> =>
+    delivery.withPermit(
+      Effect.suspend(() => {
+        const update = SubscriptionRef.update(state, (current) => states.reduce(current, event))
+        // The subscribers at the time of the event, each awaited in turn.
+        const current = listeners
+        if (current.length === 0) return update
+        const what = `a subscriber on ${event.type}`
+        if (current.length === 1) return Effect.andThen(update, contain(what, () => current[0]!(event, signal)))
+        return Effect.andThen(
+          update,
+          Effect.forEach(current, (listener) => contain(what, () => listener(event, signal)), { discard: true })
+        )
       })
+    )
 
-    const prompt: AgentShape["prompt"] = (input, images) =>
+  const toMessage = (input: AgentMessage | string, images?: ReadonlyArray<ImageContent>) =>
+    typeof input !== "string"
+      ? Effect.succeed(input)
+      : Effect.map(Clock.currentTimeMillis, (timestamp): UserMessage => ({
+        role: "user",
+        content: [{ type: "text", text: input }, ...(images ?? [])],
+        timestamp
+      }))
+
+  /** One run from start to idle; `start` runs the loop with the run's config. */
+  const lifecycle = <E>(
+    busy: string,
+    start: (
+      config: AgentLoopConfig<R>,
+      snapshot: AgentState
+    ) => Effect.Effect<unknown, E, Model | ToolRegistry | R>
+  ): Effect.Effect<void, AgentBusy | E> =>
+    Effect.uninterruptibleMask((restore) =>
       Effect.gen(function*() {
-        if (active !== undefined) return yield* new AgentBusy({ message: PROMPT_BUSY })
-        const prompts = Array.isArray(input)
-          ? input as ReadonlyArray<AgentMessage>
-          : [yield* toMessage(input as AgentMessage | string, images)]
-        return yield* runPrompts(prompts, PROMPT_BUSY)
+        if (active !== undefined) return yield* new AgentBusy({ message: busy })
+        const run: ActiveRun = { controller: new AbortController(), done: Deferred.makeUnsafe<void>() }
+        active = run
+        const snapshot = yield* SubscriptionRef.updateAndGet(state, (current) =>
+          states.patch(current, { isStreaming: true, streamingMessage: undefined, errorMessage: undefined }))
+        const config: AgentLoopConfig<R> = {
+          ...options,
+          signal: run.controller.signal,
+          getSteeringMessages: Effect.sync(() => steering.drain()),
+          getFollowUpMessages: Effect.sync(() => followUps.drain())
+        }
+        // The run has its own fiber so that interrupting `prompt` can abort the signal subscribers hold
+        // before waiting for the run to settle (a subscriber may be waiting on that very signal).
+        const exit = yield* Effect.exit(abortOnInterrupt(
+          start(config, snapshot).pipe(
+            Effect.provideService(EventSink.EventSink, { emit: deliver(run.controller.signal) }),
+            Effect.provide(services)
+          ),
+          run.controller,
+          restore
+        ))
+        yield* SubscriptionRef.update(state, (current) =>
+          states.clearPending(current, { isStreaming: false, streamingMessage: undefined }))
+        active = undefined
+        yield* Deferred.succeed(run.done, undefined)
+        if (exit._tag === "Failure" && !Cause.hasInterruptsOnly(exit.cause)) return yield* Effect.failCause(exit.cause)
       })
+    )
 
-    const continueRun: AgentShape["continue"] = Effect.gen(function*() {
-      if (active !== undefined) return yield* new AgentBusy({ message: CONTINUE_BUSY })
-      const { messages } = yield* SubscriptionRef.get(state)
-      const last = messages.at(-1)
-      if (last === undefined) return yield* new CannotContinue({ message: "No messages to continue from" })
-      if (last.role === "assistant") {
-        const queuedSteering = steering.drain()
-        if (queuedSteering.length > 0) return yield* runPrompts(queuedSteering, CONTINUE_BUSY, true)
-        const queuedFollowUps = followUps.drain()
-        if (queuedFollowUps.length > 0) return yield* runPrompts(queuedFollowUps, CONTINUE_BUSY)
-        return yield* new CannotContinue({ message: "Cannot continue from message role: assistant" })
-      }
-      return yield* lifecycle(
-        CONTINUE_BUSY,
-        (config, snapshot) =>
-          runAgentLoopContinue({ systemPrompt: snapshot.systemPrompt, messages: snapshot.messages }, config)
-      )
+  const runPrompts = (prompts: ReadonlyArray<AgentMessage>, busy: string, skipInitialSteering = false) =>
+    lifecycle(busy, (config, snapshot) => {
+      let skip = skipInitialSteering
+      return runAgentLoop(prompts, { systemPrompt: snapshot.systemPrompt, messages: snapshot.messages }, {
+        ...config,
+        getSteeringMessages: Effect.sync(() => {
+          if (skip) {
+            skip = false
+            return []
+          }
+          return steering.drain()
+        })
+      })
     })
 
-    const whenIdle = <A>(busy: string, f: () => Effect.Effect<A>) =>
-      Effect.suspend(() => active !== undefined ? Effect.fail(new AgentBusy({ message: busy })) : f())
-
-    return {
-      state,
-      prompt,
-      continue: continueRun,
-      steer: (message) => Effect.map(toMessage(message), (m) => void steering.items.push(m)),
-      followUp: (message) => Effect.map(toMessage(message), (m) => void followUps.items.push(m)),
-      setSteeringMode: (mode) => Effect.sync(() => void (steering.mode = mode)),
-      setFollowUpMode: (mode) => Effect.sync(() => void (followUps.mode = mode)),
-      clearSteeringQueue: Effect.sync(() => void (steering.items = [])),
-      clearFollowUpQueue: Effect.sync(() => void (followUps.items = [])),
-      clearAllQueues: Effect.sync(() => {
-        steering.items = []
-        followUps.items = []
-      }),
-      hasQueuedMessages: Effect.sync(() => steering.items.length > 0 || followUps.items.length > 0),
-      abort: Effect.sync(() => active?.controller.abort()),
-      waitForIdle: Effect.suspend(() => active === undefined ? Effect.void : Deferred.await(active.done)),
-      reset: whenIdle(RESET_BUSY, () =>
-        Effect.andThen(
-          Effect.sync(() => {
-            steering.items = []
-            followUps.items = []
-          }),
-          SubscriptionRef.update(state, (current) =>
-            states.replace(current, { streamingMessage: undefined, errorMessage: undefined }, []))
-        )),
-      setSystemPrompt: (systemPrompt) =>
-        SubscriptionRef.update(state, (current) => states.patch(current, { systemPrompt })),
-      setMessages: (messages) =>
-        whenIdle(
-          SET_MESSAGES_BUSY,
-          () => SubscriptionRef.update(state, (current) => states.replace(current, {}, messages))
-        ),
-      subscribe: (listener) =>
-        Effect.sync(() => {
-          listeners = [...listeners, listener]
-          return Effect.sync(() => {
-            listeners = listeners.filter((l) => l !== listener)
-          })
-        })
-    }
+  const prompt: AgentShape["prompt"] = Effect.fnUntraced(function*(input: PromptInput, images?: ReadonlyArray<ImageContent>) {
+    if (active !== undefined) return yield* new AgentBusy({ message: PROMPT_BUSY })
+    const prompts = Array.isArray(input)
+      ? input as ReadonlyArray<AgentMessage>
+      : [yield* toMessage(input as AgentMessage | string, images)]
+    return yield* runPrompts(prompts, PROMPT_BUSY)
   })
+
+  const continueRun: AgentShape["continue"] = Effect.gen(function*() {
+    if (active !== undefined) return yield* new AgentBusy({ message: CONTINUE_BUSY })
+    const { messages } = yield* SubscriptionRef.get(state)
+    const last = messages.at(-1)
+    if (last === undefined) return yield* new CannotContinue({ message: "No messages to continue from" })
+    if (last.role === "assistant") {
+      const queuedSteering = steering.drain()
+      if (queuedSteering.length > 0) return yield* runPrompts(queuedSteering, CONTINUE_BUSY, true)
+      const queuedFollowUps = followUps.drain()
+      if (queuedFollowUps.length > 0) return yield* runPrompts(queuedFollowUps, CONTINUE_BUSY)
+      return yield* new CannotContinue({ message: "Cannot continue from message role: assistant" })
+    }
+    return yield* lifecycle(
+      CONTINUE_BUSY,
+      (config, snapshot) =>
+        runAgentLoopContinue({ systemPrompt: snapshot.systemPrompt, messages: snapshot.messages }, config)
+    )
+  })
+
+  const whenIdle = <A>(busy: string, f: () => Effect.Effect<A>) =>
+    Effect.suspend(() => active !== undefined ? Effect.fail(new AgentBusy({ message: busy })) : f())
+
+  return {
+    state,
+    prompt,
+    continue: continueRun,
+    steer: (message) => Effect.map(toMessage(message), (m) => void steering.items.push(m)),
+    followUp: (message) => Effect.map(toMessage(message), (m) => void followUps.items.push(m)),
+    setSteeringMode: (mode) => Effect.sync(() => void (steering.mode = mode)),
+    setFollowUpMode: (mode) => Effect.sync(() => void (followUps.mode = mode)),
+    clearSteeringQueue: Effect.sync(() => void (steering.items = [])),
+    clearFollowUpQueue: Effect.sync(() => void (followUps.items = [])),
+    clearAllQueues: Effect.sync(() => {
+      steering.items = []
+      followUps.items = []
+    }),
+    hasQueuedMessages: Effect.sync(() => steering.items.length > 0 || followUps.items.length > 0),
+    abort: Effect.sync(() => active?.controller.abort()),
+    waitForIdle: Effect.suspend(() => active === undefined ? Effect.void : Deferred.await(active.done)),
+    reset: whenIdle(RESET_BUSY, () =>
+      Effect.andThen(
+        Effect.sync(() => {
+          steering.items = []
+          followUps.items = []
+        }),
+        SubscriptionRef.update(state, (current) =>
+          states.replace(current, { streamingMessage: undefined, errorMessage: undefined }, []))
+      )),
+    setSystemPrompt: (systemPrompt) =>
+      SubscriptionRef.update(state, (current) => states.patch(current, { systemPrompt })),
+    setMessages: (messages) =>
+      whenIdle(
+        SET_MESSAGES_BUSY,
+        () => SubscriptionRef.update(state, (current) => states.replace(current, {}, messages))
+      ),
+    subscribe: (listener) =>
+      Effect.sync(() => {
+        listeners = [...listeners, listener]
+        return Effect.sync(() => {
+          listeners = listeners.filter((l) => l !== listener)
+        })
+      })
+  } satisfies AgentShape
+})
 
 /** The agent as a service. */
 export class Agent extends Context.Service<Agent, AgentShape>()("effect-agent/Agent") {

@@ -201,64 +201,63 @@ const buildRequest = <R>(run: Run<R>, systemPrompt: string): Effect.Effect<Model
  * Always returns a message: failures become `stopReason: "error"`, an abort `stopReason: "aborted"` with
  * whatever had arrived.
  */
-const streamAssistantResponse = <R>(run: Run<R>, systemPrompt: string): Effect.Effect<AssistantMessage, never, R> =>
-  Effect.gen(function*() {
-    let partial: AssistantMessage | undefined
-    let final: AssistantMessage | undefined
-    let started = false
-    const onEvent = (event: AssistantMessageEvent): Effect.Effect<void> => {
-      // Aborted while the stream was delivering synchronously: stop here, as the signal's listener would.
-      if (isAborted(run)) return Effect.interrupt
-      switch (event.type) {
-        case "start":
-          partial = event.partial
+const streamAssistantResponse = Effect.fnUntraced(function*<R>(run: Run<R>, systemPrompt: string) {
+  let partial: AssistantMessage | undefined
+  let final: AssistantMessage | undefined
+  let started = false
+  const onEvent = (event: AssistantMessageEvent): Effect.Effect<void> => {
+    // Aborted while the stream was delivering synchronously: stop here, as the signal's listener would.
+    if (isAborted(run)) return Effect.interrupt
+    switch (event.type) {
+      case "start":
+        partial = event.partial
+        started = true
+        return run.emit({ type: "message_start", message: event.partial })
+      case "done":
+        final = event.message
+        return Effect.void
+      case "error":
+        final = event.error
+        return Effect.void
+      default:
+        partial = event.partial
+        if (!started) {
           started = true
-          return run.emit({ type: "message_start", message: event.partial })
-        case "done":
-          final = event.message
-          return Effect.void
-        case "error":
-          final = event.error
-          return Effect.void
-        default:
-          partial = event.partial
-          if (!started) {
-            started = true
-            return Effect.andThen(
-              run.emit({ type: "message_start", message: event.partial }),
-              run.emit({ type: "message_update", message: event.partial, assistantMessageEvent: event })
-            )
-          }
-          return run.emit({ type: "message_update", message: event.partial, assistantMessageEvent: event })
-      }
+          return Effect.andThen(
+            run.emit({ type: "message_start", message: event.partial }),
+            run.emit({ type: "message_update", message: event.partial, assistantMessageEvent: event })
+          )
+        }
+        return run.emit({ type: "message_update", message: event.partial, assistantMessageEvent: event })
     }
-    const call = Effect.flatMap(buildRequest(run, systemPrompt), (request) =>
-      run.model.stream(request).pipe(
-        Stream.takeUntil((event) => event.type === "done" || event.type === "error"),
-        Stream.runForEach(onEvent)
-      ))
-    const exit = isAborted(run)
-      ? Exit.interrupt()
-      // Started at once (no trip through the scheduler); an abort raised while the stream delivers
-      // synchronously is caught by `onEvent` above, which stops at the next event.
-      : yield* Effect.exit(run.signal ? interruptOnAbort(call, run.signal, { startImmediately: true }) : call)
-    let message: AssistantMessage
-    if (Exit.isSuccess(exit) && !isAborted(run) && final !== undefined) {
-      message = final
+  }
+  const call = Effect.flatMap(buildRequest(run, systemPrompt), (request) =>
+    run.model.stream(request).pipe(
+      Stream.takeUntil((event) => event.type === "done" || event.type === "error"),
+      Stream.runForEach(onEvent)
+    ))
+  const exit = isAborted(run)
+    ? Exit.interrupt()
+    // Started at once (no trip through the scheduler); an abort raised while the stream delivers
+    // synchronously is caught by `onEvent` above, which stops at the next event.
+    : yield* Effect.exit(run.signal ? interruptOnAbort(call, run.signal, { startImmediately: true }) : call)
+  let message: AssistantMessage
+  if (Exit.isSuccess(exit) && !isAborted(run) && final !== undefined) {
+    message = final
+  } else {
+    const now = yield* Clock.currentTimeMillis
+    if (Exit.isSuccess(exit) && !isAborted(run)) {
+      message = closingMessage(run, partial, "error", "The model stream ended without a final message", now)
+    } else if (isAborted(run) || Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)) {
+      message = closingMessage(run, partial, "aborted", "Request was aborted", now)
     } else {
-      const now = yield* Clock.currentTimeMillis
-      if (Exit.isSuccess(exit) && !isAborted(run)) {
-        message = closingMessage(run, partial, "error", "The model stream ended without a final message", now)
-      } else if (isAborted(run) || Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)) {
-        message = closingMessage(run, partial, "aborted", "Request was aborted", now)
-      } else {
-        message = closingMessage(run, partial, "error", Exit.isFailure(exit) ? causeMessage(exit.cause) : "", now)
-      }
+      message = closingMessage(run, partial, "error", Exit.isFailure(exit) ? causeMessage(exit.cause) : "", now)
     }
-    if (!started) yield* run.emit({ type: "message_start", message })
-    yield* run.emit({ type: "message_end", message })
-    return message
-  })
+  }
+  if (!started) yield* run.emit({ type: "message_start", message })
+  yield* run.emit({ type: "message_end", message })
+  return message
+})
 
 /** The tool batch of a response, or the settled-but-not-run results of a response that cannot be trusted. */
 const runToolBatch = <R>(
@@ -316,46 +315,45 @@ const poll = <R>(queue: Effect.Effect<ReadonlyArray<AgentMessage>, never, R> | u
 
 /** The two nested loops. Ends with `agent_end` on every path. */
 // The run's registry and sink are the ones in the context it runs in: the batch finds them there.
-const runLoop = <R>(run: Run<R>, systemPrompt: string): Effect.Effect<void, never, ToolRegistry | R> =>
-  Effect.gen(function*() {
-    let firstTurn = true
-    // Built once per run, read once or twice per turn.
-    const steering = poll(run.config.getSteeringMessages, "getSteeringMessages")
-    const followUps = poll(run.config.getFollowUpMessages, "getFollowUpMessages")
-    let pending = yield* steering
-    while (true) {
-      let moreToolCalls = true
-      while (moreToolCalls || pending.length > 0) {
-        if (firstTurn) firstTurn = false
-        else yield* run.emit({ type: "turn_start" })
-        for (const message of pending) {
-          yield* announce(run, message)
-          append(run, message)
-        }
-        pending = []
-
-        const message = yield* streamAssistantResponse(run, systemPrompt)
+const runLoop = Effect.fnUntraced(function*<R>(run: Run<R>, systemPrompt: string) {
+  let firstTurn = true
+  // Built once per run, read once or twice per turn.
+  const steering = poll(run.config.getSteeringMessages, "getSteeringMessages")
+  const followUps = poll(run.config.getFollowUpMessages, "getFollowUpMessages")
+  let pending = yield* steering
+  while (true) {
+    let moreToolCalls = true
+    while (moreToolCalls || pending.length > 0) {
+      if (firstTurn) firstTurn = false
+      else yield* run.emit({ type: "turn_start" })
+      for (const message of pending) {
+        yield* announce(run, message)
         append(run, message)
-        const calls = toolCallsOf(message)
-        const batch = calls.length > 0 ? yield* runToolBatch(run, message, systemPrompt) : undefined
-        const toolResults = batch?.messages ?? []
-        for (const result of toolResults) append(run, result)
-        yield* run.emit({ type: "turn_end", message, toolResults })
-
-        if (message.stopReason === "error" || message.stopReason === "aborted" || batch?.aborted || isAborted(run)) {
-          return
-        }
-        // A terminating batch ends the inner loop; a length stop goes on so the model can retry.
-        moreToolCalls = batch !== undefined && !batch.terminate
-        if (run.config.shouldStopAfterTurn !== undefined && (yield* stopAfterTurn(run, message, toolResults, systemPrompt))) {
-          return
-        }
-        pending = yield* steering
       }
-      pending = yield* followUps
-      if (pending.length === 0) return
+      pending = []
+
+      const message = yield* streamAssistantResponse(run, systemPrompt)
+      append(run, message)
+      const calls = toolCallsOf(message)
+      const batch = calls.length > 0 ? yield* runToolBatch(run, message, systemPrompt) : undefined
+      const toolResults = batch?.messages ?? []
+      for (const result of toolResults) append(run, result)
+      yield* run.emit({ type: "turn_end", message, toolResults })
+
+      if (message.stopReason === "error" || message.stopReason === "aborted" || batch?.aborted || isAborted(run)) {
+        return
+      }
+      // A terminating batch ends the inner loop; a length stop goes on so the model can retry.
+      moreToolCalls = batch !== undefined && !batch.terminate
+      if (run.config.shouldStopAfterTurn !== undefined && (yield* stopAfterTurn(run, message, toolResults, systemPrompt))) {
+        return
+      }
+      pending = yield* steering
     }
-  })
+    pending = yield* followUps
+    if (pending.length === 0) return
+  }
+})
 
 /**
  * Runs the loop to its `agent_end`. Interrupting this fiber is turned into an abort of the run's signal, so

@@ -137,33 +137,24 @@ export const executeAll = <P extends { readonly call: Call }, R>(
  * stop. Work that does not stop in time (a tool that ignores cancellation, a subscriber that never returns)
  * is abandoned: `abandon` drops its later events. Returns how the work ended.
  */
-export const supervise = <R>(
-  work: Effect.Effect<void, never, R>,
-  calls: ReadonlyArray<Call>,
-  signal: AbortSignal | undefined,
-  grace: Duration.Duration,
-  stop: () => void,
-  abandon: () => void,
-  restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
-): Effect.Effect<Exit.Exit<void>, never, R> =>
-  Effect.gen(function*() {
-    // Detached: a child fiber would be awaited when this one exits, and abandoned work must not hold it.
-    // Not started immediately, so that an interruption arriving while it would run synchronously is seen.
-    const fiber = yield* Effect.forkDetach(Effect.interruptible(work))
-    const waiting = signal === undefined
-      ? Fiber.await(fiber)
-      : Effect.raceFirst(Fiber.await(fiber), Effect.as(whenAborted(signal), undefined))
-    const first = yield* Effect.exit(restore(waiting))
-    if (Exit.isSuccess(first) && first.value !== undefined) return first.value
-    stop()
-    for (const call of calls) abortRunning(call)
-    fiber.interruptUnsafe()
-    const stopped = yield* Effect.timeoutOption(Effect.interruptible(Fiber.await(fiber)), grace)
-    if (Option.isSome(stopped)) return stopped.value
-    abandonBusy(calls)
-    abandon()
-    return Exit.interrupt()
-  })
+export const supervise = Effect.fnUntraced(function*<R>(work: Effect.Effect<void, never, R>, calls: ReadonlyArray<Call>, signal: AbortSignal | undefined, grace: Duration.Duration, stop: () => void, abandon: () => void, restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>) {
+  // Detached: a child fiber would be awaited when this one exits, and abandoned work must not hold it.
+  // Not started immediately, so that an interruption arriving while it would run synchronously is seen.
+  const fiber = yield* Effect.forkDetach(Effect.interruptible(work))
+  const waiting = signal === undefined
+    ? Fiber.await(fiber)
+    : Effect.raceFirst(Fiber.await(fiber), Effect.as(whenAborted(signal), undefined))
+  const first = yield* Effect.exit(restore(waiting))
+  if (Exit.isSuccess(first) && first.value !== undefined) return first.value
+  stop()
+  for (const call of calls) abortRunning(call)
+  fiber.interruptUnsafe()
+  const stopped = yield* Effect.timeoutOption(Effect.interruptible(Fiber.await(fiber)), grace)
+  if (Option.isSome(stopped)) return stopped.value
+  abandonBusy(calls)
+  abandon()
+  return Exit.interrupt()
+})
 
 /** The honest result of a call the abort caught before it ended (TE 8.3). */
 export const interruptedResult = (call: Call, reason: string): Finalized => {
