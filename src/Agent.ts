@@ -17,7 +17,7 @@ import type { Tool } from "./Tool.ts"
 import { ToolRegistry } from "./ToolRegistry.ts"
 
 /**
- * What the agent shows of itself. Replaced on every change, and never mutated: a state read later (from
+ * AL 4.1: what the agent shows of itself. Replaced on every change, and never mutated: a state read later (from
  * `changes`, or kept by a subscriber) still shows its own moment. `messages` and `pendingToolCalls` are
  * taken when first read, so a change costs the same whatever the transcript's length; reading the current
  * state's `messages` gives the transcript itself, which the agent then stops appending to (it moves to a
@@ -46,8 +46,8 @@ export class AgentBusy extends Schema.TaggedError<AgentBusy>()("AgentBusy", { me
 
 /**
  * A subscriber: called for every event of every run, in subscription order, and awaited before the next
- * subscriber and the next event. It gets the run's abort signal. Its failures are logged and never reach
- * the run.
+ * subscriber and the next event. It gets the run's abort signal (AL 4.6). Its failures are logged and never
+ * reach the run (AL 4.7).
  */
 export type Listener = (event: AgentEvent, signal: AbortSignal) => Effect.Effect<void, unknown>
 
@@ -69,16 +69,17 @@ export interface AgentShape {
   /**
    * Runs the agent on a prompt and settles when the run is over and its `agent_end` subscribers have
    * finished. Refused while a run is active (queue with `steer` or `followUp`). Interrupting it aborts the run.
+   * AL 4.2.
    */
   readonly prompt: (input: PromptInput, images?: ReadonlyArray<ImageContent>) => Effect.Effect<void, AgentBusy>
   /**
    * Continues from the transcript: after a user message or tool results, runs the loop; after an assistant
-   * message, delivers one queued steering message, else the queued follow-ups, else fails.
+   * message, delivers one queued steering message, else the queued follow-ups, else fails. AL 4.3.
    */
   readonly continue: Effect.Effect<void, AgentBusy | CannotContinue>
-  /** Queues a message to inject after the current batch. */
+  /** Queues a message to inject after the current batch (AL 4.4, AL 2.6). */
   readonly steer: (message: AgentMessage | string) => Effect.Effect<void>
-  /** Queues a message to process when the agent would otherwise stop. */
+  /** Queues a message to process when the agent would otherwise stop (AL 4.4, AL 2.7). */
   readonly followUp: (message: AgentMessage | string) => Effect.Effect<void>
   readonly setSteeringMode: (mode: QueueMode) => Effect.Effect<void>
   readonly setFollowUpMode: (mode: QueueMode) => Effect.Effect<void>
@@ -86,11 +87,11 @@ export interface AgentShape {
   readonly clearFollowUpQueue: Effect.Effect<void>
   readonly clearAllQueues: Effect.Effect<void>
   readonly hasQueuedMessages: Effect.Effect<boolean>
-  /** Aborts the active run, if any. The run settles (every started tool call gets its result). */
+  /** Aborts the active run, if any. The run settles (every started tool call gets its result). AL 4.5. */
   readonly abort: Effect.Effect<void>
   /** Settles when no run is active. */
   readonly waitForIdle: Effect.Effect<void>
-  /** Clears the transcript, the queues and the error. Refused while a run is active. */
+  /** Clears the transcript, the queues and the error. Refused while a run is active (AL 4.5). */
   readonly reset: Effect.Effect<void, AgentBusy>
   readonly setSystemPrompt: (systemPrompt: string) => Effect.Effect<void>
   /** Replaces the transcript. Refused while a run is active. */

@@ -82,7 +82,7 @@ export class CannotContinue extends Schema.TaggedError<CannotContinue>()("Cannot
   message: Schema.String
 }) {}
 
-/** The messages a model reads by default: user, assistant and tool results; application messages dropped. */
+/** The messages a model reads by default: user, assistant and tool results; application messages dropped (AL 1.2). */
 export const defaultConvertToLlm = (messages: ReadonlyArray<AgentMessage>): ReadonlyArray<Message> =>
   messages.filter(isMessage)
 
@@ -173,7 +173,7 @@ const closingMessage = (
   errorMessage
 })
 
-/** Builds the model request: `transformContext`, then `convertToLlm`, then the tools' schemas. */
+/** AL 2.4: builds the model request: `transformContext`, then `convertToLlm`, then the tools' schemas. */
 const buildRequest = <R>(run: Run<R>, systemPrompt: string): Effect.Effect<ModelRequest, unknown, R> => {
   const transform = run.config.transformContext
   const convert = run.config.convertToLlm
@@ -197,9 +197,9 @@ const buildRequest = <R>(run: Run<R>, systemPrompt: string): Effect.Effect<Model
 }
 
 /**
- * Streams one assistant response, announcing it (`message_start`, `message_update`s, `message_end`).
- * Always returns a message: failures become `stopReason: "error"`, an abort `stopReason: "aborted"` with
- * whatever had arrived.
+ * AL 2.3: streams one assistant response, announcing it (`message_start`, `message_update`s, `message_end`).
+ * Always returns a message: failures become `stopReason: "error"` (AL 3.2), an abort `stopReason: "aborted"`
+ * with whatever had arrived (AL 3.4).
  */
 const streamAssistantResponse = Effect.fnUntraced(function*<R>(run: Run<R>, systemPrompt: string) {
   let partial: AssistantMessage | undefined
@@ -259,7 +259,10 @@ const streamAssistantResponse = Effect.fnUntraced(function*<R>(run: Run<R>, syst
   return message
 })
 
-/** The tool batch of a response, or the settled-but-not-run results of a response that cannot be trusted. */
+/**
+ * AL 2.5: the tool batch of a response (TE), or the settled-but-not-run results of a response that cannot
+ * be trusted (AL 2.10, AL 3.3).
+ */
 const runToolBatch = <R>(
   run: Run<R>,
   message: AssistantMessage,
@@ -276,7 +279,7 @@ const runToolBatch = <R>(
   return executeToolCalls(message, skipReason === undefined ? options : skipping(options, skipReason))
 }
 
-/** `shouldStopAfterTurn`, with its failure treated as "stop". */
+/** AL 2.6: `shouldStopAfterTurn`, with its failure treated as "stop". */
 const stopAfterTurn = <R>(
   run: Run<R>,
   message: AssistantMessage,
@@ -301,7 +304,7 @@ const stopAfterTurn = <R>(
   )
 }
 
-/** Reads a queue; a defect in it is logged and reads as empty, so the run still ends normally. */
+/** Reads a queue; a defect in it is logged and reads as empty, so the run still ends normally (AL 3.1). */
 const poll = <R>(queue: Effect.Effect<ReadonlyArray<AgentMessage>, never, R> | undefined, name: string) =>
   queue === undefined
     ? Effect.succeed<ReadonlyArray<AgentMessage>>([])
@@ -313,7 +316,7 @@ const poll = <R>(queue: Effect.Effect<ReadonlyArray<AgentMessage>, never, R> | u
       )
     )
 
-/** The two nested loops. Ends with `agent_end` on every path. */
+/** AL 2: the two nested loops (steering AL 2.6, follow-ups AL 2.7, termination AL 2.8). */
 // The run's registry and sink are the ones in the context it runs in: the batch finds them there.
 const runLoop = Effect.fnUntraced(function*<R>(run: Run<R>, systemPrompt: string) {
   let firstTurn = true
@@ -356,8 +359,9 @@ const runLoop = Effect.fnUntraced(function*<R>(run: Run<R>, systemPrompt: string
 })
 
 /**
- * Runs the loop to its `agent_end`. Interrupting this fiber is turned into an abort of the run's signal, so
- * an interrupted run settles exactly like an aborted one (balanced events, results for every tool call).
+ * AL 2.1, AL 3.1: runs the loop to its `agent_end`. Interrupting this fiber is turned into an abort of the
+ * run's signal (AL 3.4), so an interrupted run settles exactly like an aborted one (balanced events, results
+ * for every tool call, AL 3.5).
  */
 const startRun = <R>(
   context: AgentContext,
@@ -415,8 +419,8 @@ export const runAgentLoop = <R = never>(
 ): Effect.Effect<ReadonlyArray<AgentMessage>, never, Model | ToolRegistry | R> => startRun(context, config, prompts)
 
 /**
- * Continues the loop from the current transcript without a new message (a retry, or after tool results).
- * Fails with {@link CannotContinue} when there is nothing to continue or the last message is the assistant's.
+ * AL 2.11: continues the loop from the current transcript without a new message (a retry, or after tool
+ * results). Fails with {@link CannotContinue} when there is nothing to continue or the last message is the assistant's.
  */
 export const runAgentLoopContinue = <R = never>(
   context: AgentContext,
@@ -474,7 +478,7 @@ export const newMessagesOf = (events: ReadonlyArray<AgentEvent>): Option.Option<
 export type RunLayer = Layer.Layer<Model | ToolRegistry, unknown>
 
 /**
- * The events of a run as an `AsyncIterable`, for code without Effect. The layer (model and tools) is built
+ * The events of a run as an `AsyncIterable`, for code without Effect (AL 3.7). The layer (model and tools) is built
  * for the run; breaking out of the loop (or a throw in its body) aborts the run, which still settles.
  */
 export const agentLoopAsyncIterable = (
@@ -554,7 +558,7 @@ export const agentLoopAsyncIterable = (
 
 /**
  * A run as a Promise of the messages it added, for code without Effect; events go to `onEvent` (awaited
- * in order). Aborting `config.signal` aborts the run, which still resolves with a well-formed transcript.
+ * in order; AL 3.7). Aborting `config.signal` aborts the run, which still resolves with a well-formed transcript.
  * Rejects only if the layer cannot be built.
  */
 export const runAgentLoopPromise = (
