@@ -334,7 +334,10 @@ export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentO
       })
     })
 
-  const prompt: AgentShape["prompt"] = Effect.fnUntraced(function*(input: PromptInput, images?: ReadonlyArray<ImageContent>) {
+  const prompt: AgentShape["prompt"] = Effect.fnUntraced(function*(
+    input: PromptInput,
+    images?: ReadonlyArray<ImageContent>
+  ) {
     if (active !== undefined) return yield* new AgentBusy({ message: PROMPT_BUSY })
     const prompts = Array.isArray(input)
       ? input as ReadonlyArray<AgentMessage>

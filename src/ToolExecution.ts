@@ -598,7 +598,9 @@ const createMessage = <R>(batch: Batch<R>, call: Call, outcome: Finalized): Tool
 const announce = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> =>
   atomically(batch, () => {
     const state = call.state
-    if (state._tag !== "Ended") return Effect.die(new Error(`effect-agent: tool call ${call.toolCall.id} announced in state ${state._tag}`))
+    if (state._tag !== "Ended") {
+      return Effect.die(new Error(`effect-agent: tool call ${call.toolCall.id} announced in state ${state._tag}`))
+    }
     const message = createMessage(batch, call, state.outcome)
     call.state = { _tag: "Announcing", outcome: state.outcome, message }
     return Effect.flatMapEager(batch.emit({ type: "message_start", message }), () => {

@@ -137,7 +137,15 @@ export const executeAll = <P extends { readonly call: Call }, R>(
  * stop. Work that does not stop in time (a tool that ignores cancellation, a subscriber that never returns)
  * is abandoned: `abandon` drops its later events. Returns how the work ended.
  */
-export const supervise = Effect.fnUntraced(function*<R>(work: Effect.Effect<void, never, R>, calls: ReadonlyArray<Call>, signal: AbortSignal | undefined, grace: Duration.Duration, stop: () => void, abandon: () => void, restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>) {
+export const supervise = Effect.fnUntraced(function*<R>(
+  work: Effect.Effect<void, never, R>,
+  calls: ReadonlyArray<Call>,
+  signal: AbortSignal | undefined,
+  grace: Duration.Duration,
+  stop: () => void,
+  abandon: () => void,
+  restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
+) {
   // Detached: a child fiber would be awaited when this one exits, and abandoned work must not hold it.
   // Not started immediately, so that an interruption arriving while it would run synchronously is seen.
   const fiber = yield* Effect.forkDetach(Effect.interruptible(work))
