@@ -267,41 +267,45 @@ const abortedBeforeStart = (toolCall: ToolCall) =>
  * way the call can end here is a typed error: the immediate outcome.
 
 /** TE 2.4: asks `beforeToolCall`; a block is the outcome, otherwise the (possibly replaced) arguments. */
-const beforeToolCall = Effect.fnUntracedEager(function*<R>(
+const beforeToolCall = <R>(
   batch: Batch<R>,
   toolCall: ToolCall,
   args: unknown,
   before: NonNullable<ToolExecutionConfig<R>["beforeToolCall"]>
-) {
-  const decision = yield* guardStage(
-    toolCall,
-    "beforeToolCall",
-    () => before({ assistantMessage: batch.assistantMessage, toolCall, args, context: batch.context })
+): Effect.Effect<unknown, ImmediateOutcome, R> =>
+  Effect.flatMapEager(
+    guardStage(
+      toolCall,
+      "beforeToolCall",
+      () => before({ assistantMessage: batch.assistantMessage, toolCall, args, context: batch.context })
+    ),
+    (decision): Effect.Effect<unknown, ImmediateOutcome> => {
+      if (decision && decision.block === true) {
+        return Effect.fail(
+          new ToolCallBlocked({
+            toolCallId: toolCall.id,
+            toolName: toolCall.name,
+            message: decision.reason || "Tool execution was blocked",
+            terminate: decision.terminate === true
+          })
+        )
+      }
+      // TE 2.5: the hook may have waited (for a person's approval) while the run was aborted.
+      if (isAborted(batch)) return Effect.fail(abortedBeforeStart(toolCall))
+      return Effect.succeed(decision && decision.args !== undefined ? decision.args : args)
+    }
   )
-  if (decision && decision.block === true) {
-    return yield* Effect.fail(
-      new ToolCallBlocked({
-        toolCallId: toolCall.id,
-        toolName: toolCall.name,
-        message: decision.reason || "Tool execution was blocked",
-        terminate: decision.terminate === true
-      })
-    )
-  }
-  // TE 2.5: the hook may have waited (for a person's approval) while the run was aborted.
-  if (isAborted(batch)) return yield* Effect.fail(abortedBeforeStart(toolCall))
-  return decision && decision.args !== undefined ? decision.args : args
-})
 
 /**
  * Phase 1 (TE 2). Checks the id (TE 9.1), looks the tool up (TE 2.2), applies the shim and validates
  * (TE 2.3), and asks `beforeToolCall` (TE 2.4). Every way the call can end here is a typed error: the
- * immediate outcome.
+ * immediate outcome. (A plain function rather than a generator: it runs once per call, and most of its
+ * exits are immediate.)
  */
-const prepare = Effect.fnUntracedEager(function*<R>(batch: Batch<R>, call: Call) {
+const prepare = <R>(batch: Batch<R>, call: Call): Effect.Effect<Prepared, ImmediateOutcome, R> => {
   const { toolCall } = call
   if (batch.seenIds.has(toolCall.id)) {
-    return yield* Effect.fail(
+    return Effect.fail(
       new DuplicateToolCallId({
         toolCallId: toolCall.id,
         toolName: toolCall.name,
@@ -312,20 +316,18 @@ const prepare = Effect.fnUntracedEager(function*<R>(batch: Batch<R>, call: Call)
   }
   batch.seenIds.add(toolCall.id)
   if (batch.skipReason !== undefined) {
-    return yield* Effect.fail(
-      new ToolCallSkipped({ toolCallId: toolCall.id, toolName: toolCall.name, message: batch.skipReason })
-    )
+    return Effect.fail(new ToolCallSkipped({ toolCallId: toolCall.id, toolName: toolCall.name, message: batch.skipReason }))
   }
-  if (isAborted(batch)) return yield* Effect.fail(abortedBeforeStart(toolCall))
+  if (isAborted(batch)) return Effect.fail(abortedBeforeStart(toolCall))
   const entry = batch.registry.get(toolCall.name)
   if (entry === undefined) {
-    return yield* Effect.fail(
+    return Effect.fail(
       new ToolNotFound({ toolCallId: toolCall.id, toolName: toolCall.name, message: `Tool ${clip(toolCall.name)} not found` })
     )
   }
   const given = readArguments(toolCall)
   if (given instanceof NotJson) {
-    return yield* Effect.fail(
+    return Effect.fail(
       new InvalidToolArguments({
         toolCallId: toolCall.id,
         toolName: toolCall.name,
@@ -336,12 +338,21 @@ const prepare = Effect.fnUntracedEager(function*<R>(batch: Batch<R>, call: Call)
     )
   }
   const shim = entry.tool.prepareArguments
-  const raw = shim === undefined ? given : yield* guardStage(toolCall, "prepareArguments", () => shim(given))
-  const validated = yield* validateArguments(toolCall, entry.tool, raw)
-  const args = batch.before === undefined ? validated : yield* beforeToolCall(batch, toolCall, validated, batch.before)
-  call.state = State.Prepared
-  return new Prepared(call, entry, args)
-})
+  const validated = shim === undefined
+    ? validateArguments(toolCall, entry.tool, given)
+    : Effect.flatMapEager(
+      guardStage(toolCall, "prepareArguments", () => shim(given)),
+      (raw) => validateArguments(toolCall, entry.tool, raw)
+    )
+  const before = batch.before
+  const args = before === undefined
+    ? validated
+    : Effect.flatMapEager(validated, (args) => beforeToolCall(batch, toolCall, args, before))
+  return Effect.mapEager(args, (args) => {
+    call.state = State.Prepared
+    return new Prepared(call, entry, args)
+  })
+}
 
 /** An immediate outcome as a finalized result. Only a block may terminate. */
 const immediateResult = (outcome: ImmediateOutcome): Finalized => {
@@ -467,41 +478,51 @@ const runApart = (
   context: CallContext,
   timeout: Duration.Duration | undefined
 ): Effect.Effect<Finalized> =>
-  Effect.uninterruptibleMask(Effect.fnUntracedEager(function*(restore) {
-    const fiber = yield* Effect.forkDetach(restore(run), { startImmediately: true })
-    const done = fiber.pollUnsafe()
-    if (done !== undefined) return executedResult(tool, done)
-    const stop = stopTool(fiber, () => context.abort(), batch.grace)
-    // Only a call still running becomes abandoned: by the time the wait is over, the supervisor may have
-    // abandoned and settled it already (TE 8.3), and its settled state must stand.
-    const abandonIfRunning = (stopped: boolean) => {
-      if (!stopped && call.state._tag === "Running") call.state = State.Abandoned
-    }
-    const stopOnAbort = Effect.map(stop, abandonIfRunning)
-    // Aborted while the tool ran its first synchronous steps: the interruption of this fiber is deferred
-    // until it waits, so stop the tool now rather than start waiting for it.
-    if (isAborted(batch)) {
-      yield* stopOnAbort
-      return yield* Effect.interrupt
-    }
-    if (timeout === undefined) {
-      const exit = yield* restore(Fiber.await(fiber)).pipe(Effect.onInterrupt(() => stopOnAbort))
-      return executedResult(tool, exit)
-    }
-    const exit = yield* restore(Effect.timeoutOption(Fiber.await(fiber), timeout)).pipe(
-      Effect.onInterrupt(() => stopOnAbort)
-    )
-    if (Option.isSome(exit)) return executedResult(tool, exit.value)
-    const stopped = yield* stop
-    // The tool may go on in the background: an abort while finalizing must still say so.
-    abandonIfRunning(stopped)
-    return errorResult(
-      `Tool ${tool.name} timed out after ${Duration.format(timeout)}${
-        stopped ? "" : " and was abandoned: it did not stop when cancelled"
-      }`,
-      { timedOut: true, abandoned: !stopped }
-    )
-  }))
+  Effect.uninterruptibleMask((restore) => superviseApart(restore, batch, call, tool, run, context, timeout))
+
+const superviseApart = Effect.fnUntracedEager(function*(
+  restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
+  batch: Batch<any>,
+  call: Call,
+  tool: Tool.Any,
+  run: Effect.Effect<ToolResult, unknown>,
+  context: CallContext,
+  timeout: Duration.Duration | undefined
+) {
+  const fiber = yield* Effect.forkDetach(restore(run), { startImmediately: true })
+  const done = fiber.pollUnsafe()
+  if (done !== undefined) return executedResult(tool, done)
+  const stop = () => stopTool(fiber, () => context.abort(), batch.grace)
+  // Only a call still running becomes abandoned: by the time the wait is over, the supervisor may have
+  // abandoned and settled it already (TE 8.3), and its settled state must stand.
+  const abandonIfRunning = (stopped: boolean) => {
+    if (!stopped && call.state._tag === "Running") call.state = State.Abandoned
+  }
+  const stopOnAbort = () => Effect.map(stop(), abandonIfRunning)
+  // Aborted while the tool ran its first synchronous steps: the interruption of this fiber is deferred
+  // until it waits, so stop the tool now rather than start waiting for it.
+  if (isAborted(batch)) {
+    yield* stopOnAbort()
+    return yield* Effect.interrupt
+  }
+  if (timeout === undefined) {
+    const exit = yield* restore(Fiber.await(fiber)).pipe(Effect.onInterrupt(stopOnAbort))
+    return executedResult(tool, exit)
+  }
+  const exit = yield* restore(Effect.timeoutOption(Fiber.await(fiber), timeout)).pipe(
+    Effect.onInterrupt(stopOnAbort)
+  )
+  if (Option.isSome(exit)) return executedResult(tool, exit.value)
+  const stopped = yield* stop()
+  // The tool may go on in the background: an abort while finalizing must still say so.
+  abandonIfRunning(stopped)
+  return errorResult(
+    `Tool ${tool.name} timed out after ${Duration.format(timeout)}${
+      stopped ? "" : " and was abandoned: it did not stop when cancelled"
+    }`,
+    { timedOut: true, abandoned: !stopped }
+  )
+})
 
 // ---------------------------------------------------------------------------------------------------------
 // Phase 3: finalize (TE 4)
@@ -602,9 +623,10 @@ const announce = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> =>
       return Effect.die(new Error(`effect-agent: tool call ${call.toolCall.id} announced in state ${state._tag}`))
     }
     const message = createMessage(batch, call, state.outcome)
-    call.state = { _tag: "Announcing", outcome: state.outcome, message }
+    // A synchronous sink delivers both events right here: nothing can observe the state in between.
+    call.state = { _tag: batch.syncSink ? "Done" : "Announcing", outcome: state.outcome, message }
     return Effect.flatMapEager(batch.emit({ type: "message_start", message }), () => {
-      call.state = { _tag: "Done", outcome: state.outcome, message }
+      if (call.state._tag === "Announcing") call.state = { _tag: "Done", outcome: state.outcome, message }
       return batch.emit({ type: "message_end", message })
     })
   })
@@ -646,11 +668,11 @@ const runSequential = Effect.fnUntracedEager(function*<R>(batch: Batch<R>, calls
 })
 
 /** Phases 2 to 4 of one prepared call in parallel mode: it ends as soon as it is finalized. */
-const executeAndEnd = Effect.fnUntracedEager(function*<R>(batch: Batch<R>, prepared: Prepared) {
-  const executed = yield* execute(batch, prepared, true)
-  const outcome = yield* finalize(batch, prepared, executed)
-  yield* emitEnd(batch, prepared.call, outcome)
-})
+const executeAndEnd = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<void, never, R> =>
+  Effect.flatMapEager(
+    Effect.flatMapEager(execute(batch, prepared, true), (executed) => finalize(batch, prepared, executed)),
+    (outcome) => emitEnd(batch, prepared.call, outcome)
+  )
 
 /**
  * Parallel (TE 6.2), in three steps: prepare one call at a time in source order (an immediate outcome ends
