@@ -646,6 +646,14 @@ const finishMessage = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> => {
 /** An immediate outcome (the typed error of prepare) as the call's finalized result. */
 const endsImmediately = (outcome: ImmediateOutcome) => Effect.succeed(immediateResult(outcome))
 
+/**
+ * Whether a step must be yielded: anything but a success. In the per-call loops below, a step that is already
+ * a success (the common case: a synchronous sink, an instant tool) is not yielded, which spares the runtime
+ * an iterator per step on batches of thousands of calls.
+ */
+const isPending = (effect: Effect.Effect<unknown, unknown, unknown>): boolean =>
+  !Exit.isExit(effect) || Exit.isFailure(effect)
+
 /** Every so many calls a long batch yields, so that it never starves the other fibers. */
 const YIELD_EVERY = 2048
 
@@ -687,15 +695,20 @@ const runParallel = Effect.fnUntracedEager(function*<R>(
   const prepared: Array<Prepared> = []
   for (let i = 0; i < calls.length; i++) {
     const call = calls[i]
-    yield* emitStart(batch, call)
-    const result = yield* Effect.catchEager(prepare(batch, call), endsImmediately)
+    const started = emitStart(batch, call)
+    if (isPending(started)) yield* started
+    const preparing = Effect.catchEager(prepare(batch, call), endsImmediately)
+    const result = Exit.isExit(preparing) && Exit.isSuccess(preparing)
+      ? preparing.value as Prepared | Finalized
+      : yield* preparing
     if (result instanceof Prepared) prepared.push(result)
     else yield* emitEnd(batch, call, result)
     if ((i + 1) % YIELD_EVERY === 0 && i + 1 < calls.length) yield* Effect.yieldNow
   }
   yield* executeAll(prepared, (p) => executeAndEnd(batch, p), concurrency, () => isAborted(batch), batch.grace)
   for (let i = 0; i < calls.length; i++) {
-    yield* announce(batch, calls[i])
+    const announced = announce(batch, calls[i])
+    if (isPending(announced)) yield* announced
     if ((i + 1) % YIELD_EVERY === 0 && i + 1 < calls.length) yield* Effect.yieldNow
   }
 })
