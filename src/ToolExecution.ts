@@ -28,7 +28,7 @@ import * as State from "./internal/callState.ts"
 import { type Call, type CallState, errorResult, type Finalized } from "./internal/callState.ts"
 import { clip } from "./internal/clip.ts"
 import { makeEmitter } from "./internal/emitter.ts"
-import { callUser } from "./internal/eager.ts"
+import { callUser, forEachEager } from "./internal/eager.ts"
 import { causeMessage } from "./internal/errorText.ts"
 import { skipReasonOf } from "./internal/skip.ts"
 import { executeAll, settleRemaining, stopTool, supervise } from "./internal/supervise.ts"
@@ -646,34 +646,34 @@ const finishMessage = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> => {
 /** An immediate outcome (the typed error of prepare) as the call's finalized result. */
 const endsImmediately = (outcome: ImmediateOutcome) => Effect.succeed(immediateResult(outcome))
 
-/**
- * Whether a step must be yielded: anything but a success. In the per-call loops below, a step that is already
- * a success (the common case: a synchronous sink, an instant tool) is not yielded, which spares the runtime
- * an iterator per step on batches of thousands of calls.
- */
-const isPending = (effect: Effect.Effect<unknown, unknown, unknown>): boolean =>
-  !Exit.isExit(effect) || Exit.isFailure(effect)
+/** Prepare, and on success execute and finalize: the finalized outcome of one call (phases 1 to 3). */
+const outcomeOf = <R>(batch: Batch<R>, call: Call, inline: boolean): Effect.Effect<Finalized, never, R> =>
+  Effect.flatMapEager(
+    Effect.catchEager(prepare(batch, call), endsImmediately),
+    (prepared) =>
+      prepared instanceof Prepared
+        ? Effect.flatMapEager(execute(batch, prepared, inline), (executed) => finalize(batch, prepared, executed))
+        : Effect.succeed(prepared)
+  )
 
-/** Every so many calls a long batch yields, so that it never starves the other fibers. */
-const YIELD_EVERY = 2048
+/** Phases 4 and 5 of a finalized call: its end event, then its result message. */
+const endAndAnnounce = <R>(batch: Batch<R>, call: Call, outcome: Finalized): Effect.Effect<void> =>
+  Effect.flatMapEager(emitEnd(batch, call, outcome), () => announce(batch, call))
+
+// The modes are loops of complete Effects chained eagerly (`forEachEager`, `flatMapEager`) rather than
+// generators: a batch may hold 100 000 instant calls, and on that path a generator (and an iterator per
+// `yield*`) per call costs measurably more in a long-running process.
 
 /**
  * Sequential (TE 6.1): each call goes through all five phases before the next one starts; a call with an
  * immediate outcome skips execute and finalize.
  */
-const runSequential = Effect.fnUntracedEager(function*<R>(batch: Batch<R>, calls: ReadonlyArray<Call>) {
-  for (let i = 0; i < calls.length; i++) {
-    const call = calls[i]
-    yield* emitStart(batch, call)
-    const prepared = yield* Effect.catchEager(prepare(batch, call), endsImmediately)
-    const outcome = prepared instanceof Prepared
-      ? yield* finalize(batch, prepared, yield* execute(batch, prepared, false))
-      : prepared
-    yield* emitEnd(batch, call, outcome)
-    yield* announce(batch, call)
-    if ((i + 1) % YIELD_EVERY === 0 && i + 1 < calls.length) yield* Effect.yieldNow
-  }
-})
+const runSequential = <R>(batch: Batch<R>, calls: ReadonlyArray<Call>): Effect.Effect<void, never, R> =>
+  forEachEager(calls, (call) =>
+    Effect.flatMapEager(
+      emitStart(batch, call),
+      () => Effect.flatMapEager(outcomeOf(batch, call, false), (outcome) => endAndAnnounce(batch, call, outcome))
+    ))
 
 /** Phases 2 to 4 of one prepared call in parallel mode: it ends as soon as it is finalized. */
 const executeAndEnd = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<void, never, R> =>
@@ -682,36 +682,32 @@ const executeAndEnd = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<vo
     (outcome) => emitEnd(batch, prepared.call, outcome)
   )
 
+/** Step 1 of parallel mode for one call: its start event and prepare; an immediate outcome ends it here. */
+const preflight = <R>(batch: Batch<R>, call: Call, prepared: Array<Prepared>): Effect.Effect<void, never, R> =>
+  Effect.flatMapEager(emitStart(batch, call), () =>
+    Effect.flatMapEager(Effect.catchEager(prepare(batch, call), endsImmediately), (result) => {
+      if (!(result instanceof Prepared)) return emitEnd(batch, call, result)
+      prepared.push(result)
+      return Effect.void
+    }))
+
 /**
  * Parallel (TE 6.2), in three steps: prepare one call at a time in source order (an immediate outcome ends
  * right there); execute every prepared call together, each ending as soon as it is finalized; then announce
- * the result messages in source order.
+ * the result messages in source order. Must be called while running (the steps start at once).
  */
-const runParallel = Effect.fnUntracedEager(function*<R>(
+const runParallel = <R>(
   batch: Batch<R>,
   calls: ReadonlyArray<Call>,
   concurrency: number | "unbounded"
-) {
+): Effect.Effect<void, never, R> => {
   const prepared: Array<Prepared> = []
-  for (let i = 0; i < calls.length; i++) {
-    const call = calls[i]
-    const started = emitStart(batch, call)
-    if (isPending(started)) yield* started
-    const preparing = Effect.catchEager(prepare(batch, call), endsImmediately)
-    const result = Exit.isExit(preparing) && Exit.isSuccess(preparing)
-      ? preparing.value as Prepared | Finalized
-      : yield* preparing
-    if (result instanceof Prepared) prepared.push(result)
-    else yield* emitEnd(batch, call, result)
-    if ((i + 1) % YIELD_EVERY === 0 && i + 1 < calls.length) yield* Effect.yieldNow
-  }
-  yield* executeAll(prepared, (p) => executeAndEnd(batch, p), concurrency, () => isAborted(batch), batch.grace)
-  for (let i = 0; i < calls.length; i++) {
-    const announced = announce(batch, calls[i])
-    if (isPending(announced)) yield* announced
-    if ((i + 1) % YIELD_EVERY === 0 && i + 1 < calls.length) yield* Effect.yieldNow
-  }
-})
+  return Effect.flatMapEager(forEachEager(calls, (call) => preflight(batch, call, prepared)), () =>
+    Effect.flatMap(
+      executeAll(prepared, (p) => executeAndEnd(batch, p), concurrency, () => isAborted(batch), batch.grace),
+      () => forEachEager(calls, (call) => announce(batch, call))
+    ))
+}
 
 // ---------------------------------------------------------------------------------------------------------
 // Entry points
