@@ -252,8 +252,7 @@ export const make = (options: ViewOptions): Effect.Effect<LiveView, never, Scope
             }
             case "tool_execution_update": {
               const lane = lanes.get(event.toolCallId)
-              const partial = event.partialResult as { readonly content?: unknown } | undefined
-              const line = lastLine(textOf(partial?.content), Math.max(20, options.columns - 50))
+              const line = lastLine(textOf(event.partialResult.content), Math.max(20, options.columns - 50))
               if (lane !== undefined && line !== "") lane.progress = line
               if (live) {
                 clear()
@@ -272,8 +271,7 @@ export const make = (options: ViewOptions): Effect.Effect<LiveView, never, Scope
                 span.end = now
                 span.isError = event.isError
               }
-              const result = event.result as { readonly content?: unknown } | undefined
-              const output = textOf(result?.content)
+              const output = textOf(event.result.content)
               // A command's news is at its end (the error, the summary line): bash output of more than one
               // line keeps its last lines under the call (unless the plain view printed them as they came);
               // one line stays on the call's line, as for others.
