@@ -78,6 +78,12 @@ export interface DurableRunConfig<R = never>
    * of its own (one per batch and one when the run would stop), so it is off by default.
    */
   readonly inbox?: boolean | undefined
+  /**
+   * Where the events of an execution go while nobody in this process listens to the run (see {@link run}):
+   * e.g. a server that stores them for clients on other processes. Called once at the start of each execution
+   * of a run (a resume after a crash is a new execution). Default: such events are dropped.
+   */
+  readonly eventSink?: ((runId: string) => EventSink.EventSinkShape) | undefined
 }
 
 /** What this process holds for a run it is executing or listening to. */
@@ -337,7 +343,7 @@ export const layer = <R = never>(
   const idempotentNames = new Set(config.idempotentTools ?? DEFAULT_IDEMPOTENT_TOOLS)
   const idempotent = (tool: Tool.Any) =>
     idempotentNames.has(tool.name) || (tool as { readonly idempotent?: unknown }).idempotent === true
-  const { idempotentTools: _, inbox: readInbox, ...loopConfig } = config
+  const { idempotentTools: _, inbox: readInbox, eventSink, ...loopConfig } = config
   const workflow = AgentRun.toLayer(Effect.fnUntraced(function*(payload) {
     const model = yield* Model
     const registry = yield* ToolRegistry
@@ -357,8 +363,9 @@ export const layer = <R = never>(
       inboxReads: 0
     }
     // Looked up per event: a process that attaches to a resumed run gets the events from then on.
+    const fallback = eventSink?.(payload.runId)
     const sink: EventSink.EventSinkShape = {
-      emit: (event: AgentEvent) => handle.sink?.emit(event) ?? Effect.void
+      emit: (event: AgentEvent) => handle.sink?.emit(event) ?? fallback?.emit(event) ?? Effect.void
     }
     const before = loopConfig.beforeToolCall
     const messages = yield* runAgentLoop(
