@@ -20,9 +20,9 @@ import * as Sse from "effect/encoding/Sse"
 import { HttpRouter, type HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { WorkflowEngine } from "effect/workflow"
 import { timingSafeEqual } from "node:crypto"
-import { mkdirSync, realpathSync, statSync } from "node:fs"
+import { existsSync, mkdirSync, realpathSync, statSync } from "node:fs"
 import { createServer } from "node:http"
-import { isAbsolute, relative, resolve, sep } from "node:path"
+import { dirname, isAbsolute, relative, resolve, sep } from "node:path"
 import type { AgentEvent } from "../AgentEvent.ts"
 import * as DurableAgent from "../durable/DurableAgent.ts"
 import { Inbox, RunIndex } from "../durable/RunState.ts"
@@ -62,6 +62,8 @@ export interface ServeOptions {
   readonly timeout?: Duration.Input | undefined
   /** The engine: `Engine.cluster(…)` or `Engine.single(…)`. */
   readonly engine: Layer.Layer<EngineServices, unknown>
+  /** Log every HTTP response (default true). */
+  readonly httpLog?: boolean | undefined
   /** How often an event stream looks for new events, and a runner for abort requests (default 100 ms). */
   readonly pollInterval?: Duration.Input | undefined
 }
@@ -256,6 +258,17 @@ const workspaceOf = (root: string, given: string | undefined) =>
       return rel === ".." || rel.startsWith(`..${sep}`) || isAbsolute(rel)
     }
     if (outside(target)) return yield* fail(400, `The workspace ${JSON.stringify(text)} is outside the workspaces root.`)
+    // The deepest folder that exists must already lie under the root (a symlink may lead out), before any
+    // folder is made.
+    let existing = target
+    while (!existsSync(existing)) existing = dirname(existing)
+    const existingReal = yield* Effect.try({
+      try: () => realpathSync(existing),
+      catch: (error) => new HttpFailure(400, `The workspace ${JSON.stringify(text)} cannot be used: ${String(error)}`)
+    })
+    if (outside(existingReal)) {
+      return yield* fail(400, `The workspace ${JSON.stringify(text)} leads outside the workspaces root.`)
+    }
     const real = yield* Effect.try({
       try: () => {
         mkdirSync(target, { recursive: true })
@@ -443,7 +456,7 @@ export const layer = (options: ServeOptions): Layer.Layer<HttpServer.HttpServer,
     Layer.provideMerge(settings),
     Layer.provideMerge(options.engine)
   )
-  const http = HttpRouter.serve(routes, { disableListenLog: true }).pipe(
+  const http = HttpRouter.serve(routes, { disableListenLog: true, disableLogger: options.httpLog === false }).pipe(
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: options.port, host: options.host ?? "127.0.0.1" }))
   )
   return Layer.provide(http, runtime) as Layer.Layer<HttpServer.HttpServer, unknown>

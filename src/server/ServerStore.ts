@@ -7,6 +7,7 @@
  */
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
+import { createTables } from "./internal/ddl.ts"
 
 /** A run as the server accepted it. */
 export interface ServerRun {
@@ -65,7 +66,7 @@ export class ServerStore extends Context.Service<ServerStore, ServerStoreShape>(
     ServerStore,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      yield* Effect.orDie(Effect.all([
+      yield* createTables(sql, [
         sql`CREATE TABLE IF NOT EXISTS effect_agent_server_runs (
           run_id TEXT PRIMARY KEY,
           execution_id TEXT NOT NULL,
@@ -83,7 +84,7 @@ export class ServerStore extends Context.Service<ServerStore, ServerStoreShape>(
           run_id TEXT PRIMARY KEY,
           requested_at BIGINT NOT NULL
         )`
-      ], { discard: true }))
+      ])
       const byExecution = new Map<string, ServerRun>()
       const store: ServerStoreShape = {
         createRun: (run) =>

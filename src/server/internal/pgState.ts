@@ -4,6 +4,7 @@
  */
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
+import { createTables } from "./ddl.ts"
 import { Inbox, RunIndex, StartLedger } from "../../durable/RunState.ts"
 
 /** The start ledger: one committed row per step, written before the step runs. */
@@ -11,12 +12,12 @@ export const startLedger: Layer.Layer<StartLedger, never, SqlClient.SqlClient> =
   StartLedger,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    yield* sql`CREATE TABLE IF NOT EXISTS effect_agent_step_starts (
+    yield* createTables(sql, [sql`CREATE TABLE IF NOT EXISTS effect_agent_step_starts (
       run_id TEXT NOT NULL,
       step_id TEXT NOT NULL,
       attempts INTEGER NOT NULL,
       PRIMARY KEY (run_id, step_id)
-    )`.pipe(Effect.orDie)
+    )`])
     return {
       start: (runId, stepId) =>
         sql<{ attempts: number }>`INSERT INTO effect_agent_step_starts (run_id, step_id, attempts)
@@ -36,13 +37,13 @@ export const inbox: Layer.Layer<Inbox, never, SqlClient.SqlClient> = Layer.effec
   Inbox,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    yield* sql`CREATE TABLE IF NOT EXISTS effect_agent_inbox (
+    yield* createTables(sql, [sql`CREATE TABLE IF NOT EXISTS effect_agent_inbox (
       seq BIGSERIAL PRIMARY KEY,
       run_id TEXT NOT NULL,
       kind TEXT NOT NULL,
       message TEXT NOT NULL,
       taken_by TEXT
-    )`.pipe(Effect.orDie)
+    )`])
     return {
       send: (runId, kind, message) =>
         sql`INSERT INTO effect_agent_inbox (run_id, kind, message) VALUES (${runId}, ${kind}, ${
@@ -65,11 +66,11 @@ export const runIndex: Layer.Layer<RunIndex, never, SqlClient.SqlClient> = Layer
   RunIndex,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    yield* sql`CREATE TABLE IF NOT EXISTS effect_agent_runs (
+    yield* createTables(sql, [sql`CREATE TABLE IF NOT EXISTS effect_agent_runs (
       run_id TEXT PRIMARY KEY,
       started_at BIGINT NOT NULL,
       title TEXT NOT NULL
-    )`.pipe(Effect.orDie)
+    )`])
     return {
       record: (entry) =>
         sql`INSERT INTO effect_agent_runs (run_id, started_at, title)
