@@ -35,6 +35,7 @@ import * as Demo from "./Demo.ts"
 import { makeJsonLineEncoder } from "./JsonLines.ts"
 import type * as DurableCli from "./durable.ts"
 import * as LiveView from "./LiveView.ts"
+import * as Serve from "./serve.ts"
 import { providerLayer, providerSettings, type ProviderSettings } from "./provider.ts"
 import { existingWorkspace, promptTask, toolTimeoutSeconds } from "./startup.ts"
 import { workspaceTools } from "./tools.ts"
@@ -365,7 +366,12 @@ const resumeCommand = Command.make("resume", { ...flags, runId: Argument.String(
     Command.withDescription("Continue a durable run after a crash or Ctrl-C; finished steps are not repeated.")
   )
 
-const app = command.pipe(Command.withSubcommands([runsCommand, resumeCommand]))
+const serveCommand = Serve.makeCommand({
+  provider: flags.provider, baseUrl: flags.baseUrl, model: flags.model, apiKey: flags.apiKey, sandbox: flags.sandbox,
+  allowNetwork: flags.allowNetwork, bwrap: flags.bwrap, toolTimeout: flags.toolTimeout, sequential: flags.sequential
+})
+
+const app = command.pipe(Command.withSubcommands([runsCommand, resumeCommand, serveCommand]))
 
 /**
  * Failures are reported here, on stderr and as one line (stdout stays clean for `--json`); the runtime's

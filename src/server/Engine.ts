@@ -7,41 +7,16 @@
  */
 import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
 import { PgClient } from "@effect/sql-pg"
-import { Duration, Layer, Option, Redacted } from "effect"
+import { Layer, Option, Redacted } from "effect"
 import { ClusterWorkflowEngine, RunnerAddress } from "effect/cluster"
 import type { SqlClient, SqlError } from "effect/sql"
 import type { WorkflowEngine } from "effect/workflow"
 import * as DurableStore from "../durable/DurableStore.ts"
 import type { Inbox, RunIndex, StartLedger } from "../durable/RunState.ts"
 import * as PgState from "./internal/pgState.ts"
+import { type ClusterTimings, defaultTimings } from "./timings.ts"
 
-/**
- * How fast a cluster notices a dead runner and moves its shards. A dead runner's shard locks are taken
- * over once `shardLockExpiration` has passed without a refresh (PostgreSQL also drops its advisory locks
- * when its connection dies); assignments are recomputed every `refreshAssignmentsInterval` and runners are
- * pinged every `runnerHealthCheckInterval`. The engine's defaults (35 s expiry, 10 s refresh, 1 minute
- * health checks) take over half a minute; these defaults aim at failing over within 10 seconds.
- */
-export interface ClusterTimings {
-  readonly shardLockRefreshInterval: Duration.Duration
-  readonly shardLockExpiration: Duration.Duration
-  readonly refreshAssignmentsInterval: Duration.Duration
-  readonly runnerHealthCheckInterval: Duration.Duration
-  /** How often a runner looks for messages (new runs) it has not been told about. */
-  readonly entityMessagePollInterval: Duration.Duration
-  /** How long steps still running get on shutdown before the shard is released. */
-  readonly entityTerminationTimeout: Duration.Duration
-}
-
-/** The timings `serve` uses unless told otherwise. */
-export const defaultTimings: ClusterTimings = {
-  shardLockRefreshInterval: Duration.seconds(1),
-  shardLockExpiration: Duration.seconds(5),
-  refreshAssignmentsInterval: Duration.seconds(1),
-  runnerHealthCheckInterval: Duration.seconds(2),
-  entityMessagePollInterval: Duration.seconds(1),
-  entityTerminationTimeout: Duration.seconds(1)
-}
+export { type ClusterTimings, defaultTimings } from "./timings.ts"
 
 /** What every engine layer of `serve` provides. */
 export type EngineServices =
