@@ -25,7 +25,7 @@ import { createServer } from "node:http"
 import { dirname, isAbsolute, relative, resolve, sep } from "node:path"
 import type { AgentEvent } from "../AgentEvent.ts"
 import * as DurableAgent from "../durable/DurableAgent.ts"
-import { Inbox, RunIndex } from "../durable/RunState.ts"
+import { RunIndex } from "../durable/RunState.ts"
 import type * as EventSink from "../EventSink.ts"
 import type { Message } from "../Message.ts"
 import type { Model } from "../Model.ts"
@@ -390,7 +390,7 @@ const sendMessage = authorized(Effect.gen(function*() {
   const input = yield* body(SendMessage)
   if (yield* ended(run)) return yield* fail(409, `Run ${run.runId} has already ended.`)
   const message: Message = { role: "user", content: input.text, timestamp: Date.now() }
-  yield* (yield* Inbox).send(run.runId, input.kind, message)
+  yield* (input.kind === "steer" ? DurableAgent.steer(run.runId, message) : DurableAgent.followUp(run.runId, message))
   return HttpServerResponse.jsonUnsafe({ runId: run.runId, queued: input.kind }, { status: 202 })
 }))
 

@@ -5,10 +5,10 @@
  * PostgreSQL refuses to run as root, so under root it runs as the `postgres` user the package creates.
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process"
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, realpathSync, rmSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
-import { delimiter, join } from "node:path"
+import { delimiter, dirname, join } from "node:path"
 
 /** The folder holding `initdb` and `postgres`, or undefined when PostgreSQL is not installed. */
 export const findPostgresBin = (): string | undefined => {
@@ -20,7 +20,9 @@ export const findPostgresBin = (): string | undefined => {
     const versions = readdirSync(debian).filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a))
     for (const version of versions) candidates.push(join(debian, version, "bin"))
   }
-  return candidates.find((dir) => existsSync(join(dir, "initdb")) && existsSync(join(dir, "postgres")))
+  const found = candidates.find((dir) => existsSync(join(dir, "initdb")) && existsSync(join(dir, "postgres")))
+  // PATH may hold links to a few of the programs (e.g. /usr/local/bin/initdb): the real folder has them all.
+  return found === undefined ? undefined : dirname(realpathSync(join(found, "initdb")))
 }
 
 /** A free loopback port (the kernel's choice; closed again before PostgreSQL binds it). */
