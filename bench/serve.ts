@@ -14,7 +14,7 @@
  * a fresh database. Run: `npx node bench/serve.ts`. Writes the "serve" key of bench/results.json.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import * as os from "node:os"
 import { join } from "node:path"
 import { findPostgresBin, freePort, startPostgres } from "../test/server/postgres.ts"
@@ -53,8 +53,12 @@ const startRunner = async (name: string, url: string, root: string): Promise<Run
     child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()))
     void exited.then(() => reject(new Error(`runner ${name} exited: ${output.slice(-2000)}`)))
   })
-  // Drain its logs so it never blocks on a full pipe.
-  child.stdout!.resume()
+  // Its logs go to a file (kept for a look when a scenario fails), so it never blocks on a full pipe.
+  const log = createWriteStream(join(os.tmpdir(), `effect-agent-bench-serve-${name}.log`))
+  log.write(output)
+  child.stdout!.removeAllListeners("data")
+  child.stdout!.pipe(log)
+  child.stderr!.pipe(log)
   return { child, port, exited }
 }
 
@@ -85,6 +89,10 @@ const runAll = async (runners: ReadonlyArray<Runner>, prompts: ReadonlyArray<str
   const views = new Map<string, any>()
   while (pending.size > 0) {
     await sleep(100)
+    if (performance.now() - start > 120_000) {
+      const stuck = await Promise.all([...pending].slice(0, 10).map((id) => api(runners[0]!, "GET", `/runs/${id}`)))
+      throw new Error(`${pending.size} runs did not complete in 120 s: ${JSON.stringify(stuck.map((v) => [v.runId, v.runners, v.messages.length]))}`)
+    }
     for (const id of [...pending]) {
       const view = await api(runners[0]!, "GET", `/runs/${id}`)
       if (view.status !== "running") {
@@ -194,13 +202,22 @@ const main = async () => {
   const load = os.loadavg().map((x) => round(x, 2))
   const pg = await startPostgres()
   try {
-    const one = await throughput(pg.url, 1, "one")
-    const two = await throughput(pg.url, 2, "two")
-    const kill = await failover(pg.url)
+    // A scenario that fails is recorded as such (with its reason), not dropped.
+    const attempt = async <A>(scenario: () => Promise<A>) => {
+      try {
+        return await scenario()
+      } catch (error) {
+        console.log(`scenario failed: ${String(error).slice(0, 500)}`)
+        return { error: String(error).slice(0, 500) }
+      }
+    }
+    const one = await attempt(() => throughput(pg.url, 1, "one"))
+    const two = await attempt(() => throughput(pg.url, 2, "two"))
+    const kill = await attempt(() => failover(pg.url))
     const serve = {
       what: "effect-agent serve on PostgreSQL 15 (test/server/runner.ts: scripted model, an append tool), HTTP API on 127.0.0.1",
       method: "100 runs submitted at once over the runners' HTTP APIs, timed until all completed; per-call overhead = (time with 5 calls per run - time with none) / 500; failover: SIGKILL of one of two runners with 20 runs in a 3 s call, time until its runs executed on the other",
-      timings: { shard_lock_refresh_ms: 2000, shard_lock_expiration_ms: 6000, refresh_assignments_ms: 1000, health_check_ms: 2000, shards: 64 },
+      timings: { shard_lock_refresh_ms: 2500, shard_lock_expiration_ms: 7500, refresh_assignments_ms: 1000, health_check_ms: 2000, shards: 64 },
       throughput: [one, two],
       failover: kill,
       machine: {

@@ -34,7 +34,7 @@ import type { BeforeToolCallContext, BeforeToolCallResult } from "../ToolExecuti
 import { ToolRegistry, type ToolRegistryShape } from "../ToolRegistry.ts"
 import { CreateRun, type ExecutionStart, type RunStatus, type RunView, SendMessage } from "./Api.ts"
 import type { EngineServices } from "./Engine.ts"
-import { type ServerRun, ServerStore } from "./ServerStore.ts"
+import { type ServerRun, type StoredEvent, ServerStore } from "./ServerStore.ts"
 
 /** How a run may treat tools that need approval; chosen per run by `POST /runs`. */
 export type ApproveMode = "all" | "none"
@@ -146,25 +146,45 @@ const yield_cached = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
 
 /**
  * The events of one execution of a run, stored under consecutive numbers after those already stored,
- * preceded by an `execution_start` event naming this runner. Each event is stored before the loop goes on.
+ * preceded by an `execution_start` event naming this runner. Streaming updates are written in batches (at
+ * most 100 ms late); every other event is stored, with the updates before it, before the loop goes on, so
+ * all of a run's events are stored before it completes.
  */
 const storingSink = (store: ServerStore["Service"], runnerName: string, runId: string): EventSink.EventSinkShape => {
   const lock = Semaphore.makeUnsafe(1)
   let seq: number | undefined
+  let buffer: Array<StoredEvent> = []
+  let flushScheduled = false
+  const flush = lock.withPermits(1)(Effect.suspend(() => {
+    const rows = buffer
+    buffer = []
+    return rows.length === 0 ? Effect.void : store.appendEvents(runId, rows)
+  }))
   const start = Effect.gen(function*() {
     const last = yield* store.lastSeq(runId)
     const event: ExecutionStart = { type: "execution_start", runner: runnerName, at: Date.now() }
-    yield* store.appendEvent(runId, last + 1, event)
+    buffer.push({ seq: last + 1, event })
     seq = last + 1
     yield* Effect.logInfo("run executing").pipe(Effect.annotateLogs({ runId, runner: runnerName }))
   })
   return {
     emit: (event: AgentEvent) =>
-      lock.withPermits(1)(Effect.gen(function*() {
-        if (seq === undefined) yield* start
-        seq! += 1
-        yield* store.appendEvent(runId, seq!, event)
-      }))
+      Effect.gen(function*() {
+        yield* lock.withPermits(1)(Effect.gen(function*() {
+          if (seq === undefined) yield* start
+          seq! += 1
+          buffer.push({ seq: seq!, event })
+        }))
+        if (event.type !== "message_update") return yield* flush
+        if (flushScheduled) return
+        flushScheduled = true
+        yield* Effect.forkDetach(
+          Effect.sleep("100 millis").pipe(
+            Effect.andThen(Effect.sync(() => (flushScheduled = false))),
+            Effect.andThen(flush)
+          )
+        )
+      })
   }
 }
 

@@ -33,8 +33,8 @@ export interface ServerStoreShape {
   readonly runOfExecution: (executionId: string) => Effect.Effect<Option.Option<ServerRun>>
   /** The highest event number of a run (0 when it has none). */
   readonly lastSeq: (runId: string) => Effect.Effect<number>
-  /** Stores an event under its number; a number already stored is kept as it is. */
-  readonly appendEvent: (runId: string, seq: number, event: unknown) => Effect.Effect<void>
+  /** Stores events under their numbers, in one statement; a number already stored is kept as it is. */
+  readonly appendEvents: (runId: string, events: ReadonlyArray<StoredEvent>) => Effect.Effect<void>
   /** The events numbered above `after`, in order, at most `limit`. */
   readonly events: (runId: string, after: number, limit: number) => Effect.Effect<ReadonlyArray<StoredEvent>>
   readonly requestAbort: (runId: string, at: number) => Effect.Effect<void>
@@ -114,9 +114,15 @@ export class ServerStore extends Context.Service<ServerStore, ServerStoreShape>(
         lastSeq: (runId) =>
           sql<{ seq: number | string | null }>`SELECT MAX(seq) AS seq FROM effect_agent_events WHERE run_id = ${runId}`
             .pipe(Effect.map((rows) => Number(rows[0]?.seq ?? 0)), Effect.orDie),
-        appendEvent: (runId, seq, event) =>
-          sql`INSERT INTO effect_agent_events (run_id, seq, event) VALUES (${runId}, ${seq}, ${JSON.stringify(event)})
-            ON CONFLICT (run_id, seq) DO NOTHING`.pipe(Effect.asVoid, Effect.orDie),
+        appendEvents: (runId, events) =>
+          events.length === 0 ? Effect.void : sql`INSERT INTO effect_agent_events ${
+            sql.insert(
+              events.map(({ event, seq }) => ({ run_id: runId, seq, event: JSON.stringify(event) })) as unknown as [
+                Record<string, unknown>,
+                ...Array<Record<string, unknown>>
+              ]
+            )
+          } ON CONFLICT (run_id, seq) DO NOTHING`.pipe(Effect.asVoid, Effect.orDie),
         events: (runId, after, limit) =>
           sql<{ seq: number | string; event: string }>`SELECT seq, event FROM effect_agent_events
             WHERE run_id = ${runId} AND seq > ${after} ORDER BY seq LIMIT ${limit}`.pipe(

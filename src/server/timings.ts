@@ -28,10 +28,11 @@ export interface ClusterTimings {
 
 /** The timings `serve` uses unless told otherwise. */
 export const defaultTimings: ClusterTimings = {
-  // Lock operations must finish within the refresh interval: 1 s was too short on a loaded machine (shard
-  // releases timed out during a rebalance and runs stalled until the locks expired).
-  shardLockRefreshInterval: Duration.seconds(2),
-  shardLockExpiration: Duration.seconds(6),
+  // Lock operations must finish within the refresh interval (at most a third of the expiry). On this loaded
+  // 2-core machine 1 s timed out during rebalances, and 2 s under 100 concurrent runs: a lock operation that
+  // times out makes the runner force-release its shards (see the README on what that can cost).
+  shardLockRefreshInterval: Duration.millis(2500),
+  shardLockExpiration: Duration.millis(7500),
   refreshAssignmentsInterval: Duration.seconds(1),
   runnerHealthCheckInterval: Duration.seconds(2),
   entityMessagePollInterval: Duration.seconds(1),
