@@ -36,10 +36,11 @@ interface Runner {
   readonly exited: Promise<void>
 }
 
-const startRunner = async (name: string, url: string, root: string): Promise<Runner> => {
+const startRunner = async (name: string, url: string, root: string, inbox = true): Promise<Runner> => {
   const runnerPort = await freePort()
   const child = spawn(NODE, [RUNNER, url, "0", String(runnerPort), name, root, TOKEN], {
     cwd: ROOT,
+    env: { ...process.env, SERVE_INBOX: inbox ? "1" : "0" },
     stdio: ["ignore", "pipe", "pipe"]
   })
   const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()))
@@ -112,12 +113,12 @@ const database = (url: string, name: string) => {
   return url.replace(/\/postgres$/, `/${name}`)
 }
 
-const throughput = async (url: string, runnerCount: number, label: string) => {
+const throughput = async (url: string, runnerCount: number, label: string, inbox = true) => {
   const root = mkdtempSync(join(os.tmpdir(), "effect-agent-bench-serve-"))
   const runners: Array<Runner> = []
   try {
     const db = database(url, `bench_${label}`)
-    for (let i = 0; i < runnerCount; i++) runners.push(await startRunner(`R${i}`, db, root))
+    for (let i = 0; i < runnerCount; i++) runners.push(await startRunner(`R${i}`, db, root, inbox))
     // Let the shard assignment settle (a runner that just joined takes its shards over a few seconds).
     await sleep(5000)
     // Warm-up: a few runs on every runner, untimed.
@@ -130,6 +131,7 @@ const throughput = async (url: string, runnerCount: number, label: string) => {
     if (lines !== RUNS * CALLS) throw new Error(`expected ${RUNS * CALLS} side effects, saw ${lines}`)
     const row = {
       runners: runnerCount,
+      inbox,
       runs: RUNS,
       calls_per_run: CALLS,
       ms_with_calls: round(withCalls.ms),
@@ -213,12 +215,14 @@ const main = async () => {
     }
     const one = await attempt(() => throughput(pg.url, 1, "one"))
     const two = await attempt(() => throughput(pg.url, 2, "two"))
+    // Without the inbox (no steering or follow-ups: two steps fewer per turn).
+    const twoNoInbox = await attempt(() => throughput(pg.url, 2, "two_no_inbox", false))
     const kill = await attempt(() => failover(pg.url))
     const serve = {
       what: "effect-agent serve on PostgreSQL 15 (test/server/runner.ts: scripted model, an append tool), HTTP API on 127.0.0.1",
       method: "100 runs submitted at once over the runners' HTTP APIs, timed until all completed; per-call overhead = (time with 5 calls per run - time with none) / 500; failover: SIGKILL of one of two runners with 20 runs in a 3 s call, time until its runs executed on the other",
       timings: { shard_lock_refresh_ms: 2500, shard_lock_expiration_ms: 7500, refresh_assignments_ms: 1000, health_check_ms: 2000, shards: 64 },
-      throughput: [one, two],
+      throughput: [one, two, twoNoInbox],
       failover: kill,
       machine: {
         cores: os.cpus().length,
@@ -236,6 +240,7 @@ const main = async () => {
     results.serve = serve
     writeFileSync(file, JSON.stringify(results, null, 2) + "\n")
     console.log(`wrote the "serve" key of ${file}`)
+    console.log(JSON.stringify(serve, null, 1))
   } finally {
     await pg.stop()
   }

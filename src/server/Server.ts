@@ -62,6 +62,11 @@ export interface ServeOptions {
   readonly timeout?: Duration.Input | undefined
   /** The engine: `Engine.cluster(…)` or `Engine.single(…)`. */
   readonly engine: Layer.Layer<EngineServices, unknown>
+  /**
+   * Read steering and follow-up messages (`POST /runs/:id/messages`): two more steps per turn, so off saves
+   * store work; with it off, messages are refused with 409. Default true.
+   */
+  readonly inbox?: boolean | undefined
   /** Log every HTTP response (default true). */
   readonly httpLog?: boolean | undefined
   /** How often an event stream looks for new events, and a runner for abort requests (default 100 ms). */
@@ -75,6 +80,7 @@ class ServeSettings extends Context.Service<ServeSettings, {
   readonly runnerName: string
   readonly systemPrompt: string
   readonly pollInterval: Duration.Duration
+  readonly inbox: boolean
 }>()("effect-agent/server/ServeSettings") {}
 
 const executionIdOf = (runId: string) =>
@@ -408,6 +414,7 @@ const ended = (run: ServerRun) =>
 const sendMessage = authorized(Effect.gen(function*() {
   const run = yield* runParam
   const input = yield* body(SendMessage)
+  if (!(yield* ServeSettings).inbox) return yield* fail(409, "This server reads no messages (started without the inbox).")
   if (yield* ended(run)) return yield* fail(409, `Run ${run.runId} has already ended.`)
   const message: Message = { role: "user", content: input.text, timestamp: Date.now() }
   yield* (input.kind === "steer" ? DurableAgent.steer(run.runId, message) : DurableAgent.followUp(run.runId, message))
@@ -455,13 +462,14 @@ export const layer = (options: ServeOptions): Layer.Layer<HttpServer.HttpServer,
     root,
     runnerName: options.runnerName,
     systemPrompt: options.systemPrompt,
-    pollInterval: Duration.fromInputUnsafe(options.pollInterval ?? "100 millis")
+    pollInterval: Duration.fromInputUnsafe(options.pollInterval ?? "100 millis"),
+    inbox: options.inbox !== false
   })
   const workflow = Layer.unwrap(Effect.gen(function*() {
     const store = yield* ServerStore
     const approval = options.approval
     return DurableAgent.layer({
-      inbox: true,
+      inbox: options.inbox !== false,
       toolExecution: options.toolExecution,
       timeout: options.timeout,
       eventSink: (runId) => storingSink(store, options.runnerName, runId),

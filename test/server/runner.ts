@@ -25,7 +25,8 @@ const server = Server.layer({
   systemPrompt: "test",
   model: modelLayer,
   tools,
-  engine
+  engine,
+  inbox: process.env.SERVE_INBOX !== "0"
 })
 
 const program = Effect.gen(function*() {
