@@ -95,7 +95,21 @@ const textOf = (message: any): string =>
 describe("serve: a cluster on PostgreSQL", () => {
   it("SV 4.1-4.3: 20 runs spread over two runners all complete after one is killed; no finished call repeated", async () => {
     const [a, b] = await Promise.all([startRunner("A", pg!.url, work), startRunner("B", pg!.url, work)])
-    // Both runners must own shards before the batch, or every run lands on the first one.
+    // Gate on the shard assignment having settled: probe runs until one has executed on each runner (a
+    // runner that joins takes its shards over a few assignment rounds; runs moved meanwhile are replayed).
+    const probed = new Set<string>()
+    for (let i = 0; probed.size < 2; i++) {
+      assert.isBelow(i, 100, "both runners executing probe runs")
+      const { json } = await api(i % 2 === 0 ? a : b, "POST", "/runs", { prompt: `say probe${i}` })
+      for (let tries = 0; tries < 100; tries++) {
+        const view = (await api(a, "GET", `/runs/${json.runId}`)).json
+        if (view.status === "completed") {
+          if (view.runners.length === 1) probed.add(view.runners[0])
+          break
+        }
+        await sleep(50)
+      }
+    }
     const ids: Array<string> = []
     for (let i = 0; i < RUNS; i++) {
       const response = await api(i % 2 === 0 ? a : b, "POST", "/runs", { prompt: `batch j${i} ${CALLS} ${CALL_MILLIS}` })
