@@ -105,9 +105,14 @@ const parseSse = (text: string): Array<SseEvent> =>
   })
 
 /** Reads the event stream until `until` says stop (then leaves, as a client closing the tab) or it ends. */
-const readEvents = async (runId: string, headers: Record<string, string> = {}, until?: (e: SseEvent) => boolean) => {
+const readEvents = async (
+  runId: string,
+  headers: Record<string, string> = {},
+  until?: (e: SseEvent) => boolean,
+  query = ""
+) => {
   const controller = new AbortController()
-  const response = await fetch(`${base}/runs/${runId}/events`, { headers: { ...auth, ...headers }, signal: controller.signal })
+  const response = await fetch(`${base}/runs/${runId}/events${query}`, { headers: { ...auth, ...headers }, signal: controller.signal })
   assert.strictEqual(response.status, 200)
   assert.include(response.headers.get("content-type") ?? "", "text/event-stream")
   const reader = response.body!.getReader()
@@ -226,8 +231,9 @@ describe("serve: HTTP API", () => {
     const k = 5
     const rest = await readEvents(runId, { "last-event-id": String(k) })
     assert.deepStrictEqual(rest.filter((e) => e.id !== undefined), numbered.slice(k))
-    const query = await readEvents(runId, {}, undefined)
-    assert.deepStrictEqual(query, all)
+    const query = await readEvents(runId, {}, undefined, `?after=${k}`)
+    assert.deepStrictEqual(query, rest)
+    assert.deepStrictEqual(await readEvents(runId), all)
   })
 
   it("SV 2.2: a client leaving mid-stream does not disturb the run; a reconnect gets the rest", async () => {
