@@ -15,7 +15,7 @@
  * @since 0.1.0
  */
 import { NodeHttpServer } from "@effect/platform-node"
-import { Cause, Context, Duration, Effect, Exit, Layer, Option, Queue, Schedule, Scope, Semaphore, Stream } from "effect"
+import { Cause, Context, Duration, Effect, Exit, Layer, Option, Queue, Schedule, Semaphore, Stream } from "effect"
 import * as Sse from "effect/encoding/Sse"
 import { HttpRouter, type HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { WorkflowEngine } from "effect/workflow"
@@ -118,7 +118,7 @@ const workspaceRegistry = (options: ServeOptions, root: string) =>
       const registryFor = (workspace: string) => {
         let cached = byWorkspace.get(workspace)
         if (cached === undefined) {
-          cached = yield_cached(build(workspace))
+          cached = memoized(build(workspace))
           byWorkspace.set(workspace, cached)
         }
         return cached
@@ -141,7 +141,7 @@ const workspaceRegistry = (options: ServeOptions, root: string) =>
   )
 
 /** Builds once, on first use, and shares the result (a failed build is retried next time). */
-const yield_cached = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> => {
+const memoized = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> => {
   let done: Exit.Exit<A, E> | undefined
   const lock = Semaphore.makeUnsafe(1)
   return lock.withPermits(1)(Effect.suspend(() => {
@@ -489,6 +489,3 @@ export const layer = (options: ServeOptions): Layer.Layer<HttpServer.HttpServer,
   )
   return Layer.provide(http, runtime) as Layer.Layer<HttpServer.HttpServer, unknown>
 }
-
-/** Leaves `Scope` in the types of this module's exports only through layers. */
-export type { Scope }
