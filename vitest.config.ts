@@ -2,8 +2,8 @@ import { defineConfig } from "vitest/config"
 
 export default defineConfig({
   // Inside this repository "effect-agent" resolves to the sources (the published package points at dist/).
-  resolve: { conditions: ["source"] },
-  ssr: { resolve: { conditions: ["source"] } },
+  resolve: { conditions: ["effect-agent-source"] },
+  ssr: { resolve: { conditions: ["effect-agent-source"] } },
   test: {
     include: ["test/**/*.test.ts"],
     testTimeout: 30_000,

@@ -2,7 +2,6 @@
 import { readFileSync } from "node:fs"
 const p = JSON.parse(readFileSync(process.argv[2], "utf8"))
 const top = Number(process.argv[3] ?? 40)
-const byId = new Map(p.nodes.map((n) => [n.id, n]))
 const dt = new Map()
 for (let i = 0; i < p.samples.length; i++) dt.set(p.samples[i], (dt.get(p.samples[i]) ?? 0) + (p.timeDeltas[i] ?? 0))
 const self = new Map()

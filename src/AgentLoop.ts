@@ -17,6 +17,7 @@ import * as EventSink from "./EventSink.ts"
 import { makeEmitter } from "./internal/emitter.ts"
 import { causeMessage } from "./internal/errorText.ts"
 import { Growing } from "./internal/growing.ts"
+import * as Telemetry from "./internal/telemetry.ts"
 import {
   type AgentMessage,
   type AssistantMessage,
@@ -113,6 +114,8 @@ interface Run<R> {
   dropped: number
   /** The messages this run added, kept the same way. */
   readonly newMessages: Growing<AgentMessage>
+  /** The run's spans and metrics; `undefined` when nothing is recorded (docs/telemetry.md OT 1.2). */
+  readonly trace: Telemetry.RunTrace | undefined
 }
 
 const isAborted = (run: Run<any>) => run.signal?.aborted === true
@@ -290,12 +293,12 @@ const runToolBatch = <R>(
     : undefined
   // An aborted response's calls go through an aborted signal, so they settle as "not started".
   const signal = message.stopReason === "aborted" && !isAborted(run) ? AbortSignal.abort() : run.signal
-  return executeToolCalls(message, {
+  return Telemetry.inTurn(run.trace, executeToolCalls(message, {
     ...run.config,
     signal,
     skipReason,
     context: contextOf(run, systemPrompt)
-  })
+  }))
 }
 
 /** `shouldStopAfterTurn`, with its failure treated as "stop". */
@@ -349,6 +352,7 @@ const runLoop = <R>(run: Run<R>, systemPrompt: string): Effect.Effect<void, neve
       while (moreToolCalls || pending.length > 0) {
         if (firstTurn) firstTurn = false
         else yield* run.emit({ type: "turn_start" })
+        Telemetry.turnStart(run.trace)
         for (const message of pending) {
           yield* announce(run, message)
           append(run, message)
@@ -362,6 +366,7 @@ const runLoop = <R>(run: Run<R>, systemPrompt: string): Effect.Effect<void, neve
         const toolResults = batch?.messages ?? []
         for (const result of toolResults) append(run, result)
         yield* run.emit({ type: "turn_end", message, toolResults })
+        Telemetry.turnEnd(run.trace, message, toolResults)
 
         if (message.stopReason === "error" || message.stopReason === "aborted" || batch?.aborted || isAborted(run)) {
           return
@@ -393,16 +398,18 @@ const startRun = <R>(
       const signal = config.signal ? AbortSignal.any([config.signal, interrupted.signal]) : interrupted.signal
       const sink = yield* EventSink.EventSink
       const registry = yield* ToolRegistry
+      const trace = yield* Telemetry.runTrace
       const run: Run<R> = {
         config,
-        model: yield* Model,
+        model: Telemetry.observeModel(trace, yield* Model),
         registry,
         tools: toolSpecs(registry),
         emit: loopEmit(sink),
         signal,
         transcript: new Growing(context.messages),
         dropped: 0,
-        newMessages: new Growing()
+        newMessages: new Growing(),
+        trace
       }
       for (const message of context.messages) if (!isMessage(message)) run.dropped++
       for (const prompt of prompts) append(run, prompt)
@@ -417,7 +424,9 @@ const startRun = <R>(
         }
         yield* run.emit({ type: "agent_end", messages: run.newMessages.snapshot() })
       })
-      const fiber = yield* Effect.forkChild(Effect.interruptible(body), { startImmediately: true })
+      const fiber = yield* Effect.forkChild(Effect.interruptible(Telemetry.invokeAgent(trace, run.model.info, body)), {
+        startImmediately: true
+      })
       yield* restore(Fiber.await(fiber)).pipe(
         Effect.onInterrupt(() =>
           Effect.suspend(() => {

@@ -166,7 +166,8 @@ const lockFile = (path: string): Effect.Effect<void, SessionFileError | SessionI
   })
 
 /**
- * A writer for `path`, creating its folder (and the file, empty) if needed, and holding the file's lock
+ * A writer for `path`, creating its folder if needed (the file is created by the first append, so a run that
+ * ends before any message leaves none), and holding the file's lock
  * until the scope closes: a second writer on the same file, in this process or another, fails with
  * {@link SessionInUse} while the first is open. A last line cut short by a crash is removed (it could never
  * be read) and a last line without its newline gets one, so every appended line stands on its own.
@@ -178,9 +179,12 @@ export const writer = Effect.fn("Session.writer")(function*(path: string) {
     new SessionFileError({ path, message: `Cannot ${what} session file: ${error.message}` })
   yield* fs.makeDirectory(pathService.dirname(path), { recursive: true }).pipe(Effect.mapError(fail("create the folder of the")))
   yield* lockFile(path)
-  yield* fs.writeFileString(path, "", { flag: "a" }).pipe(Effect.mapError(fail("create the")))
-  // Bytes, not text: the cut is found by byte offset, whatever encoding errors the earlier lines hold.
-  const existing = yield* fs.readFile(path).pipe(Effect.mapError(fail("read the")))
+  // The file itself is made by the first append: a run that fails before its first message leaves no empty
+  // session behind. Bytes, not text: the cut is found by byte offset, whatever encoding errors it holds.
+  const existing = yield* fs.readFile(path).pipe(
+    Effect.catchIf((error) => error.reason._tag === "NotFound", () => Effect.succeed(new Uint8Array(0))),
+    Effect.mapError(fail("read the"))
+  )
   if (existing.length > 0 && existing[existing.length - 1] !== 0x0a) {
     const keep = existing.lastIndexOf(0x0a) + 1
     const last = new TextDecoder().decode(existing.subarray(keep)).trim()

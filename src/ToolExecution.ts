@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import { Cause, Clock, Duration, Effect, Exit, Fiber, Option, Queue, Result, Schema, SchemaIssue, Stream } from "effect"
+import { Cause, Clock, Duration, Effect, Exit, Fiber, Option, Queue, Schema, SchemaIssue, Stream } from "effect"
 import type { AgentContext } from "./AgentContext.ts"
 import * as Context from "./AgentContext.ts"
 import type { AgentEvent, ToolExecutionEvent } from "./AgentEvent.ts"
@@ -24,11 +24,13 @@ import {
 } from "./ImmediateOutcome.ts"
 import { echo, NotJson, readArguments } from "./internal/arguments.ts"
 import { clip } from "./internal/clip.ts"
+import { type Decode, decodeUnknownExit } from "./internal/decoding.ts"
 import { makeEmitter } from "./internal/emitter.ts"
 import { callUser, forEachEager } from "./internal/eager.ts"
 import { causeMessage } from "./internal/errorText.ts"
 import type { AssistantMessage, ToolCall, ToolResultContent, ToolResultMessage } from "./Message.ts"
 import { toolCallsOf } from "./Message.ts"
+import * as Telemetry from "./internal/telemetry.ts"
 import type { ExecutionMode, Tool, ToolContext, ToolResult } from "./Tool.ts"
 import { ToolResultSchema } from "./Tool.ts"
 import { type RegisteredTool, ToolRegistry, type ToolRegistryShape } from "./ToolRegistry.ts"
@@ -143,6 +145,8 @@ type Stage = "waiting" | "preparing" | "prepared" | "running" | "stopped" | "fin
 interface Finalized {
   readonly result: ToolResult
   readonly isError: boolean
+  /** The immediate outcome's tag, for telemetry (docs/telemetry.md OT 2.3). */
+  readonly errorType?: string
 }
 
 interface Call {
@@ -186,6 +190,8 @@ interface Batch<R> {
   readonly syncSink: boolean
   readonly clock: Clock.Clock
   lastTimestamp: number
+  /** The batch's spans and metrics; `undefined` when nothing is recorded (docs/telemetry.md OT 1.2). */
+  readonly trace: Telemetry.BatchTrace | undefined
 }
 
 const DEFAULT_GRACE = Duration.seconds(2)
@@ -209,14 +215,13 @@ const atomically = <R>(batch: Batch<R>, step: () => Effect.Effect<void>): Effect
 // Phase 1: prepare (TE 2)
 // ---------------------------------------------------------------------------------------------------------
 
-const decoders = new WeakMap<Tool.Any, (u: unknown) => Exit.Exit<unknown, Schema.SchemaError>>()
+const decoders = new WeakMap<Tool.Any, Decode>()
 
 const decoderOf = (tool: Tool.Any) => {
   let decode = decoders.get(tool)
   if (decode === undefined) {
-    decode = Schema.decodeUnknownExit(tool.parameters, { errors: "all" }) as (
-      u: unknown
-    ) => Exit.Exit<unknown, Schema.SchemaError>
+    // Not Schema.decodeUnknownExit directly: the Schema may come from another copy of effect (see the module).
+    decode = decodeUnknownExit(tool.parameters)
     decoders.set(tool, decode)
   }
   return decode
@@ -340,11 +345,12 @@ const prepare = <R>(batch: Batch<R>, call: Call): Effect.Effect<Prepared, Immedi
   }
   return Effect.flatMapEager(validated, (args) =>
     Effect.flatMapEager(
-      guardStage(
-        toolCall,
-        "beforeToolCall",
-        () => before({ assistantMessage: batch.assistantMessage, toolCall, args, context: batch.context })
-      ),
+      Telemetry.toolPhase(batch.trace, call, "approval", () =>
+        guardStage(
+          toolCall,
+          "beforeToolCall",
+          () => before({ assistantMessage: batch.assistantMessage, toolCall, args, context: batch.context })
+        )),
       (decision): Effect.Effect<Prepared, ImmediateOutcome> => {
         if (decision && decision.block === true) {
           return Effect.fail(
@@ -366,7 +372,7 @@ const prepare = <R>(batch: Batch<R>, call: Call): Effect.Effect<Prepared, Immedi
 
 /** An immediate outcome as a finalized result. Only a block may terminate. */
 const immediateResult = (outcome: ImmediateOutcome): Finalized => {
-  const finalized = errorResult(outcome.message)
+  const finalized = { ...errorResult(outcome.message), errorType: outcome._tag }
   return outcome._tag === "ToolCallBlocked" && outcome.terminate
     ? { ...finalized, result: { ...finalized.result, terminate: true } }
     : finalized
@@ -409,7 +415,21 @@ const executedResult = (tool: Tool.Any, exit: Exit.Exit<ToolResult, unknown>): F
     return errorResult(`Tool ${tool.name} returned an invalid result: ${reason}`)
   }
   if (Cause.hasInterruptsOnly(exit.cause)) return errorResult(`Tool ${tool.name} was interrupted`)
+  const settled = exit.cause.reasons.find((r) => r._tag === "Fail" && r.error instanceof ToolErrorResult)
+  if (settled?._tag === "Fail") return { result: (settled.error as ToolErrorResult).result, isError: true }
   return errorResult(causeMessage(exit.cause))
+}
+
+/**
+ * A handler failure that is reported as exactly this error result (content and details) rather than by its
+ * message: durable runs replay a stored timeout with it (docs/durability.md DR 4.2).
+ */
+export class ToolErrorResult extends Error {
+  readonly result: ToolResult
+  constructor(result: ToolResult) {
+    super(result.content.map((c) => (c.type === "text" ? c.text : "")).join(""))
+    this.result = result
+  }
 }
 
 /**
@@ -590,6 +610,7 @@ const emitStart = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> =>
   atomically(batch, () => {
     call.started = true
     const { toolCall } = call
+    Telemetry.toolStart(batch.trace, call, toolCall)
     return batch.emit({
       type: "tool_execution_start",
       toolCallId: toolCall.id,
@@ -605,6 +626,7 @@ const emitEnd = <R>(batch: Batch<R>, call: Call, finalized: Finalized): Effect.E
     call.ended = true
     call.stage = "settled"
     call.abort = undefined
+    Telemetry.toolEnd(batch.trace, call, finalized)
     return batch.emit({
       type: "tool_execution_end",
       toolCallId: call.toolCall.id,
@@ -651,7 +673,12 @@ const executeAndFinalize = <R>(
   prepared: Prepared,
   inline = false
 ): Effect.Effect<Finalized, never, R> =>
-  Effect.flatMapEager(execute(batch, prepared, inline), (executed) => finalize(batch, prepared, executed))
+  batch.trace === undefined
+    ? Effect.flatMapEager(execute(batch, prepared, inline), (executed) => finalize(batch, prepared, executed))
+    : Effect.flatMapEager(
+      Telemetry.toolPhase(batch.trace, prepared.call, "execution", () => execute(batch, prepared, inline)),
+      (executed) => Telemetry.toolPhase(batch.trace, prepared.call, "finalize", () => finalize(batch, prepared, executed))
+    )
 
 /** Prepare, and on success execute and finalize: the finalized outcome of one call. */
 const outcomeOf = <R>(batch: Batch<R>, call: Call): Effect.Effect<Finalized, never, R> =>
@@ -950,7 +977,8 @@ export const executeToolCalls = <R = never>(
         stopping: false,
         syncSink: emitter.sync,
         clock: yield* Clock.Clock,
-        lastTimestamp: 0
+        lastTimestamp: 0,
+        trace: yield* Telemetry.batchTrace
       }
       const mode = chooseMode(toolCalls, registry, options.toolExecution)
       const work = mode === "sequential"

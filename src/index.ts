@@ -1,5 +1,8 @@
 /**
- * effect-agent: pi's agent core on Effect 4.
+ * effect-agent: pi's agent core on Effect 4 (messages, tools, the five phases of a batch, the loop, the agent).
+ * The rest lives behind its own entry point, so an application loads only what it uses:
+ * `effect-agent/providers` (models over HTTP), `effect-agent/tools` (the built-in tools),
+ * `effect-agent/durable` (runs that survive a crash) and `effect-agent/cli` (the command line).
  *
  * @since 0.1.0
  */
@@ -32,9 +35,9 @@ export * as Agent from "./Agent.ts"
 export { PromiseAgent, type PromiseAgentOptions } from "./PromiseAgent.ts"
 /** A model that replays a script (the embedded default). */
 export * as ScriptedModel from "./ScriptedModel.ts"
+/** OpenTelemetry spans and metrics of a run (GenAI semantic conventions). */
+export * as Telemetry from "./Telemetry.ts"
+/** Exporting them over OTLP/HTTP (the OpenTelemetry SDK is loaded only when used). */
+export * as TelemetryExport from "./TelemetryExport.ts"
 /** Transcripts as JSON-lines files. */
 export * as Session from "./Session.ts"
-/** The built-in tools (read, ls, find, grep, write, edit, bash) confined to a workspace. */
-export * as BuiltinTools from "./tools/index.ts"
-/** Model providers: OpenAI-compatible, OpenAI Responses, Anthropic, Gemini, the bridge to effect/ai, and the model catalogue. */
-export * as Providers from "./providers/index.ts"

@@ -21,7 +21,6 @@ import * as ScriptedModel from "../src/ScriptedModel.ts"
 import { callTools, say } from "../src/ScriptedModel.ts"
 import {
   addTool,
-  AddParams,
   assertBalanced,
   assertMessagesMatchEvents as assertMessagesMatch,
   assertOneAgentEnd,

@@ -15,7 +15,7 @@
  * - `PROP_RUNS_FACTOR=<n>` multiplies the number of runs (e.g. 10 for a long local search);
  * - `PROP_STATS=1` prints what the generated cases exercised.
  */
-import { afterAll, assert, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import { Clock, Effect, Exit, Fiber, References, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import type { AgentEvent } from "../src/AgentEvent.ts"

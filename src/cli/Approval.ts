@@ -1,14 +1,34 @@
 /**
  * Approvals for tools that change things. `write`, `edit` and `bash` run only when the person at the
  * terminal says yes (or `--yes` was given); with no terminal to ask they are blocked with a reason the model
- * can read. Some commands are refused whatever was said.
+ * can read. Some commands are refused whatever was said. In the interactive mode the person sees what the
+ * call would do (a coloured diff for `edit` and `write`, the command for `bash`) and answers y / n / a / e
+ * (rules CLI 4.1-4.5).
  */
+import { diffLines } from "diff"
 import { Effect } from "effect"
 import type { BeforeToolCallContext, BeforeToolCallResult } from "../ToolExecution.ts"
 import { refusal } from "./CommandPolicy.ts"
+import { terminalSafe } from "./internal/terminalText.ts"
 
 /** The tools that need a yes before they run. */
 export const NEEDS_APPROVAL: ReadonlySet<string> = new Set(["write", "edit", "bash"])
+
+/** A call waiting for the person's answer. */
+export interface ApprovalRequest {
+  readonly toolName: string
+  readonly toolCallId: string
+  readonly args: unknown
+}
+
+/** The person's answer to a call. */
+export type Decision =
+  /** `y`: run this call. */
+  | { readonly _tag: "Allow" }
+  /** `a`: run this call and every later call of the same tool in this session without asking (CLI 4.3). */
+  | { readonly _tag: "AllowAlways" }
+  /** `n`, or `e` with the reason the model is told (CLI 4.4). */
+  | { readonly _tag: "Deny"; readonly reason?: string | undefined }
 
 /** How approvals are decided. */
 export type ApprovalMode =
@@ -16,6 +36,8 @@ export type ApprovalMode =
   | { readonly _tag: "AllowAll" }
   /** The person is asked; `ask` returns their answer. */
   | { readonly _tag: "Ask"; readonly ask: (question: string) => Effect.Effect<boolean> }
+  /** The person judges the call with what it would do in front of them (the interactive mode). */
+  | { readonly _tag: "Judge"; readonly judge: (request: ApprovalRequest) => Effect.Effect<Decision> }
   /** No one can be asked: calls that need approval are blocked. */
   | { readonly _tag: "NoTerminal" }
 
@@ -23,29 +45,133 @@ export type ApprovalMode =
 export const question = (toolName: string, args: unknown): string =>
   `Allow ${toolName} ${JSON.stringify(args, null, 2)}?`
 
-/** The `beforeToolCall` hook implementing the approval policy. */
-export const approvalHook = (mode: ApprovalMode) =>
-(context: BeforeToolCallContext): Effect.Effect<BeforeToolCallResult | undefined> => {
-  const name = context.toolCall.name
-  if (!NEEDS_APPROVAL.has(name)) return Effect.succeed(undefined)
-  if (name === "bash") {
-    const command = (context.args as { readonly command?: unknown } | undefined)?.command
-    const why = typeof command === "string" ? refusal(command) : undefined
-    if (why !== undefined) {
-      return Effect.succeed({ block: true, reason: `Refused by policy: ${why}. Do not retry this command.` })
+/** The blocked result of a call the person declined, with their reason when they gave one (CLI 4.4). */
+export const declinedReason = (toolName: string, reason?: string): string =>
+  reason === undefined || reason.trim() === ""
+    ? `The user declined this ${toolName} call. It was not run.`
+    : `The user declined this ${toolName} call. It was not run. The user said: ${reason.trim()}`
+
+/**
+ * The `beforeToolCall` hook implementing the approval policy for the tools named in `needsApproval` (default:
+ * {@link NEEDS_APPROVAL}; the command line adds every MCP server's tool). Each hook remembers the tools the
+ * person allowed with `a` for as long as it lives (one session); the command policy refuses what it refuses
+ * even then.
+ */
+export const approvalHook = (mode: ApprovalMode, needsApproval: ReadonlySet<string> = NEEDS_APPROVAL) => {
+  const always = new Set<string>()
+  return (context: BeforeToolCallContext): Effect.Effect<BeforeToolCallResult | undefined> => {
+    const name = context.toolCall.name
+    if (!needsApproval.has(name)) return Effect.succeed(undefined)
+    if (name === "bash") {
+      const command = (context.args as { readonly command?: unknown } | undefined)?.command
+      const why = typeof command === "string" ? refusal(command) : undefined
+      if (why !== undefined) {
+        return Effect.succeed({ block: true, reason: `Refused by policy: ${why}. Do not retry this command.` })
+      }
+    }
+    switch (mode._tag) {
+      case "AllowAll":
+        return Effect.succeed(undefined)
+      case "NoTerminal":
+        return Effect.succeed({
+          block: true,
+          reason:
+            `${name} needs the user's approval, but there is no terminal to ask. It was not run. The user can rerun with --yes to allow it.`
+        })
+      case "Ask":
+        return Effect.map(mode.ask(question(name, context.args)), (yes) =>
+          yes ? undefined : { block: true, reason: declinedReason(name) })
+      case "Judge":
+        if (always.has(name)) return Effect.succeed(undefined)
+        return Effect.map(mode.judge({ toolName: name, toolCallId: context.toolCall.id, args: context.args }), (decision) => {
+          switch (decision._tag) {
+            case "Allow":
+              return undefined
+            case "AllowAlways":
+              always.add(name)
+              return undefined
+            case "Deny":
+              return { block: true, reason: declinedReason(name, decision.reason) }
+          }
+        })
     }
   }
-  switch (mode._tag) {
-    case "AllowAll":
-      return Effect.succeed(undefined)
-    case "NoTerminal":
-      return Effect.succeed({
-        block: true,
-        reason:
-          `${name} needs the user's approval, but there is no terminal to ask. It was not run. The user can rerun with --yes to allow it.`
-      })
-    case "Ask":
-      return Effect.map(mode.ask(question(name, context.args)), (yes) =>
-        yes ? undefined : { block: true, reason: `The user declined this ${name} call. It was not run.` })
+}
+
+/** What an `edit` or `write` call would change, given the file's text now (`undefined`: no such file). */
+export const proposedText = (toolName: string, args: unknown, before: string | undefined): string | undefined => {
+  const record = (typeof args === "object" && args !== null ? args : {}) as Record<string, unknown>
+  if (toolName === "write") return typeof record.content === "string" ? record.content : undefined
+  if (toolName === "edit" && before !== undefined && typeof record.oldText === "string" && typeof record.newText === "string") {
+    const at = before.indexOf(record.oldText)
+    // The tool refuses a text found zero or several times; the preview then shows the two texts instead.
+    if (at === -1 || before.indexOf(record.oldText, at + 1) !== -1) return undefined
+    return before.slice(0, at) + record.newText + before.slice(at + record.oldText.length)
   }
+  return undefined
+}
+
+/** Lines of a diff shown, at most; the rest is counted. */
+export const PREVIEW_LINES = 40
+const CONTEXT_LINES = 3
+
+/**
+ * What a call would do, as lines for the person: a unified-style diff (red removed, green added, three
+ * lines of context) for `edit` and `write`, the command for `bash`, the arguments for anything else (CLI 4.1).
+ * Everything from the model is made terminal-safe.
+ */
+export const preview = (
+  request: ApprovalRequest,
+  before: string | undefined,
+  options: { readonly color: boolean }
+): Array<string> => {
+  const paint = (text: string, code: string) => options.color ? `\x1b[${code}m${text}\x1b[0m` : text
+  const record = (typeof request.args === "object" && request.args !== null ? request.args : {}) as Record<string, unknown>
+  const path = typeof record.path === "string" ? terminalSafe(record.path) : ""
+  if (request.toolName === "bash") {
+    const command = typeof record.command === "string" ? record.command : JSON.stringify(request.args)
+    return terminalSafe(command).split("\n").map((line, i) => paint(`${i === 0 ? "$" : " "} ${line}`, "1"))
+  }
+  if (request.toolName === "edit" || request.toolName === "write") {
+    const after = proposedText(request.toolName, request.args, before)
+    const header = request.toolName === "write"
+      ? paint(`${before === undefined ? "new file" : "overwrite"} ${path}`, "1")
+      : paint(`edit ${path}`, "1")
+    const [from, to] = after !== undefined
+      ? [before ?? "", after]
+      : [String(record.oldText ?? ""), String(record.newText ?? "")]
+    return [header, ...diffPreview(from, to, paint)]
+  }
+  return JSON.stringify(request.args, null, 2).split("\n").map(terminalSafe)
+}
+
+const diffPreview = (from: string, to: string, paint: (text: string, code: string) => string): Array<string> => {
+  const lines: Array<{ readonly mark: " " | "-" | "+"; readonly text: string }> = []
+  for (const part of diffLines(from, to)) {
+    const body = part.value.endsWith("\n") ? part.value.slice(0, -1) : part.value
+    const mark = part.added ? "+" : part.removed ? "-" : " "
+    for (const text of body.split("\n")) lines.push({ mark, text })
+  }
+  // Keep the changed lines and a few lines of context around each.
+  const keep = lines.map(() => false)
+  lines.forEach((line, i) => {
+    if (line.mark === " ") return
+    for (let j = Math.max(0, i - CONTEXT_LINES); j <= Math.min(lines.length - 1, i + CONTEXT_LINES); j++) keep[j] = true
+  })
+  const out: Array<string> = []
+  let skipped = false
+  lines.forEach((line, i) => {
+    if (!keep[i]) {
+      if (!skipped) out.push(paint("  …", "2"))
+      skipped = true
+      return
+    }
+    skipped = false
+    const text = `${line.mark} ${terminalSafe(line.text)}`
+    out.push(line.mark === "+" ? paint(text, "32") : line.mark === "-" ? paint(text, "31") : paint(text, "2"))
+  })
+  if (out.length === 0) return [paint("  (no change)", "2")]
+  return out.length > PREVIEW_LINES
+    ? [...out.slice(0, PREVIEW_LINES), paint(`  … ${out.length - PREVIEW_LINES} more lines`, "2")]
+    : out
 }

@@ -101,7 +101,7 @@ const summary = (request: ModelRequest): ScriptedModel.Reply => {
 }
 
 /** The demo's scripted model: four turns on the sample project. */
-export const demoScript: ReadonlyArray<ScriptedModel.Step> = [
+const demoScript: ReadonlyArray<ScriptedModel.Step> = [
   ScriptedModel.callTools(
     [
       ScriptedModel.toolCall("demo-ls", "ls", { path: "." }),

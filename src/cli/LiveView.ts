@@ -1,14 +1,18 @@
 /**
  * What the command line shows while an agent runs: streamed assistant text, a live lane per running tool
  * call (name, key argument, spinner, elapsed time, last progress line), a line per finished call, and after
- * each batch a timeline showing which calls overlapped. On a terminal it redraws in place with colours;
+ * each batch a timeline showing which calls overlapped, and after each run its tokens, cost and context share
+ * with the session's running total (CLI 5.4). A finished `bash` call keeps its last output lines visible
+ * (CLI 10.4). On a terminal it redraws in place with colours;
  * elsewhere it prints plain lines only. Nothing a model or a tool said reaches the terminal raw: control
  * characters in it (escape sequences included) are printed as visible stand-ins.
  */
 import { Clock, Duration, Effect, type Scope } from "effect"
 import type { AgentEvent } from "../AgentEvent.ts"
-import type { ToolResultContent } from "../Message.ts"
+import { isMessage, type ToolResultContent } from "../Message.ts"
+import type { Catalogue } from "../providers/ModelCatalogue.ts"
 import { terminalSafe } from "./internal/terminalText.ts"
+import * as Usage from "./Usage.ts"
 
 /** How the view renders. */
 export interface ViewOptions {
@@ -18,21 +22,38 @@ export interface ViewOptions {
   readonly color: boolean
   /** Terminal width. */
   readonly columns: number
-  readonly write: (text: string) => void
+  /**
+   * Where the text goes: the command passes an effect writing to standard output through the `Terminal`
+   * service; a plain callback (tests, other views) is called as is.
+   */
+  readonly write: (text: string) => Effect.Effect<void> | void
+  /** What the session used before this view started (a resumed transcript), for the running total. */
+  readonly usageBefore?: Usage.UsageTally | undefined
+  /** The model catalogue prices and context windows come from (default: the built-in one). */
+  readonly catalogue?: Catalogue | undefined
 }
+
+/** How many last lines of a finished `bash` call stay on the screen (CLI 10.4). */
+export const BASH_TAIL_LINES = 4
+
+/** The usage line printed after a run: this run, then the session so far (CLI 5.4). */
+export const usageLine = (turn: Usage.UsageTally, total: Usage.UsageTally): string =>
+  `${Usage.format(turn)} · total ${Usage.format(total)}`
 
 interface Lane {
   readonly id: string
   readonly name: string
   readonly keyArg: string
-  readonly startedAt: number
+  startedAt: number
   progress: string
+  /** Plain view: progress lines of this call were printed, so its output is on the screen already. */
+  streamed: boolean
 }
 
 interface Span {
   readonly id: string
   readonly label: string
-  readonly start: number
+  start: number
   end: number | undefined
   isError: boolean
 }
@@ -61,6 +82,13 @@ const lastLine = (text: string, width: number): string => {
   const line = terminalSafe(lines.at(-1) ?? "")
   return line.length > width ? line.slice(0, width - 1) + "…" : line
 }
+
+/** The last `count` non-blank lines of a text, each cut to `width`, made safe for the terminal. */
+export const lastLines = (text: string, count: number, width: number): Array<string> =>
+  text.split("\n").filter((l) => l.trim() !== "").slice(-count).map((l) => {
+    const line = terminalSafe(l)
+    return line.length > width ? line.slice(0, width - 1) + "…" : line
+  })
 
 const textOf = (content: unknown): string =>
   Array.isArray(content)
@@ -109,7 +137,22 @@ export interface LiveView {
 /** Builds a view. On a live terminal a ticker redraws the lanes until the scope closes. */
 export const make = (options: ViewOptions): Effect.Effect<LiveView, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const { write, color, live } = options
+    const { color, live } = options
+    // Text is gathered while an event is handled and written once after it: one write per event, no
+    // partial frame on the screen.
+    let pending = ""
+    const write = (text: string) => {
+      pending += text
+    }
+    const flush = Effect.suspend(() => {
+      const text = pending
+      pending = ""
+      if (text === "") return Effect.void
+      const written = options.write(text)
+      return Effect.isEffect(written) ? written : Effect.void
+    })
+    let turnUsage = Usage.empty
+    let totalUsage = options.usageBefore ?? Usage.empty
     const paint = (text: string, code: string) => color ? `\x1b[${code}m${text}\x1b[0m` : text
     const lanes = new Map<string, Lane>()
     let spans: Array<Span> = []
@@ -149,7 +192,7 @@ export const make = (options: ViewOptions): Effect.Effect<LiveView, never, Scope
 
     const handle = (event: AgentEvent): Effect.Effect<void> =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        Effect.sync(() => {
+        Effect.andThen(Effect.sync(() => {
           switch (event.type) {
             case "message_update": {
               const update = event.assistantMessageEvent
@@ -165,8 +208,23 @@ export const make = (options: ViewOptions): Effect.Effect<LiveView, never, Scope
               }
               return
             }
+            case "agent_start": {
+              turnUsage = Usage.empty
+              return
+            }
+            case "agent_end": {
+              // A model that reports no usage (the scripted demo, some local servers) gets no line of zeros.
+              if (turnUsage.input + turnUsage.output > 0) print(paint(usageLine(turnUsage, totalUsage), "2"), now)
+              turnUsage = Usage.empty
+              return
+            }
             case "message_end": {
               const message = event.message
+              if (isMessage(message) && message.role === "assistant") {
+                const tally = Usage.ofMessage(message, options.catalogue)
+                turnUsage = Usage.add(turnUsage, tally)
+                totalUsage = Usage.add(totalUsage, tally)
+              }
               if (message.role === "assistant" && (message.stopReason === "error" || message.stopReason === "aborted")) {
                 print(paint(`✗ ${message.stopReason}: ${terminalSafe(String(message.errorMessage ?? ""))}`, "31"), now)
               }
@@ -180,7 +238,8 @@ export const make = (options: ViewOptions): Effect.Effect<LiveView, never, Scope
                 name,
                 keyArg,
                 startedAt: now,
-                progress: ""
+                progress: "",
+                streamed: false
               })
               spans.push({ id: event.toolCallId, label: `${name} ${keyArg}`.trim(), start: now, end: undefined, isError: false })
               if (live) {
@@ -200,6 +259,7 @@ export const make = (options: ViewOptions): Effect.Effect<LiveView, never, Scope
                 clear()
                 draw(now)
               } else if (line !== "") {
+                if (lane !== undefined) lane.streamed = true
                 print(`  │ ${line}`, now)
               }
               return
@@ -213,13 +273,20 @@ export const make = (options: ViewOptions): Effect.Effect<LiveView, never, Scope
                 span.isError = event.isError
               }
               const result = event.result as { readonly content?: unknown } | undefined
-              const summary = firstLine(textOf(result?.content), Math.max(20, options.columns - 40))
+              const output = textOf(result?.content)
+              // A command's news is at its end (the error, the summary line): bash output of more than one
+              // line keeps its last lines under the call (unless the plain view printed them as they came);
+              // one line stays on the call's line, as for others.
+              const tail = event.toolName === "bash" && lane?.streamed !== true && lastLines(output, 2, 1000).length > 1
+                ? lastLines(output, BASH_TAIL_LINES, Math.max(20, options.columns - 6))
+                : []
+              const summary = tail.length > 0 ? "" : firstLine(output, Math.max(20, options.columns - 40))
               const took = lane === undefined ? "" : ` ${formatMs(now - lane.startedAt)}`
               const mark = event.isError ? paint("✗", "31") : paint("✓", "32")
               print(
                 `${mark} ${terminalSafe(event.toolName)} ${lane?.keyArg ?? ""}${paint(took, "2")}${
                   summary === "" ? "" : paint(` → ${summary}`, "2")
-                }`,
+                }${tail.map((line) => "\n" + paint(`  │ ${line}`, "2")).join("")}`,
                 now
               )
               return
@@ -239,7 +306,7 @@ export const make = (options: ViewOptions): Effect.Effect<LiveView, never, Scope
             default:
               return
           }
-        }))
+        }), flush))
 
     if (live) {
       yield* Effect.gen(function*() {
@@ -250,6 +317,7 @@ export const make = (options: ViewOptions): Effect.Effect<LiveView, never, Scope
             frame++
             clear()
             draw(now)
+            yield* flush
           }
         }
       }).pipe(Effect.forkScoped)
@@ -259,20 +327,34 @@ export const make = (options: ViewOptions): Effect.Effect<LiveView, never, Scope
       handle,
       pause: (effect) =>
         Effect.acquireUseRelease(
-          Effect.sync(() => {
-            clear()
-            paused = true
-          }),
+          Effect.flatMap(Clock.currentTimeMillis, (now) =>
+            Effect.andThen(
+              Effect.sync(() => {
+                clear()
+                paused = true
+              }),
+              Effect.as(flush, now)
+            )),
           () => effect,
-          () => Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => {
-            paused = false
-            draw(now)
-          }))
+          (pausedAt) =>
+            Effect.flatMap(Clock.currentTimeMillis, (now) =>
+              Effect.andThen(
+                Effect.sync(() => {
+                  // Time spent waiting for the person (an approval) is not the tool's (CLI 4.5): the calls
+                  // on screen while paused have their start moved by the pause, in the lane and the timeline.
+                  const waited = now - pausedAt
+                  for (const lane of lanes.values()) lane.startedAt += waited
+                  for (const span of spans) if (span.end === undefined) span.start += waited
+                  paused = false
+                  draw(now)
+                }),
+                flush
+              ))
         ),
-      close: Effect.sync(() => {
+      close: Effect.andThen(Effect.sync(() => {
         clear()
         if (midLine) write("\n")
         midLine = false
-      })
+      }), flush)
     }
   })

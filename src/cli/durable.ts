@@ -2,7 +2,7 @@
  * Durable runs on the command line: `--durable` runs the task as a durable run in the embedded store and
  * prints its id; `runs` lists the store's runs; `resume <run-id>` continues one after a crash or Ctrl-C.
  */
-import { Console, Effect, Layer } from "effect"
+import { Console, Effect, Layer, Schema } from "effect"
 import { mkdirSync } from "node:fs"
 import { dirname, resolve } from "node:path"
 import type { AgentEvent } from "../AgentEvent.ts"
@@ -115,7 +115,30 @@ export const listRuns = (store: string | undefined, json: boolean) =>
         : Console.log(`${run.runId}  ${run.status.padEnd(9)}  ${new Date(run.startedAt).toISOString()}  ${run.title}`)
     }
   }).pipe(
-    Effect.provide(
-      DurableAgent.RunListeners.layer.pipe(Layer.provideMerge(storeLayer(store)))
-    )
+    // A client of the store: it lists while another process runs the store (DR 3.1).
+    Effect.provide(Layer.suspend(() => DurableStore.layerClient({ filename: storeFile(store) })))
+  )
+
+/** `abort <run-id>` named a run the store does not hold. */
+export class UnknownRun extends Schema.TaggedError<UnknownRun>()("UnknownRun", { runId: Schema.String }) {
+  override get message() {
+    return `no run ${this.runId} in the store (effect-agent runs lists them)`
+  }
+}
+
+/**
+ * Aborts the run `runId` of the store, wherever it executes (DR 3.2): a process running it stops it within
+ * its abort poll interval; a run no process runs stops at its first step when resumed. A run the store does
+ * not hold is refused with {@link UnknownRun}; a finished one is left as it is and said so.
+ */
+export const abortRun = (store: string | undefined, runId: string) =>
+  Effect.gen(function*() {
+    const runs: ReadonlyArray<DurableAgent.RunSummary> = yield* DurableAgent.list()
+    const run = runs.find((entry) => entry.runId === runId)
+    if (run === undefined) return yield* new UnknownRun({ runId })
+    if (run.status === "completed" || run.status === "failed") return yield* Console.log(`run ${runId} had already finished (${run.status})`)
+    yield* DurableAgent.abort(runId)
+    yield* Console.log(`abort sent to run ${runId}`)
+  }).pipe(
+    Effect.provide(Layer.suspend(() => DurableStore.layerClient({ filename: storeFile(store) })))
   )

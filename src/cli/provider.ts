@@ -1,5 +1,5 @@
 /** The model provider the command line talks to, chosen by `--provider` and configured by flags or the environment. */
-import { Config, Effect, Layer, Option, Redacted } from "effect"
+import { Config, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { Model } from "../Model.ts"
 import * as Anthropic from "../providers/Anthropic.ts"
@@ -39,6 +39,26 @@ const PROVIDERS: Record<ProviderName, {
   anthropic: { prefix: "ANTHROPIC", defaultBaseUrl: Anthropic.DEFAULT_BASE_URL, keyRequired: true },
   gemini: { prefix: "GEMINI", defaultBaseUrl: Gemini.DEFAULT_BASE_URL, keyRequired: true }
 }
+
+/**
+ * The environment variables of the providers, for `--help`: derived from the one table above, so a new
+ * provider cannot be left out.
+ */
+export const providerEnvironment: ReadonlyArray<readonly [string, string]> = (() => {
+  const byPrefix = new Map<string, Array<ProviderName>>()
+  for (const [name, provider] of Object.entries(PROVIDERS) as Array<[ProviderName, (typeof PROVIDERS)[ProviderName]]>) {
+    byPrefix.set(provider.prefix, [...(byPrefix.get(provider.prefix) ?? []), name])
+  }
+  const rows: Array<readonly [string, string]> = []
+  for (const [prefix, names] of byPrefix) {
+    const which = names.join(", ")
+    rows.push([`${prefix}_API_KEY`, `the API key of ${which} (--api-key)`])
+    rows.push([`${prefix}_MODEL`, `the model of ${which} (--model)`])
+    rows.push([`${prefix}_BASE_URL`, `the base URL of ${which} (--base-url)`])
+    if (prefix === "ANTHROPIC") rows.push(["ANTHROPIC_MAX_TOKENS", "the most tokens of one anthropic answer"])
+  }
+  return rows
+})()
 
 /** The flag's value, else the variable's; unset or unreadable, a one-line error naming both. */
 const setting = <A>(
@@ -88,7 +108,10 @@ export const providerSettings = Effect.fn("providerSettings")(function*(name: Pr
       "ANTHROPIC_MAX_TOKENS",
       undefined,
       "ANTHROPIC_MAX_TOKENS",
-      Config.Int("ANTHROPIC_MAX_TOKENS").pipe(Config.option, Config.map(Option.getOrUndefined))
+      Config.schema(Schema.Int.check(Schema.isGreaterThan(0)), "ANTHROPIC_MAX_TOKENS").pipe(
+        Config.option,
+        Config.map(Option.getOrUndefined)
+      )
     )
     : undefined
   return { name, model, baseUrl, apiKey, maxTokens } satisfies ProviderSettings

@@ -6,14 +6,21 @@ import { type DuplicateToolName, ToolRegistry } from "../ToolRegistry.ts"
 
 /**
  * The registry of the built-in tools working in `root`, on Node's file system and processes, with `bash`
- * confined as `sandbox` says (default: the sandbox when bubblewrap works).
+ * confined as `sandbox` says (default: the sandbox when bubblewrap works), and images returned by `read`
+ * unless `images` is false.
  */
 export const workspaceTools = (
   root: string,
-  sandbox: BuiltinTools.BashSandboxSettings = BuiltinTools.defaultSandboxSettings
+  sandbox: BuiltinTools.BashSandboxSettings = BuiltinTools.defaultSandboxSettings,
+  options: { readonly images?: boolean | undefined } = {}
 ): Layer.Layer<ToolRegistry, DuplicateToolName | PlatformError.PlatformError | BuiltinTools.SandboxUnavailable> =>
   ToolRegistry.layer(...BuiltinTools.builtinTools).pipe(
     Layer.provide(BuiltinTools.layerAt(root)),
+    // `--no-images`: read describes an image instead of returning it (CLI 10.5).
+    Layer.provide(Layer.succeed(BuiltinTools.ImageReading)({
+      enabled: options.images ?? true,
+      maxBytes: 5 * 1024 * 1024
+    })),
     Layer.provide(Layer.succeed(BuiltinTools.BashSandbox)(sandbox)),
     Layer.provide(NodeServices.layer)
   )

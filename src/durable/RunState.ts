@@ -1,7 +1,7 @@
 /**
  * The state of durable runs that the workflow engine does not keep: which steps have started (and how
- * often), and the messages sent to a run from outside. Both live in the run store next to the engine's
- * tables; in-memory versions go with the in-memory engine.
+ * often), and which runs a store has seen. Both live in the run store next to the engine's tables, in SQL
+ * that SQLite and PostgreSQL both accept; in-memory versions go with the in-memory engine.
  *
  * @since 0.1.0
  */
@@ -16,7 +16,7 @@ export interface StartLedgerShape {
 /**
  * Which steps of durable runs have started, and how often. The workflow engine stores a step's result once
  * it finishes, but cannot tell a step that never ran from one that was running when the process died; the
- * ledger can, because a start is committed before the step's side effects begin.
+ * ledger can, because a start is committed before the step's side effects begin (DR 2.1).
  */
 export class StartLedger extends Context.Service<StartLedger, StartLedgerShape>()("effect-agent/durable/StartLedger") {
   /** In memory: for the in-memory workflow engine, where nothing survives the process anyway. */
@@ -37,7 +37,8 @@ export class StartLedger extends Context.Service<StartLedger, StartLedgerShape>(
   static readonly layerSql: Layer.Layer<StartLedger, never, SqlClient.SqlClient> = Layer.effect(
     StartLedger,
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
+      // Without the client's name transforms: the queries name their columns as the tables do.
+      const sql = (yield* SqlClient.SqlClient).withoutTransforms()
       yield* sql`CREATE TABLE IF NOT EXISTS effect_agent_step_starts (
         run_id TEXT NOT NULL,
         step_id TEXT NOT NULL,
@@ -48,70 +49,12 @@ export class StartLedger extends Context.Service<StartLedger, StartLedgerShape>(
         start: (runId, stepId) =>
           sql<{ attempts: number }>`INSERT INTO effect_agent_step_starts (run_id, step_id, attempts)
             VALUES (${runId}, ${stepId}, 1)
-            ON CONFLICT (run_id, step_id) DO UPDATE SET attempts = attempts + 1
+            ON CONFLICT (run_id, step_id) DO UPDATE SET attempts = effect_agent_step_starts.attempts + 1
             RETURNING attempts`.pipe(
             Effect.map((rows) => Number(rows[0]?.attempts ?? 1)),
             // Without a committed start the honest answer for a side-effecting step is unknown: stop the run.
             Effect.orDie
           )
-      }
-    })
-  )
-}
-
-/** Which queue of a run a message from outside goes to. */
-export type InboxKind = "steer" | "followUp"
-
-/**
- * Messages sent to a run from outside, kept until a step of the run takes them. Taking is keyed by the
- * step: a step run again after a crash gets the same messages, none twice and none lost.
- */
-export interface InboxShape {
-  readonly send: (runId: string, kind: InboxKind, message: unknown) => Effect.Effect<void>
-  readonly take: (runId: string, kind: InboxKind, step: string) => Effect.Effect<ReadonlyArray<unknown>>
-}
-
-/** The inbox of durable runs. */
-export class Inbox extends Context.Service<Inbox, InboxShape>()("effect-agent/durable/Inbox") {
-  /** In memory, for the in-memory engine. */
-  static readonly layerMemory: Layer.Layer<Inbox> = Layer.sync(Inbox, () => {
-    const rows: Array<{ runId: string; kind: InboxKind; message: unknown; takenBy: string | undefined }> = []
-    return {
-      send: (runId, kind, message) => Effect.sync(() => void rows.push({ runId, kind, message, takenBy: undefined })),
-      take: (runId, kind, step) =>
-        Effect.sync(() => {
-          const mine = rows.filter((r) => r.runId === runId && r.kind === kind)
-          for (const row of mine) if (row.takenBy === undefined) row.takenBy = step
-          return mine.filter((r) => r.takenBy === step).map((r) => r.message)
-        })
-    }
-  })
-
-  /** In the run store, so a message sent while no process runs the run waits for it. */
-  static readonly layerSql: Layer.Layer<Inbox, never, SqlClient.SqlClient> = Layer.effect(
-    Inbox,
-    Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      yield* sql`CREATE TABLE IF NOT EXISTS effect_agent_inbox (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        run_id TEXT NOT NULL,
-        kind TEXT NOT NULL,
-        message TEXT NOT NULL,
-        taken_by TEXT
-      )`.pipe(Effect.orDie)
-      return {
-        send: (runId, kind, message) =>
-          sql`INSERT INTO effect_agent_inbox (run_id, kind, message) VALUES (${runId}, ${kind}, ${
-            JSON.stringify(message)
-          })`.pipe(Effect.asVoid, Effect.orDie),
-        take: (runId, kind, step) =>
-          sql.withTransaction(Effect.gen(function*() {
-            yield* sql`UPDATE effect_agent_inbox SET taken_by = ${step}
-              WHERE run_id = ${runId} AND kind = ${kind} AND taken_by IS NULL`
-            const rows = yield* sql<{ message: string }>`SELECT message FROM effect_agent_inbox
-              WHERE run_id = ${runId} AND kind = ${kind} AND taken_by = ${step} ORDER BY seq`
-            return rows.map((row) => JSON.parse(row.message) as unknown)
-          })).pipe(Effect.orDie)
       }
     })
   )
@@ -148,16 +91,17 @@ export class RunIndex extends Context.Service<RunIndex, RunIndexShape>()("effect
   static readonly layerSql: Layer.Layer<RunIndex, never, SqlClient.SqlClient> = Layer.effect(
     RunIndex,
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
+      // Without the client's name transforms: the queries name their columns as the tables do.
+      const sql = (yield* SqlClient.SqlClient).withoutTransforms()
       yield* sql`CREATE TABLE IF NOT EXISTS effect_agent_runs (
         run_id TEXT PRIMARY KEY,
-        started_at INTEGER NOT NULL,
+        started_at BIGINT NOT NULL,
         title TEXT NOT NULL
       )`.pipe(Effect.orDie)
       return {
         record: (entry) =>
-          sql`INSERT OR IGNORE INTO effect_agent_runs (run_id, started_at, title)
-            VALUES (${entry.runId}, ${entry.startedAt}, ${entry.title})`.pipe(Effect.asVoid, Effect.orDie),
+          sql`INSERT INTO effect_agent_runs (run_id, started_at, title)
+            VALUES (${entry.runId}, ${entry.startedAt}, ${entry.title}) ON CONFLICT (run_id) DO NOTHING`.pipe(Effect.asVoid, Effect.orDie),
         list: sql<{ run_id: string; started_at: number; title: string }>`SELECT run_id, started_at, title
           FROM effect_agent_runs ORDER BY started_at DESC, run_id`.pipe(
           Effect.map((rows) => rows.map((r) => ({ runId: r.run_id, startedAt: Number(r.started_at), title: r.title }))),

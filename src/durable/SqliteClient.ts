@@ -1,6 +1,6 @@
 /**
  * An `effect/sql` `SqlClient` over Node's built-in `node:sqlite` (Node 22.13+, no flag): the embedded
- * store of durable runs. One file, one connection, no server.
+ * store of durable runs. One file, one connection, no server (docs/durability.md DR 6).
  *
  * Every statement and every transaction holds the connection's only permit, so fibers never interleave
  * statements inside another fiber's transaction. Failures of the driver (a file locked by another process,

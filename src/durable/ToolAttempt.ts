@@ -1,7 +1,7 @@
 /**
  * What a tool running inside a durable run learns about its call: a key that stays the same across
  * crashes and resumes, and which attempt this is. A tool that talks to an outside system can send the key
- * along (e.g. as an `Idempotency-Key` header) so that running it again after a crash does no harm.
+ * along (e.g. as an `Idempotency-Key` header) so that running it again after a crash does no harm (DR 2.2).
  *
  * @since 0.1.0
  */

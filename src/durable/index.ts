@@ -5,15 +5,7 @@
  */
 export * as DurableAgent from "./DurableAgent.ts"
 export * as DurableStore from "./DurableStore.ts"
-export {
-  Inbox,
-  type InboxKind,
-  type InboxShape,
-  type RunEntry,
-  RunIndex,
-  type RunIndexShape,
-  StartLedger,
-  type StartLedgerShape
-} from "./RunState.ts"
-export { make as makeSqliteClient, SqliteClient, type SqliteClientConfig, type SqliteClientShape } from "./SqliteClient.ts"
+// The services a durable run needs (DurableStore.layer provides them all); their shapes stay internal.
+export { RunIndex, StartLedger } from "./RunState.ts"
+export { make as makeSqliteClient, SqliteClient, type SqliteClientConfig } from "./SqliteClient.ts"
 export { ToolAttempt, type ToolAttemptInfo } from "./ToolAttempt.ts"

@@ -80,7 +80,7 @@ export const readArguments = (toolCall: ToolCall): unknown => {
 }
 
 /** At most this many characters of argument text are echoed back to the model. */
-export const ARGUMENTS_ECHO_MAX_CHARS = 2_000
+const ARGUMENTS_ECHO_MAX_CHARS = 2_000
 
 /** Argument text to echo back, cut to a bounded length (TE 9.4). */
 export const echo = (text: string): string => clip(text, ARGUMENTS_ECHO_MAX_CHARS)

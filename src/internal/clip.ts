@@ -4,7 +4,7 @@
  */
 
 /** Most characters of a short argument (a name, a path, a pattern) that a message echoes back. */
-export const ECHO_MAX_CHARS = 256
+const ECHO_MAX_CHARS = 256
 
 /**
  * `text` when it has at most `max` characters; otherwise its start and its end around a note saying how

@@ -7,7 +7,7 @@
  * appends never copies. A deferred snapshot (`later`) records only the current length and costs nothing
  * unless someone reads it; read late (after more appends) it is a slice of the items it stood for.
  *
- * @internal
+ * Internal: no entry point exports it.
  */
 export class Growing<A> {
   private buffer: Array<A>

@@ -36,35 +36,35 @@ import { withPricing } from "./ModelCatalogue.ts"
 // Wire format: the request
 // ---------------------------------------------------------------------------------------------------------
 
-/** A prompt-cache breakpoint: the prefix up to and including the block it marks is cached. */
+/** A prompt-cache breakpoint: the prefix up to and including the block it marks is cached. @internal */
 export const CacheControl = Schema.Struct({
   type: Schema.Literal("ephemeral"),
   ttl: Schema.optionalKey(Schema.Literals(["5m", "1h"]))
 })
-/** @since 0.1.0 */
+/** @since 0.1.0 @internal */
 export type CacheControl = typeof CacheControl.Type
 
-/** A text block. */
+/** A text block. @internal */
 export const TextBlock = Schema.Struct({
   type: Schema.Literal("text"),
   text: Schema.String,
   cache_control: Schema.optionalKey(CacheControl)
 })
-/** An image block, base64-encoded. */
+/** An image block, base64-encoded. @internal */
 export const ImageBlock = Schema.Struct({
   type: Schema.Literal("image"),
   source: Schema.Struct({ type: Schema.Literal("base64"), media_type: Schema.String, data: Schema.String }),
   cache_control: Schema.optionalKey(CacheControl)
 })
-/** A thinking block sent back with its signature. */
+/** A thinking block sent back with its signature. @internal */
 export const ThinkingBlock = Schema.Struct({
   type: Schema.Literal("thinking"),
   thinking: Schema.String,
   signature: Schema.String
 })
-/** A redacted thinking block, sent back as it came. */
+/** A redacted thinking block, sent back as it came. @internal */
 export const RedactedThinkingBlock = Schema.Struct({ type: Schema.Literal("redacted_thinking"), data: Schema.String })
-/** A tool call. */
+/** A tool call. @internal */
 export const ToolUseBlock = Schema.Struct({
   type: Schema.Literal("tool_use"),
   id: Schema.String,
@@ -72,7 +72,7 @@ export const ToolUseBlock = Schema.Struct({
   input: Schema.Record(Schema.String, Schema.Unknown),
   cache_control: Schema.optionalKey(CacheControl)
 })
-/** A tool result, in a user message. Its content may hold images. */
+/** A tool result, in a user message. Its content may hold images. @internal */
 export const ToolResultBlock = Schema.Struct({
   type: Schema.Literal("tool_result"),
   tool_use_id: Schema.String,
@@ -80,7 +80,7 @@ export const ToolResultBlock = Schema.Struct({
   is_error: Schema.optionalKey(Schema.Boolean),
   cache_control: Schema.optionalKey(CacheControl)
 })
-/** Any block of a request message. */
+/** Any block of a request message. @internal */
 export const ContentBlock = Schema.Union([
   TextBlock,
   ImageBlock,
@@ -89,18 +89,18 @@ export const ContentBlock = Schema.Union([
   ToolUseBlock,
   ToolResultBlock
 ])
-/** @since 0.1.0 */
+/** @since 0.1.0 @internal */
 export type ContentBlock = typeof ContentBlock.Type
 
-/** A message of a request. */
+/** A message of a request. @internal */
 export const MessageParam = Schema.Struct({
   role: Schema.Literals(["user", "assistant"]),
   content: Schema.Union([Schema.String, Schema.Array(ContentBlock)])
 })
-/** @since 0.1.0 */
+/** @since 0.1.0 @internal */
 export type MessageParam = typeof MessageParam.Type
 
-/** A tool with its input's JSON Schema. */
+/** A tool with its input's JSON Schema. @internal */
 export const ToolDefinition = Schema.Struct({
   name: Schema.String,
   description: Schema.optionalKey(Schema.String),
@@ -108,7 +108,7 @@ export const ToolDefinition = Schema.Struct({
   cache_control: Schema.optionalKey(CacheControl)
 })
 
-/** The request body of a streaming Messages call. */
+/** The request body of a streaming Messages call. @internal */
 export const MessagesRequest = Schema.Struct({
   model: Schema.String,
   max_tokens: Schema.Number,
@@ -122,7 +122,7 @@ export const MessagesRequest = Schema.Struct({
     Schema.Struct({ type: Schema.Literal("disabled") })
   ]))
 })
-/** @since 0.1.0 */
+/** @since 0.1.0 @internal */
 export type MessagesRequest = typeof MessagesRequest.Type
 
 // ---------------------------------------------------------------------------------------------------------
@@ -131,7 +131,7 @@ export type MessagesRequest = typeof MessagesRequest.Type
 
 const nullable = <S extends Schema.Top>(schema: S) => Schema.optionalKey(Schema.NullOr(schema))
 
-/** Token counts as `message_start` and `message_delta` carry them (the latter only what changed). */
+/** Token counts as `message_start` and `message_delta` carry them (the latter only what changed). @internal */
 export const WireUsage = Schema.Struct({
   input_tokens: nullable(Schema.Number),
   output_tokens: nullable(Schema.Number),
@@ -139,7 +139,7 @@ export const WireUsage = Schema.Struct({
   cache_read_input_tokens: nullable(Schema.Number)
 })
 
-/** The first event: the message's id, model and input usage. */
+/** The first event: the message's id, model and input usage. @internal */
 export const MessageStartEvent = Schema.Struct({
   type: Schema.Literal("message_start"),
   message: Schema.Struct({
@@ -149,14 +149,17 @@ export const MessageStartEvent = Schema.Struct({
   })
 })
 
-/** The content blocks a `content_block_start` may open that we act on. */
+/** The content blocks a `content_block_start` may open that we act on. @internal */
 export const TextBlockStart = Schema.Struct({ type: Schema.Literal("text"), text: nullable(Schema.String) })
+/** @internal */
 export const ThinkingBlockStart = Schema.Struct({
   type: Schema.Literal("thinking"),
   thinking: nullable(Schema.String),
   signature: nullable(Schema.String)
 })
+/** @internal */
 export const RedactedThinkingBlockStart = Schema.Struct({ type: Schema.Literal("redacted_thinking"), data: Schema.String })
+/** @internal */
 export const ToolUseBlockStart = Schema.Struct({
   type: Schema.Literal("tool_use"),
   id: Schema.String,
@@ -166,10 +169,13 @@ export const ToolUseBlockStart = Schema.Struct({
 const KnownBlockStart = Schema.Union([TextBlockStart, ThinkingBlockStart, RedactedThinkingBlockStart, ToolUseBlockStart])
 const KNOWN_BLOCKS: ReadonlySet<string> = new Set(["text", "thinking", "redacted_thinking", "tool_use"])
 
-/** The pieces of a block we act on. */
+/** The pieces of a block we act on. @internal */
 export const TextDelta = Schema.Struct({ type: Schema.Literal("text_delta"), text: Schema.String })
+/** @internal */
 export const ThinkingDelta = Schema.Struct({ type: Schema.Literal("thinking_delta"), thinking: Schema.String })
+/** @internal */
 export const SignatureDelta = Schema.Struct({ type: Schema.Literal("signature_delta"), signature: Schema.String })
+/** @internal */
 export const InputJsonDelta = Schema.Struct({ type: Schema.Literal("input_json_delta"), partial_json: Schema.String })
 const KnownDelta = Schema.Union([TextDelta, ThinkingDelta, SignatureDelta, InputJsonDelta])
 const KNOWN_DELTAS: ReadonlySet<string> = new Set(["text_delta", "thinking_delta", "signature_delta", "input_json_delta"])
@@ -177,37 +183,37 @@ const KNOWN_DELTAS: ReadonlySet<string> = new Set(["text_delta", "thinking_delta
 /** What every block and delta has: its type. The ones we know are then decoded strictly; others are skipped. */
 const Typed = Schema.StructWithRest(Schema.Struct({ type: Schema.String }), [Schema.Record(Schema.String, Schema.Unknown)])
 
-/** A content block begins (server tool use, web search results, … are skipped). */
+/** A content block begins (server tool use, web search results, … are skipped). @internal */
 export const ContentBlockStartEvent = Schema.Struct({
   type: Schema.Literal("content_block_start"),
   index: Schema.Number,
   content_block: Typed
 })
 
-/** A piece of a content block (citations and other deltas are skipped). */
+/** A piece of a content block (citations and other deltas are skipped). @internal */
 export const ContentBlockDeltaEvent = Schema.Struct({
   type: Schema.Literal("content_block_delta"),
   index: Schema.Number,
   delta: Typed
 })
 
-/** A content block is complete. */
+/** A content block is complete. @internal */
 export const ContentBlockStopEvent = Schema.Struct({ type: Schema.Literal("content_block_stop"), index: Schema.Number })
 
-/** The stop reason and the final output usage. */
+/** The stop reason and the final output usage. @internal */
 export const MessageDeltaEvent = Schema.Struct({
   type: Schema.Literal("message_delta"),
   delta: Schema.Struct({ stop_reason: nullable(Schema.String), stop_sequence: nullable(Schema.String) }),
   usage: nullable(WireUsage)
 })
 
-/** The last event of a complete response. */
+/** The last event of a complete response. @internal */
 export const MessageStopEvent = Schema.Struct({ type: Schema.Literal("message_stop") })
 
-/** A keep-alive. */
+/** A keep-alive. @internal */
 export const PingEvent = Schema.Struct({ type: Schema.Literal("ping") })
 
-/** An error reported in the stream, e.g. `overloaded_error`. */
+/** An error reported in the stream, e.g. `overloaded_error`. @internal */
 export const ErrorEvent = Schema.Struct({
   type: Schema.Literal("error"),
   error: Schema.Struct({ type: Schema.String, message: Schema.String })
@@ -225,7 +231,7 @@ const EventSchemas = {
   error: ErrorEvent
 } as const
 
-/** A whole message, as a server that ignored `stream: true` sends it. */
+/** A whole message, as a server that ignored `stream: true` sends it. @internal */
 export const MessageResponse = Schema.Struct({
   type: Schema.Literal("message"),
   id: nullable(Schema.String),
@@ -254,7 +260,7 @@ const messageAsEvents = (body: string): ReadonlyArray<Sse.Event> | undefined => 
   return events.map((event) => ({ _tag: "Event", event: event.type, id: undefined, data: JSON.stringify(event) }))
 }
 
-/** Any stream event's data: read for its `type` first. */
+/** Any stream event's data: read for its `type` first. @internal */
 export const EventEnvelope = Schema.Struct({ type: Schema.String })
 
 // ---------------------------------------------------------------------------------------------------------
@@ -267,10 +273,10 @@ export const DEFAULT_BASE_URL = "https://api.anthropic.com"
 /** The `api` of the messages this provider produces (pi's name). */
 export const API = "anthropic-messages"
 
-/** The API version header sent. */
+/** The API version header sent. @internal */
 export const API_VERSION = "2023-06-01"
 
-/** Thinking budgets in tokens per level. */
+/** Thinking budgets in tokens per level. @internal */
 export const THINKING_BUDGETS: Record<Exclude<ThinkingLevel, "off">, number> = {
   minimal: 1024,
   low: 2048,
@@ -333,7 +339,7 @@ const settingsOf = (options: Options): Settings => ({
 // Our messages → the wire
 // ---------------------------------------------------------------------------------------------------------
 
-/** Anthropic accepts tool-use ids of `[a-zA-Z0-9_-]{1,64}`; ids from other providers are mapped into it. */
+/** Anthropic accepts tool-use ids of `[a-zA-Z0-9_-]{1,64}`; ids from other providers are mapped into it. @internal */
 export const normalizeToolUseId = (id: string): string => id.replace(/[^a-zA-Z0-9_-]/g, "_").slice(0, 64) || "_"
 
 const imageBlock = (image: { readonly data: string; readonly mimeType: string }): typeof ImageBlock.Type => ({
@@ -387,7 +393,7 @@ const toolResultBlocks = (results: ReadonlyArray<ToolResultMessage>): Array<Cont
     }
   })
 
-/** Our messages in Messages API form. */
+/** Our messages in Messages API form. @internal */
 export const toMessageParams = (messages: ReadonlyArray<Message>, info: ModelInfo): Array<MessageParam> => {
   const out: Array<MessageParam> = []
   const sane = sanitizeTranscript(messages)
@@ -446,7 +452,7 @@ const markNewestUserTurn = (messages: Array<MessageParam>, cacheControl: CacheCo
   return messages
 }
 
-/** The request body for a model request. */
+/** The request body for a model request. @internal */
 export const toRequestBody = (request: ModelRequest, settings: Settings): MessagesRequest => {
   const level = request.options?.thinkingLevel
   const budget = level !== undefined && level !== "off" ? THINKING_BUDGETS[level] : undefined

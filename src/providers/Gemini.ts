@@ -33,17 +33,17 @@ import { withPricing } from "./ModelCatalogue.ts"
 // Wire format: the request
 // ---------------------------------------------------------------------------------------------------------
 
-/** A text part; a thought part when `thought` is true. `thoughtSignature` goes back as it came. */
+/** A text part; a thought part when `thought` is true. `thoughtSignature` goes back as it came. @internal */
 export const TextPart = Schema.Struct({
   text: Schema.String,
   thought: Schema.optionalKey(Schema.Boolean),
   thoughtSignature: Schema.optionalKey(Schema.String)
 })
-/** An image, base64-encoded. */
+/** An image, base64-encoded. @internal */
 export const InlineDataPart = Schema.Struct({
   inlineData: Schema.Struct({ mimeType: Schema.String, data: Schema.String })
 })
-/** A function call the model made. */
+/** A function call the model made. @internal */
 export const FunctionCallPart = Schema.Struct({
   functionCall: Schema.Struct({
     name: Schema.String,
@@ -52,7 +52,7 @@ export const FunctionCallPart = Schema.Struct({
   }),
   thoughtSignature: Schema.optionalKey(Schema.String)
 })
-/** A function's result: `{ output }`, or `{ error }` when the tool failed. */
+/** A function's result: `{ output }`, or `{ error }` when the tool failed. @internal */
 export const FunctionResponsePart = Schema.Struct({
   functionResponse: Schema.Struct({
     name: Schema.String,
@@ -63,34 +63,34 @@ export const FunctionResponsePart = Schema.Struct({
     id: Schema.optionalKey(Schema.String)
   })
 })
-/** Any part of a request. */
+/** Any part of a request. @internal */
 export const Part = Schema.Union([TextPart, InlineDataPart, FunctionCallPart, FunctionResponsePart])
-/** @since 0.1.0 */
+/** @since 0.1.0 @internal */
 export type Part = typeof Part.Type
 
-/** A turn: the user's (including function results) or the model's. */
+/** A turn: the user's (including function results) or the model's. @internal */
 export const Content = Schema.Struct({
   role: Schema.Literals(["user", "model"]),
   parts: Schema.Array(Part)
 })
-/** @since 0.1.0 */
+/** @since 0.1.0 @internal */
 export type Content = typeof Content.Type
 
-/** A function the model may call, its parameters as a JSON Schema. */
+/** A function the model may call, its parameters as a JSON Schema. @internal */
 export const FunctionDeclaration = Schema.Struct({
   name: Schema.String,
   description: Schema.optionalKey(Schema.String),
   parametersJsonSchema: Schema.Record(Schema.String, Schema.Unknown)
 })
 
-/** How much the model thinks, and whether its thoughts are returned. */
+/** How much the model thinks, and whether its thoughts are returned. @internal */
 export const ThinkingConfig = Schema.Struct({
   includeThoughts: Schema.optionalKey(Schema.Boolean),
   thinkingBudget: Schema.optionalKey(Schema.Number),
   thinkingLevel: Schema.optionalKey(Schema.String)
 })
 
-/** The request body of `streamGenerateContent`. */
+/** The request body of `streamGenerateContent`. @internal */
 export const GenerateContentRequest = Schema.Struct({
   contents: Schema.Array(Content),
   systemInstruction: Schema.optionalKey(Schema.Struct({ parts: Schema.Array(Schema.Struct({ text: Schema.String })) })),
@@ -101,7 +101,7 @@ export const GenerateContentRequest = Schema.Struct({
     thinkingConfig: Schema.optionalKey(ThinkingConfig)
   }))
 })
-/** @since 0.1.0 */
+/** @since 0.1.0 @internal */
 export type GenerateContentRequest = typeof GenerateContentRequest.Type
 
 // ---------------------------------------------------------------------------------------------------------
@@ -110,7 +110,7 @@ export type GenerateContentRequest = typeof GenerateContentRequest.Type
 
 const optional = <S extends Schema.Top>(schema: S) => Schema.optionalKey(Schema.NullOr(schema))
 
-/** A part of a streamed candidate; kinds not read here (code execution, files) pass through. */
+/** A part of a streamed candidate; kinds not read here (code execution, files) pass through. @internal */
 export const ResponsePart = Schema.Struct({
   text: optional(Schema.String),
   thought: optional(Schema.Boolean),
@@ -122,7 +122,7 @@ export const ResponsePart = Schema.Struct({
   }))
 })
 
-/** A candidate answer; only the first is read. */
+/** A candidate answer; only the first is read. @internal */
 export const Candidate = Schema.Struct({
   content: optional(Schema.Struct({ role: optional(Schema.String), parts: optional(Schema.Array(ResponsePart)) })),
   finishReason: optional(Schema.String),
@@ -130,7 +130,7 @@ export const Candidate = Schema.Struct({
   index: optional(Schema.Number)
 })
 
-/** The token counts so far (each chunk carries the running totals). */
+/** The token counts so far (each chunk carries the running totals). @internal */
 export const UsageMetadata = Schema.Struct({
   promptTokenCount: optional(Schema.Number),
   candidatesTokenCount: optional(Schema.Number),
@@ -139,7 +139,7 @@ export const UsageMetadata = Schema.Struct({
   totalTokenCount: optional(Schema.Number)
 })
 
-/** One `data:` payload of the stream. */
+/** One `data:` payload of the stream. @internal */
 export const GenerateContentChunk = Schema.Struct({
   candidates: optional(Schema.Array(Candidate)),
   usageMetadata: optional(UsageMetadata),
@@ -148,7 +148,7 @@ export const GenerateContentChunk = Schema.Struct({
   promptFeedback: optional(Schema.Struct({ blockReason: optional(Schema.String) })),
   error: optional(Schema.Struct({ code: optional(Schema.Number), message: Schema.String, status: optional(Schema.String) }))
 })
-/** @since 0.1.0 */
+/** @since 0.1.0 @internal */
 export type GenerateContentChunk = typeof GenerateContentChunk.Type
 
 // ---------------------------------------------------------------------------------------------------------
@@ -164,6 +164,8 @@ export const API = "google-generative-ai"
 /**
  * The signature Gemini documents for a function call it did not sign itself (e.g. one from another model
  * in the transcript): Gemini 3 refuses a model turn whose first function call is unsigned otherwise.
+ *
+ * @internal
  */
 export const SKIP_SIGNATURE = "skip_thought_signature_validator"
 
@@ -293,7 +295,7 @@ const toolContents = (results: ReadonlyArray<ToolResultMessage>): Array<Content>
   return out
 }
 
-/** Our messages as Gemini contents. */
+/** Our messages as Gemini contents. @internal */
 export const toContents = (messages: ReadonlyArray<Message>, info: ModelInfo): Array<Content> => {
   const out: Array<Content> = []
   const sane = sanitizeTranscript(messages)
@@ -325,7 +327,7 @@ export const toContents = (messages: ReadonlyArray<Message>, info: ModelInfo): A
   return out
 }
 
-/** The request body for a model request. */
+/** The request body for a model request. @internal */
 export const toRequestBody = (request: ModelRequest, settings: Settings): GenerateContentRequest => {
   const maxTokens = request.options?.maxTokens ?? settings.maxTokens
   const temperature = request.options?.temperature ?? settings.temperature

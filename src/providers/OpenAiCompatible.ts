@@ -36,32 +36,34 @@ import { environment, layerFromConfig } from "./internal/environment.ts"
 /**
  * A prompt-cache breakpoint, for servers that take Anthropic-style explicit caching in this format
  * (OpenRouter for Anthropic models).
+ *
+ * @internal
  */
 export const CacheControl = Schema.Struct({ type: Schema.Literal("ephemeral") })
 
-/** A text part of a message. */
+/** A text part of a message. @internal */
 export const TextPart = Schema.Struct({
   type: Schema.Literal("text"),
   text: Schema.String,
   cache_control: Schema.optionalKey(CacheControl)
 })
-/** An image part of a user message, as a data URL. */
+/** An image part of a user message, as a data URL. @internal */
 export const ImagePart = Schema.Struct({
   type: Schema.Literal("image_url"),
   image_url: Schema.Struct({ url: Schema.String })
 })
 
-/** The system prompt. */
+/** The system prompt. @internal */
 export const SystemMessage = Schema.Struct({
   role: Schema.Literal("system"),
   content: Schema.Union([Schema.String, Schema.Array(TextPart)])
 })
-/** A user message: plain text, or text and image parts. */
+/** A user message: plain text, or text and image parts. @internal */
 export const UserMessage = Schema.Struct({
   role: Schema.Literal("user"),
   content: Schema.Union([Schema.String, Schema.Array(Schema.Union([TextPart, ImagePart]))])
 })
-/** A tool call in an assistant message; `arguments` is a JSON text. */
+/** A tool call in an assistant message; `arguments` is a JSON text. @internal */
 export const ToolCall = Schema.Struct({
   id: Schema.String,
   type: Schema.Literal("function"),
@@ -70,6 +72,8 @@ export const ToolCall = Schema.Struct({
 /**
  * An assistant message. `reasoning_content` / `reasoning` carry back the reasoning a server streamed under
  * that name (llama.cpp and others want it back).
+ *
+ * @internal
  */
 export const AssistantMessage = Schema.Struct({
   role: Schema.Literal("assistant"),
@@ -78,18 +82,18 @@ export const AssistantMessage = Schema.Struct({
   reasoning_content: Schema.optionalKey(Schema.String),
   reasoning: Schema.optionalKey(Schema.String)
 })
-/** A tool result. */
+/** A tool result. @internal */
 export const ToolMessage = Schema.Struct({
   role: Schema.Literal("tool"),
   tool_call_id: Schema.String,
   content: Schema.Union([Schema.String, Schema.Array(TextPart)])
 })
-/** Any message of a request. */
+/** Any message of a request. @internal */
 export const ChatMessage = Schema.Union([SystemMessage, UserMessage, AssistantMessage, ToolMessage])
-/** @since 0.1.0 */
+/** @since 0.1.0 @internal */
 export type ChatMessage = typeof ChatMessage.Type
 
-/** A function tool with its parameters' JSON Schema. */
+/** A function tool with its parameters' JSON Schema. @internal */
 export const FunctionTool = Schema.Struct({
   type: Schema.Literal("function"),
   function: Schema.Struct({
@@ -99,7 +103,7 @@ export const FunctionTool = Schema.Struct({
   })
 })
 
-/** The request body of a streaming chat completion. */
+/** The request body of a streaming chat completion. @internal */
 export const ChatCompletionRequest = Schema.Struct({
   model: Schema.String,
   messages: Schema.Array(ChatMessage),
@@ -111,7 +115,7 @@ export const ChatCompletionRequest = Schema.Struct({
   temperature: Schema.optionalKey(Schema.Number),
   reasoning_effort: Schema.optionalKey(Schema.String)
 })
-/** @since 0.1.0 */
+/** @since 0.1.0 @internal */
 export type ChatCompletionRequest = typeof ChatCompletionRequest.Type
 
 // ---------------------------------------------------------------------------------------------------------
@@ -120,7 +124,7 @@ export type ChatCompletionRequest = typeof ChatCompletionRequest.Type
 
 const nullable = <S extends Schema.Top>(schema: S) => Schema.optionalKey(Schema.NullOr(schema))
 
-/** A piece of a tool call: `index` says which call of the message it belongs to. */
+/** A piece of a tool call: `index` says which call of the message it belongs to. @internal */
 export const ToolCallDelta = Schema.Struct({
   index: nullable(Schema.Number),
   id: nullable(Schema.String),
@@ -132,14 +136,14 @@ export const ToolCallDelta = Schema.Struct({
   }))
 })
 
-/** The token counts of a response. */
+/** The token counts of a response. @internal */
 export const ChunkUsage = Schema.Struct({
   prompt_tokens: nullable(Schema.Number),
   completion_tokens: nullable(Schema.Number),
   prompt_tokens_details: nullable(Schema.Struct({ cached_tokens: nullable(Schema.Number) }))
 })
 
-/** One choice of a chunk. */
+/** One choice of a chunk. @internal */
 export const ChunkChoice = Schema.Struct({
   index: nullable(Schema.Number),
   delta: nullable(Schema.Struct({
@@ -156,6 +160,8 @@ export const ChunkChoice = Schema.Struct({
 /**
  * One `data:` payload of the stream (besides the final `[DONE]`). Some servers report errors this way:
  * an `error` field (OpenAI, OpenRouter), or vLLM's `{"object": "error", "message": …}`.
+ *
+ * @internal
  */
 export const ChatCompletionChunk = Schema.Struct({
   id: nullable(Schema.String),
@@ -169,10 +175,10 @@ export const ChatCompletionChunk = Schema.Struct({
     Schema.String
   ]))
 })
-/** @since 0.1.0 */
+/** @since 0.1.0 @internal */
 export type ChatCompletionChunk = typeof ChatCompletionChunk.Type
 
-/** A whole response, as a server that ignored `stream: true` sends it. */
+/** A whole response, as a server that ignored `stream: true` sends it. @internal */
 export const ChatCompletion = Schema.Struct({
   id: nullable(Schema.String),
   model: nullable(Schema.String),
@@ -194,7 +200,7 @@ export const ChatCompletion = Schema.Struct({
   })),
   usage: nullable(ChunkUsage)
 })
-/** @since 0.1.0 */
+/** @since 0.1.0 @internal */
 export type ChatCompletion = typeof ChatCompletion.Type
 
 // ---------------------------------------------------------------------------------------------------------
@@ -359,7 +365,7 @@ const assistantMessage = (
   }
 }
 
-/** Our messages in Chat Completions form. */
+/** Our messages in Chat Completions form. @internal */
 export const toChatMessages = (
   systemPrompt: string,
   messages: ReadonlyArray<Message>,
@@ -431,7 +437,7 @@ const markCacheBreakpoints = (messages: Array<ChatMessage>): Array<ChatMessage> 
   return out
 }
 
-/** The request body for a model request. */
+/** The request body for a model request. @internal */
 export const toRequestBody = (request: ModelRequest, settings: Settings): ChatCompletionRequest => {
   const maxTokens = request.options?.maxTokens ?? settings.maxTokens
   const temperature = request.options?.temperature ?? settings.temperature

@@ -34,27 +34,27 @@ import { environment, layerFromConfig } from "./internal/environment.ts"
 // Wire format: the request
 // ---------------------------------------------------------------------------------------------------------
 
-/** Text from the user. */
+/** Text from the user. @internal */
 export const InputText = Schema.Struct({ type: Schema.Literal("input_text"), text: Schema.String })
-/** An image from the user, as a data URL. */
+/** An image from the user, as a data URL. @internal */
 export const InputImage = Schema.Struct({
   type: Schema.Literal("input_image"),
   image_url: Schema.String,
   detail: Schema.Literal("auto")
 })
-/** A user message. */
+/** A user message. @internal */
 export const UserInput = Schema.Struct({
   type: Schema.Literal("message"),
   role: Schema.Literal("user"),
   content: Schema.Array(Schema.Union([InputText, InputImage]))
 })
-/** A text the model wrote, sent back as plain assistant input (no item id). */
+/** A text the model wrote, sent back as plain assistant input (no item id). @internal */
 export const AssistantInput = Schema.Struct({
   type: Schema.Literal("message"),
   role: Schema.Literal("assistant"),
   content: Schema.String
 })
-/** A text the model wrote, sent back as the output item it was, id included. */
+/** A text the model wrote, sent back as the output item it was, id included. @internal */
 export const OutputMessage = Schema.Struct({
   type: Schema.Literal("message"),
   role: Schema.Literal("assistant"),
@@ -66,11 +66,13 @@ export const OutputMessage = Schema.Struct({
     annotations: Schema.Array(Schema.Unknown)
   }))
 })
-/** A part of a reasoning summary. */
+/** A part of a reasoning summary. @internal */
 export const SummaryText = Schema.Struct({ type: Schema.Literal("summary_text"), text: Schema.String })
 /**
  * A reasoning item: what the model thought, encrypted, and its summary. This is also what a thinking
  * block's `thinkingSignature` holds (as JSON), to be sent back unchanged.
+ *
+ * @internal
  */
 export const ReasoningItem = Schema.Struct({
   type: Schema.Literal("reasoning"),
@@ -78,9 +80,9 @@ export const ReasoningItem = Schema.Struct({
   summary: Schema.Array(SummaryText),
   encrypted_content: Schema.optionalKey(Schema.NullOr(Schema.String))
 })
-/** @since 0.1.0 */
+/** @since 0.1.0 @internal */
 export type ReasoningItem = typeof ReasoningItem.Type
-/** A function call the model made. `id` is the output item's id, `call_id` what results answer. */
+/** A function call the model made. `id` is the output item's id, `call_id` what results answer. @internal */
 export const FunctionCallInput = Schema.Struct({
   type: Schema.Literal("function_call"),
   call_id: Schema.String,
@@ -88,13 +90,13 @@ export const FunctionCallInput = Schema.Struct({
   arguments: Schema.String,
   id: Schema.optionalKey(Schema.String)
 })
-/** A function's result. */
+/** A function's result. @internal */
 export const FunctionCallOutput = Schema.Struct({
   type: Schema.Literal("function_call_output"),
   call_id: Schema.String,
   output: Schema.String
 })
-/** Any item of a request's `input`. */
+/** Any item of a request's `input`. @internal */
 export const InputItem = Schema.Union([
   UserInput,
   AssistantInput,
@@ -103,10 +105,10 @@ export const InputItem = Schema.Union([
   FunctionCallInput,
   FunctionCallOutput
 ])
-/** @since 0.1.0 */
+/** @since 0.1.0 @internal */
 export type InputItem = typeof InputItem.Type
 
-/** A function tool. `strict` is sent as false: the API's default (true) refuses most JSON Schemas. */
+/** A function tool. `strict` is sent as false: the API's default (true) refuses most JSON Schemas. @internal */
 export const FunctionTool = Schema.Struct({
   type: Schema.Literal("function"),
   name: Schema.String,
@@ -115,7 +117,7 @@ export const FunctionTool = Schema.Struct({
   strict: Schema.Boolean
 })
 
-/** The request body of a streaming response. */
+/** The request body of a streaming response. @internal */
 export const ResponsesRequest = Schema.Struct({
   model: Schema.String,
   input: Schema.Array(InputItem),
@@ -128,7 +130,7 @@ export const ResponsesRequest = Schema.Struct({
   temperature: Schema.optionalKey(Schema.Number),
   reasoning: Schema.optionalKey(Schema.Struct({ effort: Schema.String, summary: Schema.optionalKey(Schema.String) }))
 })
-/** @since 0.1.0 */
+/** @since 0.1.0 @internal */
 export type ResponsesRequest = typeof ResponsesRequest.Type
 
 // ---------------------------------------------------------------------------------------------------------
@@ -137,7 +139,7 @@ export type ResponsesRequest = typeof ResponsesRequest.Type
 
 const optional = <S extends Schema.Top>(schema: S) => Schema.optionalKey(Schema.NullOr(schema))
 
-/** The token counts of a response. */
+/** The token counts of a response. @internal */
 export const ResponseUsage = Schema.Struct({
   input_tokens: Schema.Number,
   output_tokens: Schema.Number,
@@ -146,7 +148,7 @@ export const ResponseUsage = Schema.Struct({
   total_tokens: optional(Schema.Number)
 })
 
-/** The response object the lifecycle events carry (the fields read here). */
+/** The response object the lifecycle events carry (the fields read here). @internal */
 export const ResponseObject = Schema.Struct({
   id: optional(Schema.String),
   model: optional(Schema.String),
@@ -156,7 +158,7 @@ export const ResponseObject = Schema.Struct({
   error: optional(Schema.Struct({ code: optional(Schema.String), message: Schema.String }))
 })
 
-/** An output item as `response.output_item.added` / `.done` carry it; kinds not read here pass through. */
+/** An output item as `response.output_item.added` / `.done` carry it; kinds not read here pass through. @internal */
 export const OutputItem = Schema.Struct({
   type: Schema.String,
   id: optional(Schema.String),
@@ -178,7 +180,7 @@ export const OutputItem = Schema.Struct({
 const lifecycle = <T extends string>(type: T) =>
   Schema.Struct({ type: Schema.Literal(type), response: ResponseObject })
 
-/** `response.created`, `response.in_progress`, `response.completed`, `response.incomplete`, `response.failed`. */
+/** `response.created`, `response.in_progress`, `response.completed`, `response.incomplete`, `response.failed`. @internal */
 export const ResponseLifecycleEvent = Schema.Union([
   lifecycle("response.created"),
   lifecycle("response.in_progress"),
@@ -186,13 +188,13 @@ export const ResponseLifecycleEvent = Schema.Union([
   lifecycle("response.incomplete"),
   lifecycle("response.failed")
 ])
-/** `response.output_item.added` / `.done`. */
+/** `response.output_item.added` / `.done`. @internal */
 export const OutputItemEvent = Schema.Struct({
   type: Schema.Literals(["response.output_item.added", "response.output_item.done"]),
   output_index: Schema.Number,
   item: OutputItem
 })
-/** A piece of text, refusal, reasoning summary, reasoning text or function arguments. */
+/** A piece of text, refusal, reasoning summary, reasoning text or function arguments. @internal */
 export const DeltaEvent = Schema.Struct({
   type: Schema.Literals([
     "response.output_text.delta",
@@ -205,20 +207,20 @@ export const DeltaEvent = Schema.Struct({
   summary_index: Schema.optionalKey(Schema.Number),
   delta: Schema.String
 })
-/** The whole arguments of a function call, after its deltas. */
+/** The whole arguments of a function call, after its deltas. @internal */
 export const ArgumentsDoneEvent = Schema.Struct({
   type: Schema.Literal("response.function_call_arguments.done"),
   output_index: Schema.Number,
   arguments: Schema.String
 })
-/** An error reported in the stream. */
+/** An error reported in the stream. @internal */
 export const ErrorEvent = Schema.Struct({
   type: Schema.Literal("error"),
   code: optional(Schema.String),
   message: Schema.String
 })
 
-/** Every event read here. Other events (`response.content_part.added`, `….done`, …) are skipped. */
+/** Every event read here. Other events (`response.content_part.added`, `….done`, …) are skipped. @internal */
 export const StreamEvent = Schema.Union([
   ResponseLifecycleEvent,
   OutputItemEvent,
@@ -226,7 +228,7 @@ export const StreamEvent = Schema.Union([
   ArgumentsDoneEvent,
   ErrorEvent
 ])
-/** @since 0.1.0 */
+/** @since 0.1.0 @internal */
 export type StreamEvent = typeof StreamEvent.Type
 
 const HANDLED: ReadonlySet<string> = new Set([
@@ -293,6 +295,8 @@ interface Settings {
 /**
  * Whether a model id names a reasoning model, the default of {@link Options.reasoning}: ids starting
  * `o<digit>`, `gpt-5`, `gpt-oss` or `codex` (after any routing prefix), except GPT-5's `-chat` variants.
+ *
+ * @internal
  */
 export const isReasoningModel = (model: string): boolean => {
   const bare = model.slice(model.lastIndexOf("/") + 1)
@@ -427,7 +431,7 @@ const toolItems = (results: ReadonlyArray<ToolResultMessage>): Array<InputItem> 
   return out
 }
 
-/** Our messages as Responses input items. */
+/** Our messages as Responses input items. @internal */
 export const toInputItems = (messages: ReadonlyArray<Message>, info: ModelInfo): Array<InputItem> => {
   const out: Array<InputItem> = []
   const sane = sanitizeTranscript(messages)
@@ -461,7 +465,7 @@ export const toInputItems = (messages: ReadonlyArray<Message>, info: ModelInfo):
   return out
 }
 
-/** The request body for a model request. */
+/** The request body for a model request. @internal */
 export const toRequestBody = (request: ModelRequest, settings: Settings): ResponsesRequest => {
   const maxTokens = request.options?.maxTokens ?? settings.maxTokens
   const temperature = request.options?.temperature ?? settings.temperature

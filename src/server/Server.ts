@@ -15,7 +15,7 @@
  * @since 0.1.0
  */
 import { NodeHttpServer } from "@effect/platform-node"
-import { Cause, Context, Duration, Effect, Exit, Layer, Option, Queue, Schedule, Semaphore, Stream } from "effect"
+import { Cause, Context, Duration, Effect, Exit, Layer, Option, Queue, Semaphore, Stream } from "effect"
 import * as Sse from "effect/encoding/Sse"
 import { HttpRouter, type HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { WorkflowEngine } from "effect/workflow"
@@ -69,7 +69,7 @@ export interface ServeOptions {
   readonly inbox?: boolean | undefined
   /** Log every HTTP response (default true). */
   readonly httpLog?: boolean | undefined
-  /** How often an event stream looks for new events, and a runner for abort requests (default 100 ms). */
+  /** How often an event stream looks for new events, and a running run for its abort (default 100 ms). */
   readonly pollInterval?: Duration.Input | undefined
 }
 
@@ -194,25 +194,6 @@ const storingSink = (store: ServerStore["Service"], runnerName: string, runId: s
   }
 }
 
-/** Aborts the runs this runner executes that have an abort request (made on any runner). */
-const abortWatcher = Effect.gen(function*() {
-  const listeners = yield* DurableAgent.RunListeners
-  const store = yield* ServerStore
-  const { pollInterval } = yield* ServeSettings
-  const check = Effect.gen(function*() {
-    const executing = [...listeners].filter(([, handle]) => handle.executing && !handle.controller.signal.aborted)
-    if (executing.length === 0) return
-    const requested = yield* store.abortsAmong(executing.map(([runId]) => runId))
-    for (const [runId, handle] of executing) {
-      if (requested.has(runId)) {
-        yield* Effect.logInfo("run aborted").pipe(Effect.annotateLogs({ runId }))
-        handle.controller.abort()
-      }
-    }
-  })
-  yield* Effect.forkScoped(Effect.repeat(Effect.ignore(Effect.catchCause(check, Effect.logWarning)), Schedule.spaced(pollInterval)))
-})
-
 // ---------------------------------------------------------------------------------------------------------
 // Routes
 // ---------------------------------------------------------------------------------------------------------
@@ -327,7 +308,7 @@ const viewOf = (run: ServerRun) =>
     if (Option.isSome(result) && result.value._tag === "Complete") {
       const exit = result.value.exit
       if (Exit.isSuccess(exit)) {
-        messages = exit.value
+        messages = exit.value as ReadonlyArray<Message>
         const last = messages.findLast((m) => m.role === "assistant")
         const aborted = (last?.role === "assistant" && last.stopReason === "aborted") ||
           (yield* store.abortRequested(run.runId))
@@ -424,8 +405,9 @@ const sendMessage = authorized(Effect.gen(function*() {
 const abortRun = authorized(Effect.gen(function*() {
   const run = yield* runParam
   if (yield* ended(run)) return yield* fail(409, `Run ${run.runId} has already ended.`)
+  // Marked here for the run's status ("aborted" even when the abort came between two steps); the abort itself
+  // is the run's durable deferred: the runner executing it (this one or another) reads it on its next poll.
   yield* (yield* ServerStore).requestAbort(run.runId, Date.now())
-  // The runner executing it (this one or another) sees the request on its next poll; here at once.
   yield* DurableAgent.abort(run.runId)
   return HttpServerResponse.jsonUnsafe({ runId: run.runId, aborting: true }, { status: 202 })
 }))
@@ -470,6 +452,7 @@ export const layer = (options: ServeOptions): Layer.Layer<HttpServer.HttpServer,
     const approval = options.approval
     return DurableAgent.layer({
       inbox: options.inbox !== false,
+      abortPollInterval: options.pollInterval ?? "100 millis",
       toolExecution: options.toolExecution,
       timeout: options.timeout,
       eventSink: (runId) => storingSink(store, options.runnerName, runId),
@@ -478,8 +461,7 @@ export const layer = (options: ServeOptions): Layer.Layer<HttpServer.HttpServer,
           approval(Option.isSome(run) ? run.value.approve : "none")(context))
     }).pipe(Layer.provide([options.model, workspaceRegistry(options, root)]))
   }))
-  const runtime = Layer.effectDiscard(abortWatcher).pipe(
-    Layer.provideMerge(workflow),
+  const runtime = workflow.pipe(
     Layer.provideMerge(ServerStore.layer),
     Layer.provideMerge(settings),
     Layer.provideMerge(options.engine)

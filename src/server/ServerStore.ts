@@ -40,7 +40,6 @@ export interface ServerStoreShape {
   readonly requestAbort: (runId: string, at: number) => Effect.Effect<void>
   readonly abortRequested: (runId: string) => Effect.Effect<boolean>
   /** Which of `runIds` have an abort request. */
-  readonly abortsAmong: (runIds: ReadonlyArray<string>) => Effect.Effect<ReadonlySet<string>>
 }
 
 type RunRow = {
@@ -136,14 +135,7 @@ export class ServerStore extends Context.Service<ServerStore, ServerStoreShape>(
           sql`SELECT run_id FROM effect_agent_aborts WHERE run_id = ${runId}`.pipe(
             Effect.map((rows) => rows.length > 0),
             Effect.orDie
-          ),
-        abortsAmong: (runIds) =>
-          runIds.length === 0
-            ? Effect.succeed(new Set<string>())
-            : sql<{ run_id: string }>`SELECT run_id FROM effect_agent_aborts WHERE ${sql.in("run_id", runIds)}`.pipe(
-              Effect.map((rows) => new Set(rows.map((row) => row.run_id))),
-              Effect.orDie
-            )
+          )
       }
       return store
     })

@@ -38,7 +38,7 @@ export interface WorkspaceShape {
  * Longest path argument accepted, in UTF-16 units (Linux's PATH_MAX is 4096 bytes). A longer one is
  * refused at once: walking up its missing components one system call at a time could take seconds.
  */
-export const MAX_PATH_CHARS = 4096
+const MAX_PATH_CHARS = 4096
 
 /** Most symbolic links followed by hand along one path before it counts as a loop (Linux uses 40). */
 const MAX_LINK_HOPS = 40
@@ -168,7 +168,7 @@ export class Workspace extends Context.Service<Workspace, WorkspaceShape>()("eff
 export const shownPath = (workspace: WorkspaceShape, absolute: string): string => clip(workspace.display(absolute))
 
 /** A path argument resolved inside the workspace, with what the file system says it is. */
-export interface Located {
+interface Located {
   readonly absolute: string
   /** The path as shown to the model (relative to the root, cut when long: {@link shownPath}). */
   readonly shown: string

@@ -8,7 +8,7 @@
  * Found through `process.getBuiltinModule("node:fs")` (Node 22, Bun, Deno), so nothing here imports a
  * platform module; where the runtime has no such module, `grep` reads through `FileSystem`.
  *
- * @internal
+ * Internal: no entry point exports it.
  */
 import type { FileSystem } from "effect"
 

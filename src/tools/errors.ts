@@ -128,6 +128,8 @@ const detailOf = (error: PlatformError.PlatformError): string => {
 /**
  * A `PlatformError` as a {@link FileSystemError} naming the path as the model gave it (`given`, cut to its
  * start and end when long), with a message saying what went wrong.
+ *
+ * @internal
  */
 export const fromPlatformError = (given: string, operation: string) =>
 (error: PlatformError.PlatformError): FileSystemError => {

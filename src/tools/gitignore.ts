@@ -10,7 +10,7 @@
  * explicitly as the place to search or list is entered even if it is ignored; the rules of the `.gitignore`
  * files in and below it still apply.
  *
- * @internal
+ * Internal: no entry point exports it.
  */
 import { Effect, type FileSystem, type Path } from "effect"
 import ignore, { type Ignore } from "ignore"

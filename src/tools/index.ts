@@ -37,7 +37,6 @@ export {
   bash,
   type BashDetails,
   bashLayer,
-  BashParameters,
   BashSandbox,
   type BashSandboxSettings,
   defaultSandboxSettings,
@@ -45,12 +44,13 @@ export {
   SandboxStatus,
   SandboxUnavailable
 } from "./bash.ts"
-export { edit, editLayer, EditParameters, type EditDetails } from "./edit.ts"
-export { find, findLayer, FindParameters, type FindDetails } from "./find.ts"
-export { grep, grepLayer, GrepParameters, type GrepDetails } from "./grep.ts"
-export { ls, lsLayer, LsParameters, type LsDetails } from "./ls.ts"
-export { read, readLayer, ReadParameters, type ReadDetails } from "./read.ts"
-export { write, writeLayer, WriteParameters, type WriteDetails } from "./write.ts"
+export { edit, editLayer, type EditDetails } from "./edit.ts"
+export { find, findLayer, type FindDetails } from "./find.ts"
+export { grep, grepLayer, type GrepDetails } from "./grep.ts"
+export { ls, lsLayer, type LsDetails } from "./ls.ts"
+export { detectImage, ImageReading, type ImageMimeType } from "./image.ts"
+export { read, readLayer, type ReadDetails } from "./read.ts"
+export { write, writeLayer, type WriteDetails } from "./write.ts"
 
 /** Every built-in tool definition, for `ToolRegistry.layer(...builtinTools)`. */
 export const builtinTools = [read, ls, find, grep, write, edit, bash] as const

@@ -2,7 +2,7 @@
  * Helpers shared by the built-in tools: text measurements, binary detection, the glob rule, the directory
  * walker of `find` and `grep`, and the bounded output buffer of `bash`.
  *
- * @internal
+ * Internal: no entry point exports it.
  */
 import { Effect, FileSystem, Glob, Option, type Path } from "effect"
 import type { DirectLister } from "./directRead.ts"
@@ -51,7 +51,7 @@ export const truncateToBytesFromEnd = (s: string, maxBytes: number): string => {
   return s
 }
 
-export { clip, ECHO_MAX_CHARS } from "../internal/clip.ts"
+export { clip } from "../internal/clip.ts"
 
 /** Human-readable byte count. */
 export const formatBytes = (n: number): string =>
@@ -113,7 +113,7 @@ export const allLineEndsCrlf = (bytes: Uint8Array): boolean => {
 }
 
 /** Directories that `find` and `grep` never enter, whatever `.gitignore` says. */
-export const SKIPPED_DIRECTORIES: ReadonlySet<string> = new Set([".git", "node_modules", ".effect-agent"])
+const SKIPPED_DIRECTORIES: ReadonlySet<string> = new Set([".git", "node_modules", ".effect-agent"])
 
 /** The name no tool lists or searches, file (a worktree's pointer) or directory. */
 export const GIT_DIR = ".git"

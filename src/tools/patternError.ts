@@ -1,7 +1,7 @@
 /**
  * The error of a pattern (`grep`'s regular expression, a glob) that the engine refused.
  *
- * @internal
+ * Internal: no entry point exports it.
  */
 import { InvalidPattern } from "./errors.ts"
 import { clip } from "./internal.ts"

@@ -1,11 +1,14 @@
 /**
- * `read`: the text of a file, or a line range of it, within a line and byte budget.
+ * `read`: the text of a file, or a line range of it, within a line and byte budget; an image file (PNG,
+ * JPEG, GIF, WebP, told by its content) as an image the model can see.
  *
  * @since 0.1.0
  */
 import { Effect, FileSystem, Schema, Stream } from "effect"
+import { Base64 } from "effect/encoding"
 import * as Tool from "../Tool.ts"
 import { BinaryFile, fromPlatformError, OffsetBeyondEnd, WrongFileType } from "./errors.ts"
+import { detectImage, ImageReading } from "./image.ts"
 import { formatBytes, looksBinary, truncateToBytes, utf8Length } from "./internal.ts"
 import { ToolLimits } from "./limits.ts"
 import { shownPath, Workspace } from "./Workspace.ts"
@@ -39,6 +42,8 @@ export interface ReadDetails {
   readonly totalLines: number | undefined
   readonly truncated: boolean
   readonly truncatedBy: ReadStop | undefined
+  /** Set when the file is an image and was returned as one (then no lines were read). */
+  readonly image?: { readonly mimeType: string } | undefined
 }
 
 /** Past what has been returned, newlines are still counted up to this many bytes, to report the total. */
@@ -50,7 +55,7 @@ export const read = Tool.make<"read", typeof ReadParameters, ReadDetails>("read"
   description:
     "Read the contents of a text file in the workspace. Output is limited to 2000 lines or 50 KB, whichever " +
     "comes first; when it is cut, a note at the end says which offset to use to continue. Use offset and limit " +
-    "to read a range of lines. Binary files are refused.",
+    "to read a range of lines. Images (PNG, JPEG, GIF, WebP) are returned as images. Other binary files are refused.",
   parameters: ReadParameters,
   executionMode: "parallel"
 })
@@ -140,6 +145,7 @@ export const readLayer = read.toLayer(Effect.gen(function*() {
   const workspace = yield* Workspace
   const fs = yield* FileSystem.FileSystem
   const limits = yield* ToolLimits
+  const images = yield* ImageReading
 
   return Effect.fnUntraced(function*(args) {
     const absolute = yield* workspace.resolve(args.path)
@@ -165,6 +171,7 @@ export const readLayer = read.toLayer(Effect.gen(function*() {
     let newlines = 0
     let lastByte = -1
     let counted = true
+    let imageType: string | undefined = undefined
 
     yield* fs.stream(absolute, { chunkSize: 64 * 1024 }).pipe(
       Stream.mapError(fromPlatformError(args.path, "read")),
@@ -172,6 +179,9 @@ export const readLayer = read.toLayer(Effect.gen(function*() {
         Effect.suspend(() => {
           if (first) {
             first = false
+            // Told by the first bytes, not the name: the rest of the file is then read whole, below.
+            imageType = detectImage(chunk)
+            if (imageType !== undefined) return Effect.succeed(false)
             if (looksBinary(chunk, limits.binarySniffBytes)) {
               return Effect.fail(
                 new BinaryFile({
@@ -195,6 +205,41 @@ export const readLayer = read.toLayer(Effect.gen(function*() {
         })
       )
     )
+    if (imageType !== undefined) {
+      const details: ReadDetails = {
+        path: shown,
+        sizeBytes,
+        startLine: 1,
+        endLine: 0,
+        totalLines: undefined,
+        truncated: false,
+        truncatedBy: undefined,
+        image: { mimeType: imageType }
+      }
+      const described = `${shown} is a ${imageType} image (${formatBytes(sizeBytes)})`
+      if (!images.enabled) {
+        return {
+          content: [{ type: "text" as const, text: `${described}; the model in use does not take images, so it is not shown.` }],
+          details: { ...details, image: undefined }
+        }
+      }
+      if (sizeBytes > images.maxBytes) {
+        return yield* new BinaryFile({
+          path: shown,
+          sizeBytes,
+          message: `${described}, larger than the ${formatBytes(images.maxBytes)} an image may have here. ` +
+            `Use bash to make a smaller copy (e.g. convert -resize) and read that.`
+        })
+      }
+      const bytes = yield* fs.readFile(absolute).pipe(Effect.mapError(fromPlatformError(args.path, "read")))
+      return {
+        content: [
+          { type: "text" as const, text: `${described}:` },
+          { type: "image" as const, data: Base64.encode(bytes), mimeType: imageType }
+        ],
+        details
+      }
+    }
     if (collector.stop === undefined) {
       collector.push(decoder.decode())
       collector.end()

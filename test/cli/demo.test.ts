@@ -196,8 +196,8 @@ describe("demo --json --yes", () => {
     for (const [file, content] of SAMPLE_FILES) {
       if (file !== "src/math.ts") expect(sampleFileContent(ws.dir, file), file).toBe(content)
     }
-    // Nothing else appeared beside the sample project and the session folder.
-    expect(readdirSync(ws.dir).sort()).toEqual([".effect-agent", "README.md", "src"])
+    // Nothing else appeared beside the sample project.
+    expect(readdirSync(ws.dir).sort()).toEqual(["README.md", "src"]) // CLI 7.1: no session in the workspace
     expect(readdirSync(join(ws.dir, "src")).sort()).toEqual(["format.ts", "main.ts", "math.ts"])
     expect(existsSync(join(ws.dir, "notes"))).toBe(false)
   })
@@ -244,7 +244,7 @@ describe("demo --json without --yes and without a terminal", () => {
 
   it("changes no file", () => {
     for (const [file, content] of SAMPLE_FILES) expect(sampleFileContent(ws.dir, file), file).toBe(content)
-    expect(readdirSync(ws.dir).sort()).toEqual([".effect-agent", "README.md", "src"])
+    expect(readdirSync(ws.dir).sort()).toEqual(["README.md", "src"]) // CLI 7.1: no session in the workspace
   })
 
   it("saves the session", async () => {

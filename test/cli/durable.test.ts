@@ -36,5 +36,16 @@ describe("effect-agent --durable, runs, resume", () => {
     assert.strictEqual(resumed.code, 0, resumed.stderr)
     assert.include(resumed.stdout, `run: ${runId}`)
     assert.include(resumed.stdout, `run ${runId} had already finished`)
+
+    // DR 3.2: `abort` leaves a finished run as it is, and refuses an id the store does not hold.
+    const finished = await runCli(["abort", runId], { env })
+    assert.strictEqual(finished.code, 0, finished.stderr)
+    assert.include(finished.stdout, `run ${runId} had already finished (completed)`)
+    const unknown = await runCli(["abort", "run-nope"], { env })
+    assert.strictEqual(unknown.code, 1)
+    assert.include(unknown.stderr, "no run run-nope in the store")
+    assert.deepStrictEqual(parseJsonLines((await runCli(["runs", "--json"], { env })).stdout).map((r) => r.status), [
+      "completed"
+    ])
   }, TEST_TIMEOUT_MS)
 })

@@ -18,7 +18,9 @@ const FLAGS: ReadonlyArray<{ readonly name: string; readonly alias?: string }> =
   { name: "--keep" },
   { name: "--sandbox" },
   { name: "--allow-network" },
-  { name: "--bwrap" }
+  { name: "--bwrap" },
+  { name: "--mcp" },
+  { name: "--mcp-url" }
 ]
 
 describe("--help", () => {

@@ -9,8 +9,9 @@ import { existsSync } from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { AgentEvent } from "../../src/AgentEvent.ts"
 import * as LiveView from "../../src/cli/LiveView.ts"
+import * as Usage from "../../src/cli/Usage.ts"
 import { type AssistantMessage, emptyUsage, type ToolResultMessage } from "../../src/Message.ts"
-import { MAIN, NODE, runCli, runProcess, type RunResult, shellQuote, tempDir, TEST_TIMEOUT_MS } from "./support.ts"
+import { MAIN, NODE, runCli, runProcess, type RunResult, sessionFolder, shellQuote, tempDir, TEST_TIMEOUT_MS } from "./support.ts"
 
 const ESC = "\x1b"
 // eslint-disable-next-line no-control-regex
@@ -119,7 +120,9 @@ describe("plain lines without a terminal", () => {
     }
     expect(lines).toContain("  │ check 1/3")
     expect(lines[0]).toBe(`workspace: ${ws.dir} (sample project, scripted demo model)`)
-    expect(lines[1]).toMatch(/^session: {3}.*\.effect-agent\/sessions\/.*\.jsonl$/)
+    // CLI 7.1: the session is kept in the state folder, never in the workspace.
+    expect(lines[1].startsWith(`session:   ${sessionFolder(ws.dir)}/`)).toBe(true)
+    expect(lines[1]).toMatch(/\.jsonl$/)
     assertDemoRendering(run.stdout)
   })
 })
@@ -360,5 +363,53 @@ effectDescribe("LiveView.make", () => {
       assert.include(stripAnsi(out), "read x")
       assert.include(stripAnsi(out), "✓ read x 300ms → ok")
       assert.isTrue(out.endsWith("→ ok\x1b[0m\n"), JSON.stringify(out.slice(-40)))
+    })))
+})
+
+effectDescribe("LiveView.make: bash output and usage", () => {
+  effectIt.effect("CLI 10.4: a finished bash call with several lines keeps its last lines under it", () =>
+    Effect.scoped(Effect.gen(function*() {
+      let out = ""
+      const view = yield* LiveView.make({ live: false, color: false, columns: 100, write: (t) => void (out += t) })
+      yield* view.handle({ type: "tool_execution_start", toolCallId: "b", toolName: "bash", args: { command: "npm test" } })
+      const lines = Array.from({ length: 10 }, (_, i) => `line ${i + 1}`).join("\n")
+      yield* view.handle({
+        type: "tool_execution_end",
+        toolCallId: "b",
+        toolName: "bash",
+        result: { content: [{ type: "text", text: `${lines}\n\n` }] },
+        isError: true
+      })
+      const tail = Array.from({ length: LiveView.BASH_TAIL_LINES }, (_, i) => `  │ line ${10 - LiveView.BASH_TAIL_LINES + i + 1}`)
+      assert.deepStrictEqual(out.split("\n"), ["▶ bash npm test", "✗ bash npm test 0ms", ...tail, ""])
+    })))
+
+  effectIt.effect("CLI 5.4: after each run, its usage and the session's total (resumed usage included)", () =>
+    Effect.scoped(Effect.gen(function*() {
+      let out = ""
+      const before = { ...Usage.empty, input: 1000, output: 100, cost: 0.5, requests: 1 }
+      const view = yield* LiveView.make({
+        live: false,
+        color: false,
+        columns: 100,
+        write: (t) => void (out += t),
+        usageBefore: before
+      })
+      const answer = { ...assistant([{ type: "text", text: "hi" }]), model: "gpt-4o", usage: { ...emptyUsage, input: 12_000, output: 800 } }
+      yield* view.handle({ type: "agent_start" })
+      yield* view.handle({ type: "message_end", message: answer })
+      yield* view.handle({ type: "agent_end", messages: [answer] })
+      const turn = Usage.ofMessage(answer)
+      assert.strictEqual(out, LiveView.usageLine(turn, Usage.add(before, turn)) + "\n")
+      assert.match(out, /^↑ 12k ↓ 800 \$0\.0380 ctx 10% · total ↑ 13k ↓ 900 \$0\.5380 ctx 10%\n$/)
+      // A run without a model request, or whose model reported no tokens, prints no usage line.
+      out = ""
+      yield* view.handle({ type: "agent_start" })
+      yield* view.handle({ type: "agent_end", messages: [] })
+      const silent = assistant([{ type: "text", text: "hi" }])
+      yield* view.handle({ type: "agent_start" })
+      yield* view.handle({ type: "message_end", message: silent })
+      yield* view.handle({ type: "agent_end", messages: [silent] })
+      assert.strictEqual(out, "")
     })))
 })

@@ -11,6 +11,7 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
+import { projectSlug } from "../../src/cli/SessionStore.ts"
 import type { Message } from "../../src/Message.ts"
 import * as Session from "../../src/Session.ts"
 
@@ -34,9 +35,26 @@ export const RUN_TIMEOUT_MS = 120_000
 /** The vitest timeout of a test that runs the command once or twice. */
 export const TEST_TIMEOUT_MS = 240_000
 
-/** The environment of a child: ours without the switches that change how the command renders. */
+/**
+ * The state folder of the children of one test file (`EFFECT_AGENT_HOME`): a temporary folder made on first
+ * use, so sessions and run stores never land in the real `~/.effect-agent`. Removed when the process exits.
+ */
+let stateHome: string | undefined
+export const testStateHome = (): string => {
+  if (stateHome === undefined) {
+    const made = realpathSync(mkdtempSync(join(tmpdir(), "effect-agent-cli-home-")))
+    stateHome = made
+    process.once("exit", () => rmSync(made, { recursive: true, force: true }))
+  }
+  return stateHome
+}
+
+/**
+ * The environment of a child: ours without the switches that change how the command renders, with the
+ * state folder of this test file unless `extra` names another.
+ */
 export const childEnv = (extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv => {
-  const env: NodeJS.ProcessEnv = { ...process.env }
+  const env: NodeJS.ProcessEnv = { ...process.env, EFFECT_AGENT_HOME: testStateHome() }
   delete env.EFFECT_AGENT_LIVE
   delete env.NO_COLOR
   delete env.FORCE_COLOR
@@ -139,9 +157,13 @@ export const parseJsonLines = (stdout: string): Array<any> =>
     }
   })
 
-/** The session files the command wrote under a workspace's default folder. */
-export const defaultSessionFiles = (workspace: string): Array<string> => {
-  const folder = join(workspace, ".effect-agent", "sessions")
+/** The folder the command keeps a workspace's sessions in (CLI 7.1), under a state folder. */
+export const sessionFolder = (workspace: string, home: string = testStateHome()): string =>
+  join(home, "sessions", projectSlug(workspace))
+
+/** The session files the command wrote for a workspace in the state folder (CLI 7.1). */
+export const defaultSessionFiles = (workspace: string, home: string = testStateHome()): Array<string> => {
+  const folder = sessionFolder(workspace, home)
   return existsSync(folder) ? readdirSync(folder).filter((f) => f.endsWith(".jsonl")).map((f) => join(folder, f)) : []
 }
 

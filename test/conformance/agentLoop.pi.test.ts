@@ -18,7 +18,6 @@ import {
 import { Type } from "@mariozechner/pi-ai"
 import { Deferred, Effect, Fiber, Layer, Schema, Stream } from "effect"
 import { TestClock } from "effect/testing"
-import type { AgentEvent } from "../../src/AgentEvent.ts"
 import { agentLoop, type AgentLoopConfig, defaultConvertToLlm, runAgentLoopContinue } from "../../src/AgentLoop.ts"
 import type { AgentMessage, AssistantMessage, Message } from "../../src/Message.ts"
 import { emptyUsage } from "../../src/Message.ts"

@@ -42,7 +42,7 @@ const reasonOf = (exit: Exit.Exit<unknown, unknown>): string => {
 }
 
 describe("SqliteClient statements", () => {
-  it.effect("creates, inserts with bound parameters of every kind, selects them back", () =>
+  it.effect("creates, inserts with bound parameters of every kind, selects them back (DR 6.1)", () =>
     withClient((sql) =>
       Effect.gen(function*() {
         yield* sql`CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, n REAL, flag INTEGER, missing TEXT)`
@@ -67,7 +67,7 @@ describe("SqliteClient statements", () => {
       })
     ))
 
-  it.effect("a bad statement is a typed SqlError and the client stays usable", () =>
+  it.effect("a bad statement is a typed SqlError and the client stays usable (DR 6.4)", () =>
     withClient((sql) =>
       Effect.gen(function*() {
         const exit = yield* Effect.exit(sql`SELEC nothing`)
@@ -84,7 +84,7 @@ describe("SqliteClient statements", () => {
 })
 
 describe("SqliteClient transactions", () => {
-  it.effect("a transaction that succeeds commits every statement", () =>
+  it.effect("a transaction that succeeds commits every statement (DR 6.2)", () =>
     withClient((sql) =>
       Effect.gen(function*() {
         yield* sql`CREATE TABLE t (v INTEGER)`
@@ -94,7 +94,7 @@ describe("SqliteClient transactions", () => {
       })
     ))
 
-  it.effect("a transaction that fails, dies or is interrupted leaves nothing behind", () =>
+  it.effect("a transaction that fails, dies or is interrupted leaves nothing behind (DR 6.2)", () =>
     withClient((sql) =>
       Effect.gen(function*() {
         yield* sql`CREATE TABLE t (v INTEGER)`
@@ -115,7 +115,7 @@ describe("SqliteClient transactions", () => {
       })
     ))
 
-  it.effect("a nested transaction that fails rolls back to its savepoint only", () =>
+  it.effect("a nested transaction that fails rolls back to its savepoint only (DR 6.2)", () =>
     withClient((sql) =>
       Effect.gen(function*() {
         yield* sql`CREATE TABLE t (v INTEGER)`
@@ -131,7 +131,7 @@ describe("SqliteClient transactions", () => {
 })
 
 describe("SqliteClient concurrent use", () => {
-  it.effect("concurrent read-modify-write transactions never lose an update", () =>
+  it.effect("concurrent read-modify-write transactions never lose an update (DR 6.3)", () =>
     withClient((sql) =>
       Effect.gen(function*() {
         yield* sql`CREATE TABLE c (n INTEGER)`
@@ -151,7 +151,7 @@ describe("SqliteClient concurrent use", () => {
       })
     ))
 
-  it.effect("a statement from another fiber waits for an open transaction and is not rolled back with it", () =>
+  it.effect("a statement from another fiber waits for an open transaction and is not rolled back with it (DR 6.3)", () =>
     withClient((sql) =>
       Effect.gen(function*() {
         yield* sql`CREATE TABLE t (v INTEGER)`
@@ -177,7 +177,7 @@ describe("SqliteClient concurrent use", () => {
 })
 
 describe("SqliteClient file errors", () => {
-  it.effect("a file locked by another connection gives a LockTimeoutError, and works once released", () =>
+  it.effect("a file locked by another connection gives a LockTimeoutError, and works once released (DR 6.4)", () =>
     withClient((sql, file) =>
       Effect.gen(function*() {
         yield* sql`CREATE TABLE t (v INTEGER)`
@@ -195,7 +195,7 @@ describe("SqliteClient file errors", () => {
         assert.deepStrictEqual(rows.map((r) => r.v), [1, 4])
       }), { busyTimeoutMillis: 0 }))
 
-  it.effect("a corrupted file fails to open with a typed SqlError that says so", () =>
+  it.effect("a corrupted file fails to open with a typed SqlError that says so (DR 6.4)", () =>
     Effect.gen(function*() {
       const { file } = yield* tempFile
       fs.writeFileSync(file, Buffer.alloc(8192, 0x5a))
@@ -211,7 +211,7 @@ describe("SqliteClient file errors", () => {
       assert.deepStrictEqual(fs.readFileSync(file), Buffer.alloc(8192, 0x5a))
     }))
 
-  it.effect("a file that cannot be opened is a ConnectionError", () =>
+  it.effect("a file that cannot be opened is a ConnectionError (DR 6.4)", () =>
     Effect.gen(function*() {
       const { dir } = yield* tempFile
       const exit = yield* Effect.exit(

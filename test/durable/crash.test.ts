@@ -7,14 +7,20 @@
  * - the idempotent call that was running is run again, with the same idempotency key and attempt 2;
  * - a model response that had finished is not requested again; one cut by the crash is requested once more;
  * - an approval that was given is not asked again; one that was pending is asked again;
- * - the run completes and its transcript is well formed.
+ * - the run completes and its transcript is well formed;
+ * - an abort, steering and follow-ups sent from another process (a client of the same store) reach the run,
+ *   also while no process runs it (DR 3.1, 3.2).
+ * The runner's shard lease is ten minutes: every resume here finishing proves it did not wait for it (DR 5.3).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { type ChildProcess, spawn } from "node:child_process"
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Effect } from "effect"
+import * as DurableAgent from "../../src/durable/DurableAgent.ts"
 import { crashedCallText } from "../../src/durable/DurableAgent.ts"
+import * as DurableStore from "../../src/durable/DurableStore.ts"
 import type { Message, ToolResultMessage } from "../../src/Message.ts"
 import { childEnv, NODE, ROOT } from "../cli/support.ts"
 import { assertWellFormed } from "../support/loop.ts"
@@ -102,6 +108,12 @@ const resultOf = (messages: ReadonlyArray<Message>, id: string) =>
 const textOf = (message: ToolResultMessage | undefined) =>
   message?.content.map((c) => (c.type === "text" ? c.text : "")).join("") ?? ""
 
+/** Runs `effect` in this test process as a client of the store a runner process owns (DR 3.1). */
+const fromOutside = <A>(work: string, effect: Effect.Effect<A, unknown, any>) =>
+  Effect.runPromise(
+    effect.pipe(Effect.provide(DurableStore.layerClient({ filename: join(work, "store.db") }))) as Effect.Effect<A>
+  )
+
 const withWork = (f: (work: string) => Promise<void>) => async () => {
   const work = mkdtempSync(join(tmpdir(), "effect-agent-durable-"))
   try {
@@ -113,7 +125,7 @@ const withWork = (f: (work: string) => Promise<void>) => async () => {
 
 describe("durable runs across kill -9", () => {
   it(
-    "crash in a parallel batch, then in the next model stream: nothing finished is repeated",
+    "crash in a parallel batch, then in the next model stream: nothing finished is repeated (DR 1.1, 1.2, 2.1, 2.2, 5.3)",
     withWork(async (work) => {
       // 1. Killed while c4 (not idempotent) and the probe (idempotent) run; c1..c3 have finished.
       const first = start(work, "batch")
@@ -165,7 +177,7 @@ describe("durable runs across kill -9", () => {
   )
 
   it(
-    "crash during an approval: the approval given is not asked again, the pending one is",
+    "crash during an approval: the approval given is not asked again, the pending one is (DR 2.3)",
     withWork(async (work) => {
       const first = start(work, "approval", { RUNNER_APPROVAL: "hang" })
       await waitFor(first, () => first.lines.includes("approval c2"), "the approval of c2 pending")
@@ -178,6 +190,80 @@ describe("durable runs across kill -9", () => {
       assert.deepStrictEqual(outLines(work), ["c1", "c2"])
       assert.strictEqual(textOf(resultOf(messages, "c1")), "appended c1")
       assert.strictEqual(textOf(resultOf(messages, "c2")), "appended c2")
+      assertWellFormed(messages)
+    }),
+    240_000
+  )
+
+  it(
+    "an abort sent from another process reaches a run busy in a tool (DR 3.2)",
+    withWork(async (work) => {
+      const first = start(work, "hang")
+      await waitFor(first, () => outLines(work).includes("c1-start"), "c1 running")
+      await fromOutside(work, DurableAgent.abort("run-1"))
+      const messages = await finish(first)
+      assert.deepStrictEqual(messages.map((m) => m.role), ["user", "assistant", "toolResult"])
+      assert.match(textOf(resultOf(messages, "c1")), /interrupted after it started: the run was aborted/)
+      assert.deepStrictEqual(first.lines.filter((l) => l.startsWith("model-request")), ["model-request 0"])
+      assert.deepStrictEqual(outLines(work), ["c1-start"])
+      assertWellFormed(messages)
+    }),
+    240_000
+  )
+
+  it(
+    "steering and a follow-up sent while no process runs the run are read when it resumes (DR 3.1)",
+    withWork(async (work) => {
+      const first = start(work, "inbox")
+      await waitFor(first, () => outLines(work).includes("c1-start"), "c1 running")
+      await killHard(first)
+      await fromOutside(
+        work,
+        Effect.andThen(
+          DurableAgent.steer("run-1", { role: "user", content: "steer me", timestamp: 1 }),
+          DurableAgent.followUp("run-1", { role: "user", content: "follow me", timestamp: 2 })
+        )
+      )
+      const second = start(work, "inbox", { RUNNER_RESUME: "1" })
+      const messages = await finish(second)
+      const shape = messages.map((m) =>
+        m.role === "user" ? `user:${m.content}` : m.role === "assistant"
+          ? `assistant:${m.content.map((c) => (c.type === "text" ? c.text : c.type)).join("")}`
+          : `toolResult:${m.toolCallId}`
+      )
+      assert.deepStrictEqual(shape, [
+        "user:go",
+        "assistant:toolCall",
+        "toolResult:c1",
+        "user:steer me",
+        "assistant:re: steer me",
+        "user:follow me",
+        "assistant:re: follow me"
+      ])
+      assert.strictEqual(textOf(resultOf(messages, "c1")), crashedCallText("append"))
+      assert.deepStrictEqual(outLines(work), ["c1-start"])
+      assertWellFormed(messages)
+    }),
+    240_000
+  )
+
+  it(
+    "an abort sent while no process runs the run stops it at its first live step when it resumes (DR 3.2)",
+    withWork(async (work) => {
+      const first = start(work, "hang")
+      await waitFor(first, () => outLines(work).includes("c1-start"), "c1 running")
+      await killHard(first)
+      await fromOutside(work, DurableAgent.abort("run-1"))
+      const second = start(work, "hang", { RUNNER_RESUME: "1" })
+      const messages = await finish(second)
+      // The call the crash cut is settled as such; the abort then ends the run at the next response, which
+      // ends `aborted` without the model being asked.
+      assert.deepStrictEqual(messages.map((m) => m.role), ["user", "assistant", "toolResult", "assistant"])
+      const last = messages.at(-1)!
+      assert.isTrue(last.role === "assistant" && last.stopReason === "aborted")
+      assert.strictEqual(textOf(resultOf(messages, "c1")), crashedCallText("append"))
+      assert.deepStrictEqual(second.lines.filter((l) => l.startsWith("model-request")), [])
+      assert.deepStrictEqual(outLines(work), ["c1-start"])
       assertWellFormed(messages)
     }),
     240_000

@@ -13,7 +13,7 @@ import { assertWellFormed, customTool, makeRecorder, textOf, user } from "../sup
 import { memoryServices } from "./support.ts"
 
 describe("durable runs from outside", () => {
-  it.effect("a steering message sent during a batch is read after it, a follow-up when the run would stop", () =>
+  it.effect("a steering message sent during a batch is read after it, a follow-up when the run would stop (DR 3.1)", () =>
     Effect.gen(function*() {
       const entered = yield* Deferred.make<void>()
       const gate = yield* Deferred.make<void>()
@@ -56,7 +56,7 @@ describe("durable runs from outside", () => {
       assert.strictEqual(textOf(requests[1]!.messages.at(-1)), "steer me")
     }))
 
-  it.effect("without `inbox`, messages sent to the run are not read", () =>
+  it.effect("without `inbox`, messages sent to the run are not read (DR 3.1)", () =>
     Effect.gen(function*() {
       const model = yield* ScriptedModel.make([ScriptedModel.say("only answer")])
       const result = yield* Effect.gen(function*() {
@@ -66,7 +66,7 @@ describe("durable runs from outside", () => {
       assert.deepStrictEqual(result.messages.map((m) => m.role), ["user", "assistant"])
     }))
 
-  it.effect("abort from outside ends the run: the running call is settled and no model call follows", () =>
+  it.effect("abort from outside ends the run: the running call is settled and no model call follows (DR 3.2)", () =>
     Effect.gen(function*() {
       const entered = yield* Deferred.make<void>()
       const hang = customTool("hang", () => Deferred.succeed(entered, undefined).pipe(Effect.andThen(Effect.never)))

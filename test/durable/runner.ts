@@ -15,6 +15,12 @@
  *   hangs on its first attempt. Then a final answer, streamed slowly enough to be killed in the middle.
  * - `approval`: two quick `append` calls, each needing an approval; with RUNNER_APPROVAL=hang the approval
  *   of c2 never comes.
+ * - `hang`: one `append` call that sleeps for a minute, then a final answer (for an abort from outside).
+ * - `inbox`: like `hang`, on a run that reads steering and follow-ups (`inbox: true`); the model answers
+ *   every later request with the text of the last user message.
+ *
+ * The store's shard lease is ten minutes (DR 5.3): a resume that waited for the dead process's lease would
+ * not finish within the tests' bounds.
  */
 import { Effect, Layer, Schema, Stream } from "effect"
 import { appendFileSync } from "node:fs"
@@ -98,9 +104,17 @@ const stepFor = (turn: number): ScriptedModel.Step => {
       // Slow enough to be killed while it streams.
       : ScriptedModel.say("all done: c1, c2 and c3 ran, c4 was cut by the crash", { delay: "100 millis" })
   }
+  if (scenario === "hang" || scenario === "inbox") {
+    return turn === 0 ? ScriptedModel.callTools([call("c1", "c1-start", 60_000)]) : ScriptedModel.say("answered")
+  }
   return turn === 0
     ? ScriptedModel.callTools([call("c1", "c1"), call("c2", "c2")])
     : ScriptedModel.say("approved and done")
+}
+
+const lastUserText = (request: ModelRequest) => {
+  const last = [...request.messages].reverse().find((m) => m.role === "user")
+  return typeof last?.content === "string" ? last.content : ""
 }
 
 /** A scripted model that answers by turn (so a new process continues where the run is). */
@@ -110,7 +124,8 @@ const model: ModelShape = {
     Stream.unwrap(Effect.gen(function*() {
       const turn = request.messages.filter((m) => m.role === "assistant").length
       say(`model-request ${turn}`)
-      const scripted = yield* ScriptedModel.make([stepFor(turn)], { chunkSize: 4 })
+      const step = scenario === "inbox" && turn > 0 ? ScriptedModel.say(`re: ${lastUserText(request)}`) : stepFor(turn)
+      const scripted = yield* ScriptedModel.make([step], { chunkSize: 4 })
       return scripted.stream(request)
     }))
 }
@@ -126,9 +141,9 @@ const approvals = scenario === "approval"
   }
   : {}
 
-const services = DurableAgent.layer(approvals).pipe(
+const services = DurableAgent.layer({ ...approvals, inbox: scenario === "inbox", abortPollInterval: "100 millis" }).pipe(
   Layer.provide([Layer.succeed(Model, model), Layer.orDie(tools)]),
-  Layer.provideMerge(DurableStore.layer({ filename: store }))
+  Layer.provideMerge(DurableStore.layer({ filename: store, timings: { shardLockExpiration: "10 minutes" } }))
 )
 
 // A later process continues the run by its id alone: the stored payload is used.

@@ -5,7 +5,7 @@
 import { Effect, Layer } from "effect"
 import { WorkflowEngine } from "effect/workflow"
 import * as DurableAgent from "../../src/durable/DurableAgent.ts"
-import { Inbox, RunIndex, StartLedger } from "../../src/durable/RunState.ts"
+import { RunIndex, StartLedger } from "../../src/durable/RunState.ts"
 import * as EventSink from "../../src/EventSink.ts"
 import type { Message } from "../../src/Message.ts"
 import { Model, type ModelShape } from "../../src/Model.ts"
@@ -30,7 +30,7 @@ export const memoryServices = (
 ) =>
   DurableAgent.layer(config).pipe(
     Layer.provideMerge(WorkflowEngine.layerMemory),
-    Layer.provideMerge(Layer.mergeAll(StartLedger.layerMemory, Inbox.layerMemory, RunIndex.layerMemory)),
+    Layer.provideMerge(Layer.mergeAll(StartLedger.layerMemory, RunIndex.layerMemory)),
     Layer.provide(Layer.succeed(Model, model)),
     Layer.provide(Layer.orDie(ToolRegistry.fromEntries(tools)))
   )

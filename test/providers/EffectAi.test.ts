@@ -7,7 +7,6 @@ import type { AssistantMessage } from "../../src/Message.ts"
 import { Model, ModelError } from "../../src/Model.ts"
 import * as EffectAi from "../../src/providers/EffectAi.ts"
 import { executeToolCalls } from "../../src/ToolExecution.ts"
-import { ToolRegistry } from "../../src/ToolRegistry.ts"
 import { addTool, assistant, PNG, request, toolResult, user } from "./support/fixtures.ts"
 import { checkProtocol } from "./support/protocol.ts"
 

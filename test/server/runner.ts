@@ -5,7 +5,7 @@
  * <workspaces root> <token>. Prints `READY <port>` once it serves; SIGTERM stops it gracefully.
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { Effect, Layer, Logger } from "effect"
+import { Effect, Logger } from "effect"
 import { HttpServer } from "effect/http"
 import * as Engine from "../../src/server/Engine.ts"
 import * as Server from "../../src/server/Server.ts"

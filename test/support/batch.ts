@@ -4,8 +4,7 @@
  * markers the tools and hooks leave, as one ordered trace.
  */
 import { assert } from "@effect/vitest"
-import { Deferred, type Duration, Effect, Schema } from "effect"
-import { TestClock } from "effect/testing"
+import { type Duration, Effect, Schema } from "effect"
 import type { AgentEvent } from "../../src/AgentEvent.ts"
 import * as EventSink from "../../src/EventSink.ts"
 import type { AssistantMessage, ToolCall, ToolResultMessage } from "../../src/Message.ts"
@@ -13,6 +12,7 @@ import { emptyUsage } from "../../src/Message.ts"
 import * as Tool from "../../src/Tool.ts"
 import { executeToolCalls, type ToolBatchResult, type ToolExecutionOptions } from "../../src/ToolExecution.ts"
 import { type RegisteredTool, ToolRegistry } from "../../src/ToolRegistry.ts"
+import * as Recording from "./recording.ts"
 
 // ---------------------------------------------------------------------------------------------------------
 // Messages
@@ -54,7 +54,7 @@ export const textOf = (value: { readonly content: ReadonlyArray<{ readonly type:
 // ---------------------------------------------------------------------------------------------------------
 
 /** The short trace label of an event: `start:<id>`, `update:<id>`, `end:<id>`, `msg_start:<id>`, `msg_end:<id>`. */
-export const labelOf = (event: AgentEvent): string => {
+const labelOf = (event: AgentEvent): string => {
   switch (event.type) {
     case "tool_execution_start":
       return `start:${event.toolCallId}`
@@ -71,57 +71,17 @@ export const labelOf = (event: AgentEvent): string => {
   }
 }
 
-/** Records events and markers in one ordered trace. */
-export interface Recorder {
-  /** Every event the sink received, in order. */
-  readonly events: Array<AgentEvent>
-  /** Event labels (see {@link labelOf}) interleaved with markers, in order. */
-  readonly trace: Array<string>
-  /** The sink to provide as `EventSink.EventSink`. */
-  readonly sink: EventSink.EventSinkShape
-  /** Appends a marker to the trace (from a tool or a hook). */
-  readonly mark: (label: string) => Effect.Effect<void>
-  /** Appends a marker synchronously (from callbacks such as an abort listener). */
-  readonly markUnsafe: (label: string) => void
-  /** Waits until the trace holds that label (an event label or a marker). */
-  readonly reached: (label: string) => Effect.Effect<void>
+/** Records events and markers in one ordered trace (see support/recording.ts), with {@link labelOf} labels. */
+export interface Recorder extends Recording.Recorder {
   /** The trace entries that are event labels of the given kinds, e.g. `["end"]`. */
   readonly labels: (...kinds: ReadonlyArray<string>) => Array<string>
-  /** The events of one type. */
-  readonly ofType: <T extends AgentEvent["type"]>(type: T) => Array<Extract<AgentEvent, { type: T }>>
 }
 
 export const makeRecorder = (): Recorder => {
-  const events: Array<AgentEvent> = []
-  const trace: Array<string> = []
-  const waiters = new Map<string, Deferred.Deferred<void>>()
-  const waiter = (label: string) => {
-    let d = waiters.get(label)
-    if (d === undefined) {
-      d = Deferred.makeUnsafe<void>()
-      waiters.set(label, d)
-    }
-    return d
-  }
-  const push = (label: string) => {
-    trace.push(label)
-    Deferred.doneUnsafe(waiter(label), Effect.void)
-  }
+  const recorder = Recording.makeRecorder(labelOf)
   return {
-    events,
-    trace,
-    sink: {
-      emit: (event) =>
-        Effect.sync(() => {
-          events.push(event)
-          push(labelOf(event))
-        })
-    },
-    mark: (label) => Effect.sync(() => push(label)),
-    markUnsafe: push,
-    reached: (label) => Deferred.await(waiter(label)),
-    labels: (...kinds) => trace.filter((entry) => kinds.includes(entry.slice(0, entry.lastIndexOf(":")))),
-    ofType: (type) => events.filter((e) => e.type === type) as any
+    ...recorder,
+    labels: (...kinds) => recorder.trace.filter((entry) => kinds.includes(entry.slice(0, entry.lastIndexOf(":"))))
   }
 }
 
@@ -137,38 +97,19 @@ export interface Gates {
 }
 
 export const makeGates = (): Gates => {
-  const gates = new Map<string, Deferred.Deferred<void>>()
-  const gate = (name: string) => {
-    let d = gates.get(name)
-    if (d === undefined) {
-      d = Deferred.makeUnsafe<void>()
-      gates.set(name, d)
-    }
-    return d
-  }
+  const gates = Recording.makeSignals()
   return {
-    wait: (name) => Deferred.await(gate(name)),
-    open: (name) => Effect.asVoid(Deferred.succeed(gate(name), undefined)),
-    isOpen: (name) => Deferred.isDoneUnsafe(gate(name))
+    wait: gates.await,
+    open: (name) => Effect.sync(() => gates.fire(name)),
+    isOpen: gates.isDone
   }
 }
 
-/**
- * Fails (instead of hanging until the vitest timeout) when `effect` does not finish within `millis` of real
- * time. Only a safety net for a broken implementation: a passing test never waits for it.
- */
-export const within = <A, E, R>(effect: Effect.Effect<A, E, R>, label: string, millis = 2_000) =>
-  Effect.raceFirst(
-    effect,
-    TestClock.withLive(Effect.sleep(millis)).pipe(
-      Effect.andThen(Effect.die(new Error(`timed out (real time) waiting for: ${label}`)))
-    )
-  )
+/** See support/recording.ts. */
+export const within = Recording.within
 
 /** Lets every runnable fiber make progress (a few scheduler turns). */
-export const settleFibers = Effect.gen(function*() {
-  for (let i = 0; i < 20; i++) yield* Effect.yieldNow
-})
+export const settleFibers = Recording.settle
 
 // ---------------------------------------------------------------------------------------------------------
 // Tools

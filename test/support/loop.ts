@@ -7,7 +7,6 @@
 import { assert } from "@effect/vitest"
 import { createAssistantMessageEventStream, Type } from "@mariozechner/pi-ai"
 import { Cause, Deferred, Effect, Exit, Schema, Stream } from "effect"
-import { TestClock } from "effect/testing"
 import type { AgentContext } from "../../src/AgentContext.ts"
 import type { AgentEvent } from "../../src/AgentEvent.ts"
 import { type AgentLoopConfig, runAgentLoop } from "../../src/AgentLoop.ts"
@@ -25,6 +24,7 @@ import { Model, type ModelRequest, type ModelShape } from "../../src/Model.ts"
 import * as ScriptedModel from "../../src/ScriptedModel.ts"
 import * as Tool from "../../src/Tool.ts"
 import { type RegisteredTool, ToolRegistry } from "../../src/ToolRegistry.ts"
+import * as Recording from "./recording.ts"
 
 // ---------------------------------------------------------------------------------------------------------
 // Messages
@@ -122,39 +122,16 @@ export const skeleton = (events: ReadonlyArray<{ readonly type: string }>): Arra
 // Recording sink
 // ---------------------------------------------------------------------------------------------------------
 
-export interface Recorder {
-  readonly events: Array<AgentEvent>
-  readonly sink: EventSink.EventSinkShape
-  /** Settles once an event with that label has been recorded. */
-  readonly reached: (label: string) => Effect.Effect<void>
+/** Records every event (see support/recording.ts), with {@link labelOf} labels. */
+export interface Recorder extends Recording.Recorder {
+  /** The labels of the events, in order. */
   readonly labels: () => Array<string>
 }
 
 /** Records every event; `onEvent` runs synchronously for each (e.g. to abort or queue a message at a point). */
 export const makeRecorder = (onEvent?: (event: AgentEvent, index: number) => void): Recorder => {
-  const events: Array<AgentEvent> = []
-  const waiters = new Map<string, Deferred.Deferred<void>>()
-  const waiter = (label: string) => {
-    let d = waiters.get(label)
-    if (d === undefined) {
-      d = Deferred.makeUnsafe<void>()
-      waiters.set(label, d)
-    }
-    return d
-  }
-  return {
-    events,
-    sink: {
-      emit: (event) =>
-        Effect.sync(() => {
-          events.push(event)
-          Deferred.doneUnsafe(waiter(labelOf(event)), Effect.void)
-          onEvent?.(event, events.length - 1)
-        })
-    },
-    reached: (label) => Deferred.await(waiter(label)),
-    labels: () => events.map(labelOf)
-  }
+  const recorder = Recording.makeRecorder(labelOf, onEvent)
+  return { ...recorder, labels: () => recorder.events.map(labelOf) }
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -536,22 +513,11 @@ export const call = (id: string, name: string, args: Record<string, unknown> = {
 // Timing helpers
 // ---------------------------------------------------------------------------------------------------------
 
-/**
- * Fails (instead of hanging until the vitest timeout) when `effect` does not finish within `millis` of real
- * time. A safety net only: a passing test never waits for it.
- */
-export const within = <A, E, R>(effect: Effect.Effect<A, E, R>, label: string, millis = 3_000) =>
-  Effect.raceFirst(
-    effect,
-    TestClock.withLive(Effect.sleep(millis)).pipe(
-      Effect.andThen(Effect.die(new Error(`timed out (real time) waiting for: ${label}`)))
-    )
-  )
+/** See support/recording.ts. */
+export const within = Recording.within
 
 /** Lets every runnable fiber make progress. */
-export const settle = Effect.gen(function*() {
-  for (let i = 0; i < 50; i++) yield* Effect.yieldNow
-})
+export const settle = Recording.settle
 
 /** A one-shot gate a tool waits on, and flags that say what the tool went through. */
 export interface Gate {

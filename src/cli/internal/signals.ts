@@ -7,7 +7,7 @@
 import { Effect } from "effect"
 
 /** The signals that stop the command, with their numbers (the exit code is 128 + the number). */
-export const STOP_SIGNALS = { SIGHUP: 1, SIGINT: 2, SIGTERM: 15 } as const
+const STOP_SIGNALS = { SIGHUP: 1, SIGINT: 2, SIGTERM: 15 } as const
 
 /** One of {@link STOP_SIGNALS}. */
 export type StopSignal = keyof typeof STOP_SIGNALS

@@ -92,7 +92,7 @@ export class StatementCache {
 /**
  * Holds an exclusive SQLite lock on `<file>-owner` until the scope closes, so only one process at a time
  * works on a store. The operating system drops the lock when the process dies, even by SIGKILL, so a resumed
- * store never waits for a lease to expire. A second process gets a `LockTimeoutError` reason at once.
+ * store never waits for a lease to expire. A second process gets a `LockTimeoutError` reason at once (DR 5.3).
  */
 export const holdOwnerLock = (file: string) =>
   Effect.acquireRelease(

@@ -3,7 +3,7 @@
  * describe each step. Every event carries a snapshot of the message so far: blocks are never mutated, a
  * changed block is replaced, so a snapshot an event carries stays as it was.
  *
- * @internal
+ * Internal: no entry point exports it.
  */
 import type { AssistantMessageEvent } from "../../AssistantMessageEvent.ts"
 import type { AssistantContent, AssistantMessage, StopReason, ThinkingContent, ToolCall, Usage } from "../../Message.ts"

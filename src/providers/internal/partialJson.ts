@@ -3,7 +3,7 @@
  * is complete is kept (objects and arrays so far, a string cut short keeps its prefix); a key without its
  * value, a number cut after its sign or exponent and a literal cut short are left out.
  *
- * @internal
+ * Internal: no entry point exports it.
  */
 
 interface Parsed {

@@ -1,7 +1,7 @@
 /**
  * Making a transcript safe to send: what every provider's converter runs first.
  *
- * @internal
+ * Internal: no entry point exports it.
  */
 import type { AssistantMessage, Message, ToolCall, ToolResultMessage } from "../../Message.ts"
 import type { ModelInfo } from "../../Model.ts"

@@ -3,7 +3,7 @@
  * `effect/encoding`'s `Sse`, turning every fault into a typed {@link ModelError}, retrying transient
  * faults before anything was streamed, and the idle timeout between chunks.
  *
- * @internal
+ * Internal: no entry point exports it.
  */
 import { Data, Duration, Effect, Option, Redacted, Schedule, Schema, Stream } from "effect"
 import type { Scope } from "effect"

@@ -1,0 +1,83 @@
+/**
+ * Interleaved A/B of our loop against another git ref's (default `main`), same process, same `effect`:
+ *
+ *   npm run bench:ab                       this tree against main
+ *   npm run bench:ab -- --ref <ref> --reps 9
+ *
+ * The ref's `src/` and `bench/` are extracted with `git archive` into a temporary folder (removed at the
+ * end) that shares this tree's node_modules. Rows are a subset of `run.ts`'s: per-call CPU time of one
+ * `agentLoop` run with N instant calls minus a two-turn run without calls (both modes, with and without
+ * hooks, N = 100 and 1 000), and CPU time per model call over 500 turns. The two sides alternate (which goes
+ * first alternates too); medians of `--reps` samples. Ratios are this tree over the ref: below 1 is faster.
+ */
+import { execFileSync } from "node:child_process"
+import { mkdtempSync, rmSync, symlinkSync } from "node:fs"
+import * as os from "node:os"
+import { tmpdir } from "node:os"
+import { dirname, join } from "node:path"
+import { fileURLToPath, pathToFileURL } from "node:url"
+import * as Here from "./loop.ts"
+import { compareRunners, cpuNow, type RunnerPair } from "./measure.ts"
+import { median, table } from "./stats.ts"
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..")
+const args = process.argv.slice(2)
+const option = (name: string, fallback: string) => {
+  const i = args.indexOf(name)
+  return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : fallback
+}
+const ref = option("--ref", "main")
+const reps = Number(option("--reps", "7"))
+
+const dir = mkdtempSync(join(tmpdir(), "effect-agent-ab-"))
+try {
+  const archive = execFileSync("git", ["archive", ref, "src", "bench", "package.json"], { cwd: root })
+  execFileSync("tar", ["-x", "-C", dir], { input: archive })
+  symlinkSync(join(root, "node_modules"), join(dir, "node_modules"))
+  const There: typeof Here = await import(pathToFileURL(join(dir, "bench", "loop.ts")).href)
+  const rows: Array<ReadonlyArray<string>> = []
+  const sides = new Map<string, { readonly base: Here.LoopSide; readonly mine: Here.LoopSide }>()
+  const sidesFor = (shape: Here.Shape) => {
+    let s = sides.get(shape)
+    if (s === undefined) {
+      s = { base: There.makeOurs(shape), mine: Here.makeOurs(shape) }
+      sides.set(shape, s)
+    }
+    return s
+  }
+  const runner = (side: Here.LoopSide, work: Here.Work) => ({
+    run: () => side.loop(work, "iterate"),
+    events: Here.loopEvents(work)
+  })
+  const row = async (label: string, shape: Here.Shape, work: Here.Work, baseline: Here.Work | undefined, per: number, iters: number) => {
+    const { base, mine } = sidesFor(shape)
+    // `ours` is the ref, `pi` this tree: the measuring code names its two sides so.
+    const pair: RunnerPair = {
+      ours: runner(base, work),
+      pi: runner(mine, work),
+      ...(baseline === undefined ? {} : { baseline: { ours: runner(base, baseline), pi: runner(mine, baseline) } })
+    }
+    const s = await compareRunners(pair, { iters, rewarm: Math.max(1, Math.round(iters / 4)), warm: 1, reps, budgetUs: 1e9 }, label, cpuNow)
+    const a = median(s.ours) / per
+    const b = median(s.pi) / per
+    rows.push([label, a.toFixed(2), b.toFixed(2), (b / a).toFixed(3)])
+    console.error(`${label}: ${(b / a).toFixed(3)}`)
+  }
+  for (const n of [100, 1000]) {
+    for (const mode of ["parallel", "sequential"] as const) {
+      for (const hooks of [false, true]) {
+        const work: Here.Work = { mode, hooks, script: [Here.callsMessage(n), Here.FINAL], context: [] }
+        const baseline: Here.Work = { mode, hooks, script: [Here.FINAL, Here.FINAL], context: [], followUp: true }
+        await row(`per call, ${mode}, succeed${hooks ? ", hooks" : ""}, N = ${n}`, "succeed", work, baseline, n, Math.max(1, Math.round(2000 / n)))
+      }
+    }
+  }
+  const promise: Here.Work = { mode: "parallel", hooks: true, script: [Here.callsMessage(1000), Here.FINAL], context: [] }
+  await row("per call, parallel, promise, hooks, N = 1000", "promise", promise, { ...promise, script: [Here.FINAL, Here.FINAL], followUp: true }, 1000, 2)
+  await row("500 turns, per model call", "succeed", { mode: "parallel", hooks: false, script: Here.turnsScript(500), context: [] }, undefined, 501, 1)
+  console.log(table(["row", `${ref} (µs)`, "this tree (µs)", "ratio"], rows))
+  const geomean = Math.exp(rows.reduce((sum, r) => sum + Math.log(Number(r[3])), 0) / rows.length)
+  console.log(`geometric mean of the ratios: ${geomean.toFixed(3)}; load average now: ${os.loadavg().map((x) => x.toFixed(1)).join(" ")}`)
+} finally {
+  rmSync(dir, { recursive: true, force: true })
+}

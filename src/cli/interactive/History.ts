@@ -1,0 +1,67 @@
+/**
+ * The prompt history of a project, kept under the state folder (`$EFFECT_AGENT_HOME`, default
+ * `~/.effect-agent`) in `history/<folder name>-<hash of the folder's path>.jsonl`, one JSON string per
+ * entry, so multi-line prompts survive and the project folder is never written to (CLI 1.2).
+ */
+import { createHash } from "node:crypto"
+import { appendFileSync, mkdirSync, readFileSync } from "node:fs"
+import { homedir } from "node:os"
+import { basename, join } from "node:path"
+
+/** How many entries are loaded (the newest). */
+export const HISTORY_LIMIT = 1000
+
+/** The state folder: `$EFFECT_AGENT_HOME`, else `~/.effect-agent`. */
+export const stateHome = (): string => {
+  const home = process.env.EFFECT_AGENT_HOME
+  return home !== undefined && home !== "" ? home : join(homedir(), ".effect-agent")
+}
+
+/** The history file of a project folder. */
+export const historyFile = (root: string): string => {
+  const hash = createHash("sha256").update(root).digest("hex").slice(0, 12)
+  const name = basename(root).replace(/[^A-Za-z0-9._-]/g, "_") || "root"
+  return join(stateHome(), "history", `${name}-${hash}.jsonl`)
+}
+
+/** A project's history, oldest first; `add` appends an entry in memory and on disk. */
+export interface History {
+  readonly file: string
+  readonly entries: () => ReadonlyArray<string>
+  /** Adds an entry (not a blank one, nor a repeat of the newest). A file that cannot be written loses nothing in memory. */
+  readonly add: (entry: string) => void
+}
+
+/** Loads a project's history; an unreadable or partly corrupt file gives what could be read. */
+export const load = (root: string): History => {
+  const file = historyFile(root)
+  let entries: Array<string> = []
+  try {
+    for (const line of readFileSync(file, "utf8").split("\n")) {
+      if (line.trim() === "") continue
+      try {
+        const entry: unknown = JSON.parse(line)
+        if (typeof entry === "string") entries.push(entry)
+      } catch {
+        // a line cut by a crash: skip it
+      }
+    }
+  } catch {
+    // no history yet
+  }
+  entries = entries.slice(-HISTORY_LIMIT)
+  return {
+    file,
+    entries: () => entries,
+    add: (entry) => {
+      if (entry.trim() === "" || entries.at(-1) === entry) return
+      entries.push(entry)
+      try {
+        mkdirSync(join(stateHome(), "history"), { recursive: true })
+        appendFileSync(file, JSON.stringify(entry) + "\n")
+      } catch {
+        // the state folder is not writable: the history lasts this session only
+      }
+    }
+  }
+}
