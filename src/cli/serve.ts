@@ -64,8 +64,17 @@ const serveFlags = {
   shardLockExpiration: millis("shard-lock-expiration", "How long a dead runner's shards stay locked", defaultTimings.shardLockExpiration),
   shardLockRefresh: millis("shard-lock-refresh", "How often a runner renews its shard locks", defaultTimings.shardLockRefreshInterval),
   refreshAssignments: millis("refresh-assignments", "How often shard assignments are recomputed", defaultTimings.refreshAssignmentsInterval),
-  healthCheck: millis("health-check", "How often runners are pinged", defaultTimings.runnerHealthCheckInterval)
+  healthCheck: millis("health-check", "How often runners are pinged", defaultTimings.runnerHealthCheckInterval),
+  stallExit: Flag.Int("stall-exit").pipe(
+    Flag.withDescription(
+      "Exit with code 75 once a forced shard release has been pending this many milliseconds (the runner cannot recover by itself; restart it). 0: only log it. Default 60000."
+    ),
+    Flag.withDefault(60_000)
+  )
 }
+
+/** The exit code of a runner that ended itself because it stalled (EX_TEMPFAIL: restart it). */
+export const stalledExitCode = 75
 
 const SYSTEM_PROMPT = [
   "You are a careful coding agent working in a workspace folder.",
@@ -110,6 +119,18 @@ export const makeCommand = (shared: SharedFlags) =>
             shardLockRefreshInterval: Duration.millis(options.shardLockRefresh),
             refreshAssignmentsInterval: Duration.millis(options.refreshAssignments),
             runnerHealthCheckInterval: Duration.millis(options.healthCheck)
+          },
+          stallBound: Duration.millis(options.stallExit),
+          onStall: options.stallExit <= 0 ? undefined : (pendingFor) => {
+            // The process's scope cannot close (the stuck release holds it), so no graceful shutdown: the
+            // runs are durable and continue elsewhere once this runner's locks are gone with its sessions.
+            process.stderr.write(JSON.stringify({
+              message: "runner stalled in a forced shard release; exiting so its shards can move",
+              level: "FATAL",
+              timestamp: new Date().toISOString(),
+              pendingForMs: Duration.toMillis(pendingFor)
+            }) + "\n")
+            process.exit(stalledExitCode)
           }
         })
         : Layer.unwrap(Effect.promise(async () => {

@@ -8,7 +8,7 @@
  */
 import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Option, Redacted } from "effect"
+import { type Duration, Effect, Layer, Logger, Option, Redacted } from "effect"
 import { RunnerAddress, RunnerHealth, Runners, RunnerServer } from "effect/cluster"
 import { RpcSerialization, RpcServer } from "effect/rpc"
 import { SqlClient, type SqlError } from "effect/sql"
@@ -16,6 +16,7 @@ import type { WorkflowEngine } from "effect/workflow"
 import * as DurableStore from "../durable/DurableStore.ts"
 import type { RunIndex, StartLedger } from "../durable/RunState.ts"
 import { createTables } from "./internal/ddl.ts"
+import * as StallWatch from "./internal/stallWatch.ts"
 import { type ClusterTimings, defaultTimings } from "./timings.ts"
 
 export { type ClusterTimings, defaultTimings } from "./timings.ts"
@@ -38,6 +39,14 @@ export interface ClusterOptions {
   readonly timings?: Partial<ClusterTimings> | undefined
   /** The PostgreSQL connection pool's size (default 20). */
   readonly maxConnections?: number | undefined
+  /**
+   * Called (once) when a forced shard release has been pending for `stallBound` (SV 4.5, see
+   * `internal/stallWatch.ts`): this runner cannot recover its shards by itself; the caller should end the
+   * process so its locks go and the runs continue elsewhere. Default: none (the stall is only logged).
+   */
+  readonly onStall?: ((pendingFor: Duration.Duration) => void) | undefined
+  /** How long a forced shard release may be reported pending before `onStall` (default 60 s). */
+  readonly stallBound?: Duration.Input | undefined
 }
 
 /**
@@ -80,6 +89,13 @@ export const cluster = (options: ClusterOptions): Layer.Layer<EngineServices, un
     shardingConfig: { runnerListenAddress: Option.some(address), runnerHealthCheckInterval }
   }).pipe(
     Layer.provide(tables),
+    Layer.provide(
+      options.onStall === undefined
+        ? Layer.empty
+        : Logger.layer([StallWatch.logger(options.stallBound ?? "60 seconds", options.onStall)], {
+          mergeWithExisting: true
+        })
+    ),
     Layer.provideMerge(
       PgClient.layer({ url: Redacted.make(options.url), maxConnections: options.maxConnections ?? 20 })
     )

@@ -5,7 +5,7 @@
  * <workspaces root> <token>. Prints `READY <port>` once it serves; SIGTERM stops it gracefully.
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { Effect, Logger } from "effect"
+import { Duration, Effect, Logger } from "effect"
 import { HttpServer } from "effect/http"
 import * as Engine from "../../src/server/Engine.ts"
 import * as Server from "../../src/server/Server.ts"
@@ -13,8 +13,27 @@ import { modelLayer, tools } from "./support.ts"
 
 const [store, port, runnerPort, name, root, token] = process.argv.slice(2) as [string, string, string, string, string, string]
 
+// Shorter leases than serve's defaults, to provoke lock timeouts under load (see bench/serve.ts).
+const millis = (name: string) => (process.env[name] === undefined ? undefined : Duration.millis(Number(process.env[name])))
+const timings = {
+  ...(millis("SERVE_LOCK_REFRESH_MS") && { shardLockRefreshInterval: millis("SERVE_LOCK_REFRESH_MS")! }),
+  ...(millis("SERVE_LOCK_EXPIRATION_MS") && { shardLockExpiration: millis("SERVE_LOCK_EXPIRATION_MS")! })
+}
+
 const engine = store.startsWith("postgres")
-  ? Engine.cluster({ url: store, runnerPort: Number(runnerPort) })
+  ? Engine.cluster({
+    url: store,
+    runnerPort: Number(runnerPort),
+    timings,
+    // As `serve` does (exit code 75): the stall bound of SV 4.5.
+    ...(millis("SERVE_STALL_EXIT_MS") && {
+      stallBound: millis("SERVE_STALL_EXIT_MS")!,
+      onStall: () => {
+        process.stderr.write("STALLED\n")
+        process.exit(75)
+      }
+    })
+  })
   : Engine.single(store)
 
 const server = Server.layer({
