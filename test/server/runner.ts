@@ -3,6 +3,8 @@
  * `src/server` with the scripted model and `append` tool of support.ts (the CLI's `serve` takes a real
  * provider). Usage: node runner.ts <store: postgres://… or a SQLite file> <http port> <runner port> <name>
  * <workspaces root> <token>. Prints `READY <port>` once it serves; SIGTERM stops it gracefully.
+ * Environment: SERVE_INBOX=0 turns the inbox off; SERVE_LOCK_REFRESH_MS / SERVE_LOCK_EXPIRATION_MS set
+ * shorter leases (to provoke lock timeouts, SV 4.5); SERVE_STALL_EXIT_MS makes a stalled runner exit 75.
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Duration, Effect, Logger } from "effect"
