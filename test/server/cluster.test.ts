@@ -183,4 +183,49 @@ describe("serve: a cluster on PostgreSQL", () => {
     assert.isAbove(crashed, 0)
     assert.isAtMost(crashed, onB.length * CALLS)
   }, 90_000)
+
+  it("SV 3.1, 3.2: a message and an abort sent through one runner reach a run executing on another", async () => {
+    // After the test above only A is alive; C joins it.
+    const a = runners.find((r) => r.name === "A")!
+    const c = await startRunner("C", pg!.url, work)
+    // Runs with a 5-second call, until one is executing on each runner; only the latest run of each runner is
+    // kept (an older one is aborted), so both are still in their call when the message and the abort go out.
+    const byRunner = new Map<string, string>()
+    for (let i = 0; !(byRunner.has("A") && byRunner.has("C")); i++) {
+      assert.isBelow(i, 60, "runs executing on both runners")
+      const { json } = await api(a, "POST", "/runs", { prompt: `batch x${i} 1 5000` })
+      for (let tries = 0; tries < 200; tries++) {
+        const view = (await api(a, "GET", `/runs/${json.runId}`)).json
+        if (view.runners.length > 0 && view.messages.some((m: any) => m.role === "assistant")) {
+          const older = byRunner.get(view.runners[0])
+          if (older !== undefined) await api(a, "POST", `/runs/${older}/abort`)
+          byRunner.set(view.runners[0], json.runId)
+          break
+        }
+        await sleep(50)
+      }
+    }
+    const onC = byRunner.get("C")!
+    const onA = byRunner.get("A")!
+    // Through A: steer the run on C; through C: abort the run on A.
+    assert.strictEqual((await api(a, "POST", `/runs/${onC}/messages`, { kind: "steer", text: "steered via A" })).status, 202)
+    assert.strictEqual((await api(c, "POST", `/runs/${onA}/abort`)).status, 202)
+    const settle = async (runId: string) => {
+      for (let tries = 0; tries < 400; tries++) {
+        const view = (await api(c, "GET", `/runs/${runId}`)).json
+        if (view.status !== "running") return view
+        await sleep(50)
+      }
+      throw new Error(`run ${runId} did not end`)
+    }
+    const steered = await settle(onC)
+    assert.strictEqual(steered.status, "completed")
+    assert.strictEqual(steered.runners[0], "C")
+    assert.match(textOf(steered.messages.at(-1)), /^done x\d+: steered via A$/)
+    const aborted = await settle(onA)
+    assert.strictEqual(aborted.status, "aborted")
+    // C joining moves shards from A to C, so the run may have moved meanwhile; it began on A.
+    assert.strictEqual(aborted.runners[0], "A")
+    assert.notMatch(textOf(aborted.messages.at(-1)), /^done /, "no answer after the abort")
+  }, 60_000)
 })
