@@ -74,7 +74,7 @@ const serveFlags = {
 }
 
 /** The exit code of a runner that ended itself because it stalled (EX_TEMPFAIL: restart it). */
-export const stalledExitCode = 75
+const stalledExitCode = 75
 
 const SYSTEM_PROMPT = [
   "You are a careful coding agent working in a workspace folder.",

@@ -32,7 +32,15 @@ import type { Model } from "../Model.ts"
 import type { Handler } from "../Tool.ts"
 import type { BeforeToolCallContext, BeforeToolCallResult } from "../ToolExecution.ts"
 import { ToolRegistry, type ToolRegistryShape } from "../ToolRegistry.ts"
-import { CreateRun, type ExecutionStart, type RunStatus, type RunView, SendMessage } from "./Api.ts"
+import {
+  CreateRun,
+  type ErrorBody,
+  type ExecutionStart,
+  type RunCreated,
+  type RunStatus,
+  type RunView,
+  SendMessage
+} from "./Api.ts"
 import type { EngineServices } from "./Engine.ts"
 import { type ServerRun, type StoredEvent, ServerStore } from "./ServerStore.ts"
 
@@ -210,7 +218,7 @@ class HttpFailure {
 const fail = (status: number, message: string) => Effect.fail(new HttpFailure(status, message))
 
 const errorResponse = (status: number, message: string) =>
-  HttpServerResponse.jsonUnsafe({ error: message }, { status })
+  HttpServerResponse.jsonUnsafe({ error: message } satisfies typeof ErrorBody.Type, { status })
 
 /** Runs a route: `HttpFailure`s become their status, defects 500 (logged). */
 const respond = <R>(
@@ -334,7 +342,7 @@ const createRun = authorized(Effect.gen(function*() {
     prompts: [{ role: "user", content: input.prompt, timestamp: now }]
   }, { discard: true })
   yield* Effect.logInfo("run accepted").pipe(Effect.annotateLogs({ runId, workspace }))
-  return HttpServerResponse.jsonUnsafe({ runId }, { status: 201 })
+  return HttpServerResponse.jsonUnsafe({ runId } satisfies typeof RunCreated.Type, { status: 201 })
 }))
 
 const getRun = authorized(Effect.flatMap(runParam, (run) => Effect.map(viewOf(run), (view) => HttpServerResponse.jsonUnsafe(view))))
@@ -434,7 +442,7 @@ export const routes = Layer.mergeAll(
 
 /**
  * A runner of `serve`: the engine, the durable run workflow (with per-run workspaces and approvals, events
- * stored for every runner to serve, abort requests watched) and the HTTP server. Closing its scope stops
+ * stored for every runner to serve, aborts read from the store every poll interval) and the HTTP server. Closing its scope stops
  * taking requests first, then lets the engine hand its shards over.
  */
 export const layer = (options: ServeOptions): Layer.Layer<HttpServer.HttpServer, unknown> => {
