@@ -21,7 +21,9 @@ import { findPostgresBin, freePort, startPostgres } from "../test/server/postgre
 
 const here = import.meta.dirname
 const ROOT = join(here, "..")
-const NODE = existsSync(join(ROOT, "node_modules", ".bin", "node")) ? join(ROOT, "node_modules", ".bin", "node") : process.execPath
+const NODE = existsSync(join(ROOT, "node_modules", ".bin", "node"))
+  ? join(ROOT, "node_modules", ".bin", "node")
+  : process.execPath
 const RUNNER = join(ROOT, "test", "server", "runner.ts")
 const TOKEN = "bench-token"
 const RUNS = 100
@@ -92,7 +94,11 @@ const runAll = async (runners: ReadonlyArray<Runner>, prompts: ReadonlyArray<str
     await sleep(100)
     if (performance.now() - start > 120_000) {
       const stuck = await Promise.all([...pending].slice(0, 10).map((id) => api(runners[0]!, "GET", `/runs/${id}`)))
-      throw new Error(`${pending.size} runs did not complete in 120 s: ${JSON.stringify(stuck.map((v) => [v.runId, v.runners, v.messages.length]))}`)
+      throw new Error(
+        `${pending.size} runs did not complete in 120 s: ${
+          JSON.stringify(stuck.map((v) => [v.runId, v.runners, v.messages.length]))
+        }`
+      )
     }
     for (const id of [...pending]) {
       const view = await api(runners[0]!, "GET", `/runs/${id}`)
@@ -157,7 +163,9 @@ const failover = async (url: string) => {
     await sleep(5000)
     const [a, b] = runners as [Runner, Runner]
     const ids: Array<string> = []
-    for (let i = 0; i < 20; i++) ids.push((await api(runners[i % 2]!, "POST", "/runs", { prompt: `batch f${i} 1 3000` })).runId)
+    for (let i = 0; i < 20; i++) {
+      ids.push((await api(runners[i % 2]!, "POST", "/runs", { prompt: `batch f${i} 1 3000` })).runId)
+    }
     let views: Array<any> = []
     while (true) {
       views = await Promise.all(ids.map((id) => api(a, "GET", `/runs/${id}`)))
@@ -219,9 +227,17 @@ const main = async () => {
     const twoNoInbox = await attempt(() => throughput(pg.url, 2, "two_no_inbox", false))
     const kill = await attempt(() => failover(pg.url))
     const serve = {
-      what: "effect-agent serve on PostgreSQL 15 (test/server/runner.ts: scripted model, an append tool), HTTP API on 127.0.0.1",
-      method: "100 runs submitted at once over the runners' HTTP APIs, timed until all completed; per-call overhead = (time with 5 calls per run - time with none) / 500; failover: SIGKILL of one of two runners with 20 runs in a 3 s call, time until its runs executed on the other",
-      timings: { shard_lock_refresh_ms: 2500, shard_lock_expiration_ms: 7500, refresh_assignments_ms: 1000, health_check_ms: 2000, shards: 64 },
+      what:
+        "effect-agent serve on PostgreSQL 15 (test/server/runner.ts: scripted model, an append tool), HTTP API on 127.0.0.1",
+      method:
+        "100 runs submitted at once over the runners' HTTP APIs, timed until all completed; per-call overhead = (time with 5 calls per run - time with none) / 500; failover: SIGKILL of one of two runners with 20 runs in a 3 s call, time until its runs executed on the other",
+      timings: {
+        shard_lock_refresh_ms: 2500,
+        shard_lock_expiration_ms: 7500,
+        refresh_assignments_ms: 1000,
+        health_check_ms: 2000,
+        shards: 64
+      },
       throughput: [one, two, twoNoInbox],
       failover: kill,
       machine: {

@@ -37,7 +37,10 @@ const millis = (name: string, what: string, fallback: Duration.Duration) =>
 
 const serveFlags = {
   port: Flag.Int("port").pipe(Flag.withDescription("The HTTP port (0: any free port)."), Flag.withDefault(8787)),
-  host: Flag.String("host").pipe(Flag.withDescription("The address the HTTP server binds."), Flag.withDefault("127.0.0.1")),
+  host: Flag.String("host").pipe(
+    Flag.withDescription("The address the HTTP server binds."),
+    Flag.withDefault("127.0.0.1")
+  ),
   token: Flag.Redacted("token").pipe(
     Flag.withDescription("The bearer token clients must send. Default: EFFECT_AGENT_TOKEN."),
     Flag.optional
@@ -60,10 +63,25 @@ const serveFlags = {
     Flag.withDescription("The port this runner listens on for the other runners (cluster only)."),
     Flag.withDefault(34431)
   ),
-  name: Flag.String("name").pipe(Flag.withDescription("This runner's name in logs and events (default: host:port, or host:pid with --port 0)."), Flag.optional),
-  shardLockExpiration: millis("shard-lock-expiration", "How long a dead runner's shards stay locked", defaultTimings.shardLockExpiration),
-  shardLockRefresh: millis("shard-lock-refresh", "How often a runner renews its shard locks", defaultTimings.shardLockRefreshInterval),
-  refreshAssignments: millis("refresh-assignments", "How often shard assignments are recomputed", defaultTimings.refreshAssignmentsInterval),
+  name: Flag.String("name").pipe(
+    Flag.withDescription("This runner's name in logs and events (default: host:port, or host:pid with --port 0)."),
+    Flag.optional
+  ),
+  shardLockExpiration: millis(
+    "shard-lock-expiration",
+    "How long a dead runner's shards stay locked",
+    defaultTimings.shardLockExpiration
+  ),
+  shardLockRefresh: millis(
+    "shard-lock-refresh",
+    "How often a runner renews its shard locks",
+    defaultTimings.shardLockRefreshInterval
+  ),
+  refreshAssignments: millis(
+    "refresh-assignments",
+    "How often shard assignments are recomputed",
+    defaultTimings.refreshAssignmentsInterval
+  ),
   healthCheck: millis("health-check", "How often runners are pinged", defaultTimings.runnerHealthCheckInterval),
   stallExit: Flag.Int("stall-exit").pipe(
     Flag.withDescription(
@@ -87,11 +105,18 @@ export const makeCommand = (shared: SharedFlags) =>
   Command.make("serve", { ...shared, ...serveFlags }, (options) =>
     Effect.gen(function*() {
       // Loaded on use: the cluster, PostgreSQL and SQLite clients are not needed by the other commands.
-      const [Engine, Server] = yield* Effect.promise(() => Promise.all([import("../server/Engine.ts"), import("../server/Server.ts")]))
+      const [Engine, Server] = yield* Effect.promise(() =>
+        Promise.all([import("../server/Engine.ts"), import("../server/Server.ts")])
+      )
       const token = Option.isSome(options.token)
         ? Redacted.value(options.token.value)
         : process.env.EFFECT_AGENT_TOKEN ?? ""
-      if (token === "") return yield* new UsageError({ flag: "--token", message: "serve needs a token: pass --token or set EFFECT_AGENT_TOKEN." })
+      if (token === "") {
+        return yield* new UsageError({
+          flag: "--token",
+          message: "serve needs a token: pass --token or set EFFECT_AGENT_TOKEN."
+        })
+      }
       yield* toolTimeoutSeconds(options.toolTimeout)
       const root = yield* existingWorkspace(Option.getOrElse(options.workspaces, () => process.cwd()))
       const settings = Option.isSome(options.provider)
@@ -101,7 +126,11 @@ export const makeCommand = (shared: SharedFlags) =>
           apiKey: Option.getOrUndefined(options.apiKey)
         })
         : undefined
-      const sandboxSettings = { mode: options.sandbox, allowNetwork: options.allowNetwork, bwrap: options.bwrap } as const
+      const sandboxSettings = {
+        mode: options.sandbox,
+        allowNetwork: options.allowNetwork,
+        bwrap: options.bwrap
+      } as const
       const sandbox = yield* BuiltinTools.resolveSandbox(sandboxSettings, root)
       if (sandbox._tag === "Unconfined" && options.sandbox === "auto") {
         yield* Effect.logWarning(`bash runs without a sandbox: ${sandbox.reason}`)
@@ -124,12 +153,14 @@ export const makeCommand = (shared: SharedFlags) =>
           onStall: options.stallExit <= 0 ? undefined : (pendingFor) => {
             // The process's scope cannot close (the stuck release holds it), so no graceful shutdown: the
             // runs are durable and continue elsewhere once this runner's locks are gone with its sessions.
-            process.stderr.write(JSON.stringify({
-              message: "runner stalled in a forced shard release; exiting so its shards can move",
-              level: "FATAL",
-              timestamp: new Date().toISOString(),
-              pendingForMs: Duration.toMillis(pendingFor)
-            }) + "\n")
+            process.stderr.write(
+              JSON.stringify({
+                message: "runner stalled in a forced shard release; exiting so its shards can move",
+                level: "FATAL",
+                timestamp: new Date().toISOString(),
+                pendingForMs: Duration.toMillis(pendingFor)
+              }) + "\n"
+            )
             process.exit(stalledExitCode)
           }
         })
@@ -142,7 +173,10 @@ export const makeCommand = (shared: SharedFlags) =>
         host: options.host,
         token,
         workspaces: root,
-        runnerName: Option.getOrElse(options.name, () => `${hostname()}:${options.port === 0 ? process.pid : options.port}`),
+        runnerName: Option.getOrElse(
+          options.name,
+          () => `${hostname()}:${options.port === 0 ? process.pid : options.port}`
+        ),
         systemPrompt: SYSTEM_PROMPT,
         model: settings === undefined ? Demo.demoModel : providerLayer(settings),
         tools: (workspace) => workspaceTools(workspace, { ...sandboxSettings, mode }),
@@ -163,9 +197,8 @@ export const makeCommand = (shared: SharedFlags) =>
         Effect.provide(server),
         Effect.onInterrupt(() => Effect.logInfo("stopped"))
       )
-    }).pipe(Effect.provide(Logger.layer([Logger.consoleJson])))
-  ).pipe(
-    Command.withDescription(
-      "Serve durable agent runs over HTTP; with --store postgres://… several runners share the runs and take over a dead one's."
+    }).pipe(Effect.provide(Logger.layer([Logger.consoleJson])))).pipe(
+      Command.withDescription(
+        "Serve durable agent runs over HTTP; with --store postgres://… several runners share the runs and take over a dead one's."
+      )
     )
-  )

@@ -42,7 +42,7 @@ import {
   SendMessage
 } from "./Api.ts"
 import type { EngineServices } from "./Engine.ts"
-import { type ServerRun, type StoredEvent, ServerStore } from "./ServerStore.ts"
+import { type ServerRun, ServerStore, type StoredEvent } from "./ServerStore.ts"
 
 /** How a run may treat tools that need approval; chosen per run by `POST /runs`. */
 export type ApproveMode = "all" | "none"
@@ -266,17 +266,23 @@ const runParam = Effect.gen(function*() {
 const workspaceOf = (root: string, given: string | undefined) =>
   Effect.gen(function*() {
     const text = given ?? ""
-    if (isAbsolute(text)) return yield* fail(400, `The workspace must be relative to the workspaces root, not ${JSON.stringify(text)}.`)
+    if (isAbsolute(text)) {
+      return yield* fail(400, `The workspace must be relative to the workspaces root, not ${JSON.stringify(text)}.`)
+    }
     const target = resolve(root, text)
     const outside = (path: string) => {
       const rel = relative(root, path)
       return rel === ".." || rel.startsWith(`..${sep}`) || isAbsolute(rel)
     }
-    if (outside(target)) return yield* fail(400, `The workspace ${JSON.stringify(text)} is outside the workspaces root.`)
+    if (outside(target)) {
+      return yield* fail(400, `The workspace ${JSON.stringify(text)} is outside the workspaces root.`)
+    }
     // The deepest folder that exists must already lie under the root (a symlink may lead out), before any
     // folder is made.
     let existing = target
-    while (!existsSync(existing)) existing = dirname(existing)
+    while (!existsSync(existing)) {
+      existing = dirname(existing)
+    }
     const existingReal = yield* Effect.try({
       try: () => realpathSync(existing),
       catch: (error) => new HttpFailure(400, `The workspace ${JSON.stringify(text)} cannot be used: ${String(error)}`)
@@ -292,7 +298,12 @@ const workspaceOf = (root: string, given: string | undefined) =>
       },
       catch: (error) => new HttpFailure(400, `The workspace ${JSON.stringify(text)} cannot be used: ${String(error)}`)
     })
-    if (outside(real)) return yield* fail(400, `The workspace ${JSON.stringify(text)} leads outside the workspaces root.`)
+    if (outside(real)) {
+      return yield* fail(
+        400,
+        `The workspace ${JSON.stringify(text)} leads outside the workspaces root.`
+      )
+    }
     return relative(root, real)
   })
 
@@ -333,7 +344,13 @@ const createRun = authorized(Effect.gen(function*() {
   const runId = DurableAgent.newRunId()
   const executionId = yield* executionIdOf(runId)
   const now = Date.now()
-  yield* (yield* ServerStore).createRun({ runId, executionId, workspace, approve: input.approve ?? "none", createdAt: now })
+  yield* (yield* ServerStore).createRun({
+    runId,
+    executionId,
+    workspace,
+    approve: input.approve ?? "none",
+    createdAt: now
+  })
   yield* (yield* RunIndex).record({ runId, startedAt: now, title: input.prompt.slice(0, 200) })
   yield* DurableAgent.AgentRun.execute({
     runId,
@@ -345,7 +362,9 @@ const createRun = authorized(Effect.gen(function*() {
   return HttpServerResponse.jsonUnsafe({ runId } satisfies typeof RunCreated.Type, { status: 201 })
 }))
 
-const getRun = authorized(Effect.flatMap(runParam, (run) => Effect.map(viewOf(run), (view) => HttpServerResponse.jsonUnsafe(view))))
+const getRun = authorized(
+  Effect.flatMap(runParam, (run) => Effect.map(viewOf(run), (view) => HttpServerResponse.jsonUnsafe(view)))
+)
 
 const sseText = (event: Sse.Event) => new TextEncoder().encode(Sse.encoder.write(event))
 
@@ -361,7 +380,15 @@ const eventStream = (run: ServerRun, after: number) =>
           const batch = yield* store.events(run.runId, last, 500)
           for (const { seq, event } of batch) {
             const type = (event as { type?: unknown }).type
-            Queue.offerUnsafe(queue, sseText({ _tag: "Event", event: typeof type === "string" ? type : "event", id: String(seq), data: JSON.stringify(event) }))
+            Queue.offerUnsafe(
+              queue,
+              sseText({
+                _tag: "Event",
+                event: typeof type === "string" ? type : "event",
+                id: String(seq),
+                data: JSON.stringify(event)
+              })
+            )
             last = seq
           }
           if (batch.length < 500) return
@@ -374,7 +401,10 @@ const eventStream = (run: ServerRun, after: number) =>
           // The run's events are all stored before it completes: one more read gets the last of them.
           yield* drain
           const status = (yield* viewOf(run)).status
-          Queue.offerUnsafe(queue, sseText({ _tag: "Event", event: "run_end", id: undefined, data: JSON.stringify({ status }) }))
+          Queue.offerUnsafe(
+            queue,
+            sseText({ _tag: "Event", event: "run_end", id: undefined, data: JSON.stringify({ status }) })
+          )
           return yield* Queue.end(queue)
         }
         yield* Effect.sleep(pollInterval)
@@ -388,7 +418,10 @@ const getEvents = authorized(Effect.gen(function*() {
   const url = new URL(request.url, "http://localhost")
   const given = request.headers["last-event-id"] ?? url.searchParams.get("after") ?? "0"
   if (!/^\d{1,15}$/.test(given.trim())) {
-    return yield* fail(400, `Last-Event-ID (or ?after=) must be an event number, not ${JSON.stringify(given.slice(0, 50))}.`)
+    return yield* fail(
+      400,
+      `Last-Event-ID (or ?after=) must be an event number, not ${JSON.stringify(given.slice(0, 50))}.`
+    )
   }
   const services = yield* Effect.context<ServerStore | ServeSettings | WorkflowEngine.WorkflowEngine>()
   return HttpServerResponse.stream(Stream.provideContext(eventStream(run, Number(given.trim())), services), {
@@ -398,12 +431,17 @@ const getEvents = authorized(Effect.gen(function*() {
 }))
 
 const ended = (run: ServerRun) =>
-  Effect.map(DurableAgent.AgentRun.poll(run.executionId), (result) => Option.isSome(result) && result.value._tag === "Complete")
+  Effect.map(
+    DurableAgent.AgentRun.poll(run.executionId),
+    (result) => Option.isSome(result) && result.value._tag === "Complete"
+  )
 
 const sendMessage = authorized(Effect.gen(function*() {
   const run = yield* runParam
   const input = yield* body(SendMessage)
-  if (!(yield* ServeSettings).inbox) return yield* fail(409, "This server reads no messages (started without the inbox).")
+  if (!(yield* ServeSettings).inbox) {
+    return yield* fail(409, "This server reads no messages (started without the inbox).")
+  }
   if (yield* ended(run)) return yield* fail(409, `Run ${run.runId} has already ended.`)
   const message: Message = { role: "user", content: input.text, timestamp: Date.now() }
   yield* (input.kind === "steer" ? DurableAgent.steer(run.runId, message) : DurableAgent.followUp(run.runId, message))
@@ -464,9 +502,13 @@ export const layer = (options: ServeOptions): Layer.Layer<HttpServer.HttpServer,
       toolExecution: options.toolExecution,
       timeout: options.timeout,
       eventSink: (runId) => storingSink(store, options.runnerName, runId),
-      beforeToolCall: approval === undefined ? undefined : (context) =>
-        Effect.flatMap(Effect.provideService(currentRun, ServerStore, store), (run) =>
-          approval(Option.isSome(run) ? run.value.approve : "none")(context))
+      beforeToolCall: approval === undefined ?
+        undefined :
+        (context) =>
+          Effect.flatMap(
+            Effect.provideService(currentRun, ServerStore, store),
+            (run) => approval(Option.isSome(run) ? run.value.approve : "none")(context)
+          )
     }).pipe(Layer.provide([options.model, workspaceRegistry(options, root)]))
   }))
   const runtime = workflow.pipe(

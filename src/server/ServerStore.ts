@@ -125,7 +125,9 @@ export class ServerStore extends Context.Service<ServerStore, ServerStoreShape>(
         events: (runId, after, limit) =>
           sql<{ seq: number | string; event: string }>`SELECT seq, event FROM effect_agent_events
             WHERE run_id = ${runId} AND seq > ${after} ORDER BY seq LIMIT ${limit}`.pipe(
-            Effect.map((rows) => rows.map((row) => ({ seq: Number(row.seq), event: JSON.parse(row.event) as unknown }))),
+            Effect.map((rows) =>
+              rows.map((row) => ({ seq: Number(row.seq), event: JSON.parse(row.event) as unknown }))
+            ),
             Effect.orDie
           ),
         requestAbort: (runId, at) =>

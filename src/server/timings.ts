@@ -39,4 +39,3 @@ export const defaultTimings: ClusterTimings = {
   entityTerminationTimeout: Duration.seconds(1),
   shardsPerGroup: 64
 }
-

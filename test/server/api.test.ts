@@ -112,7 +112,10 @@ const readEvents = async (
   query = ""
 ) => {
   const controller = new AbortController()
-  const response = await fetch(`${base}/runs/${runId}/events${query}`, { headers: { ...auth, ...headers }, signal: controller.signal })
+  const response = await fetch(`${base}/runs/${runId}/events${query}`, {
+    headers: { ...auth, ...headers },
+    signal: controller.signal
+  })
   assert.strictEqual(response.status, 200)
   assert.include(response.headers.get("content-type") ?? "", "text/event-stream")
   const reader = response.body!.getReader()
@@ -167,7 +170,13 @@ describe("serve: HTTP API", () => {
     assert.strictEqual(view.status, "completed")
     assert.strictEqual(view.workspace, join("team", "a"))
     assert.deepStrictEqual(view.runners, ["api-test"])
-    assert.deepStrictEqual(view.messages.map((m: any) => m.role), ["user", "assistant", "toolResult", "toolResult", "assistant"])
+    assert.deepStrictEqual(view.messages.map((m: any) => m.role), [
+      "user",
+      "assistant",
+      "toolResult",
+      "toolResult",
+      "assistant"
+    ])
     assert.strictEqual(readFileSync(join(root, "team", "a", "out.txt"), "utf8"), "w:c1\nw:c2\n")
   })
 
@@ -204,13 +213,15 @@ describe("serve: HTTP API", () => {
   })
 
   it("SV 1.6: an unknown run or route gets 404", async () => {
-    for (const [method, path, body] of [
-      ["GET", "/runs/run-nope"],
-      ["GET", "/runs/run-nope/events"],
-      ["POST", "/runs/run-nope/messages", { kind: "steer", text: "x" }],
-      ["POST", "/runs/run-nope/abort"],
-      ["GET", "/nowhere"]
-    ] as Array<[string, string, unknown?]>) {
+    for (
+      const [method, path, body] of [
+        ["GET", "/runs/run-nope"],
+        ["GET", "/runs/run-nope/events"],
+        ["POST", "/runs/run-nope/messages", { kind: "steer", text: "x" }],
+        ["POST", "/runs/run-nope/abort"],
+        ["GET", "/nowhere"]
+      ] as Array<[string, string, unknown?]>
+    ) {
       const response = await call(method, path, body)
       assert.strictEqual(response.status, 404, `${method} ${path}`)
       assert.isString(response.json.error)
@@ -246,7 +257,10 @@ describe("serve: HTTP API", () => {
     const rest = await readEvents(runId, { "last-event-id": String(lastSeen) })
     assert.strictEqual(Number(rest[0]!.id), lastSeen + 1)
     assert.strictEqual(rest.at(-1)!.event, "run_end")
-    assert.strictEqual(readFileSync(join(root, "out.txt"), "utf8").split("\n").filter((l) => l.startsWith("d:")).length, 2)
+    assert.strictEqual(
+      readFileSync(join(root, "out.txt"), "utf8").split("\n").filter((l) => l.startsWith("d:")).length,
+      2
+    )
   })
 
   it("SV 3.1: POST /runs/:id/abort ends a running run as aborted; a finished run answers 409", async () => {
@@ -268,7 +282,10 @@ describe("serve: HTTP API", () => {
   it("SV 3.2: a steering message is read after the current batch; a follow-up when the run would stop", async () => {
     const steered = await create({ prompt: "batch s 1 400", approve: "all" })
     await readEvents(steered, {}, (e) => e.event === "tool_execution_start")
-    assert.strictEqual((await call("POST", `/runs/${steered}/messages`, { kind: "steer", text: "turn left" })).status, 202)
+    assert.strictEqual(
+      (await call("POST", `/runs/${steered}/messages`, { kind: "steer", text: "turn left" })).status,
+      202
+    )
     const view = await waitEnded(steered)
     assert.strictEqual(view.status, "completed")
     assert.strictEqual(textOf(view.messages.at(-1)), "done s: turn left")
@@ -276,7 +293,10 @@ describe("serve: HTTP API", () => {
 
     const followed = await create({ prompt: "batch f 1 400", approve: "all" })
     await readEvents(followed, {}, (e) => e.event === "tool_execution_start")
-    assert.strictEqual((await call("POST", `/runs/${followed}/messages`, { kind: "followUp", text: "and then?" })).status, 202)
+    assert.strictEqual(
+      (await call("POST", `/runs/${followed}/messages`, { kind: "followUp", text: "and then?" })).status,
+      202
+    )
     const after = await waitEnded(followed)
     const texts = after.messages.filter((m: any) => m.role === "assistant").map(textOf)
     assert.deepStrictEqual(texts.slice(-2), ["done f: batch f 1 400", "done f: and then?"])

@@ -4,7 +4,7 @@
  * `$POSTGRES_BIN`, then in the newest `/usr/lib/postgresql/<version>/bin` (Debian's `postgresql` package).
  * PostgreSQL refuses to run as root, so under root it runs as the `postgres` user the package creates.
  */
-import { execFileSync, spawn, type ChildProcess } from "node:child_process"
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, realpathSync, rmSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
@@ -55,7 +55,9 @@ const owner = (): { uid: number; gid: number } | undefined => {
 /** Starts PostgreSQL in a new temporary folder; rejects with the server's output if it does not come up. */
 export const startPostgres = async (): Promise<Postgres> => {
   const bin = findPostgresBin()
-  if (bin === undefined) throw new Error("PostgreSQL is not installed (no initdb found; install the Debian package postgresql)")
+  if (bin === undefined) {
+    throw new Error("PostgreSQL is not installed (no initdb found; install the Debian package postgresql)")
+  }
   const root = mkdtempSync(join(tmpdir(), "effect-agent-pg-"))
   const data = join(root, "data")
   const user = owner()
@@ -70,9 +72,22 @@ export const startPostgres = async (): Promise<Postgres> => {
   })
   const port = await freePort()
   const child: ChildProcess = spawn(join(bin, "postgres"), [
-    "-D", data, "-p", String(port), "-k", root,
-    "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off",
-    "-c", "full_page_writes=off", "-c", "max_connections=200"
+    "-D",
+    data,
+    "-p",
+    String(port),
+    "-k",
+    root,
+    "-c",
+    "listen_addresses=127.0.0.1",
+    "-c",
+    "fsync=off",
+    "-c",
+    "synchronous_commit=off",
+    "-c",
+    "full_page_writes=off",
+    "-c",
+    "max_connections=200"
   ], { ...as, stdio: ["ignore", "pipe", "pipe"] })
   let output = ""
   const ready = new Promise<void>((resolve, reject) => {

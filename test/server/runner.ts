@@ -13,10 +13,19 @@ import * as Engine from "../../src/server/Engine.ts"
 import * as Server from "../../src/server/Server.ts"
 import { modelLayer, tools } from "./support.ts"
 
-const [store, port, runnerPort, name, root, token] = process.argv.slice(2) as [string, string, string, string, string, string]
+const [store, port, runnerPort, name, root, token] = process.argv.slice(2) as [
+  string,
+  string,
+  string,
+  string,
+  string,
+  string
+]
 
 // Shorter leases than serve's defaults, to provoke lock timeouts under load (see bench/serve.ts).
-const millis = (name: string) => (process.env[name] === undefined ? undefined : Duration.millis(Number(process.env[name])))
+const millis = (
+  name: string
+) => (process.env[name] === undefined ? undefined : Duration.millis(Number(process.env[name])))
 const timings = {
   ...(millis("SERVE_LOCK_REFRESH_MS") && { shardLockRefreshInterval: millis("SERVE_LOCK_REFRESH_MS")! }),
   ...(millis("SERVE_LOCK_EXPIRATION_MS") && { shardLockExpiration: millis("SERVE_LOCK_EXPIRATION_MS")! })
