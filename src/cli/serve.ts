@@ -85,7 +85,7 @@ const serveFlags = {
   healthCheck: millis("health-check", "How often runners are pinged", defaultTimings.runnerHealthCheckInterval),
   stallExit: Flag.Int("stall-exit").pipe(
     Flag.withDescription(
-      "Exit with code 75 once a forced shard release has been pending this many milliseconds (the runner cannot recover by itself; restart it). 0: only log it. Default 60000."
+      "Exit with code 75 once a forced shard release has been reported pending this many milliseconds (reported after the lock expiration, then every 30 s; the runner cannot recover by itself: restart it). 0: only log it. Default 60000."
     ),
     Flag.withDefault(60_000)
   )
