@@ -84,7 +84,7 @@ const lastLine = (text: string, width: number): string => {
 }
 
 /** The last `count` non-blank lines of a text, each cut to `width`, made safe for the terminal. */
-export const lastLines = (text: string, count: number, width: number): Array<string> =>
+const lastLines = (text: string, count: number, width: number): Array<string> =>
   text.split("\n").filter((l) => l.trim() !== "").slice(-count).map((l) => {
     const line = terminalSafe(l)
     return line.length > width ? line.slice(0, width - 1) + "…" : line

@@ -165,7 +165,7 @@ export const supervise = Effect.fnUntraced(function*<R>(
 })
 
 /** The honest result of a call the abort caught before it ended (TE 8.3). */
-export const interruptedResult = (call: Call, reason: string): Finalized => {
+const interruptedResult = (call: Call, reason: string): Finalized => {
   const name = call.toolCall.name
   if (!wasStarted(call.state)) {
     return errorResult(`Tool ${name} was not executed: ${reason} before it started.`, {

@@ -74,7 +74,7 @@ export const resolveTransport = (options: TransportOptions): Transport => ({
 })
 
 /** Retries after the first attempt unless told otherwise: the official OpenAI and Anthropic clients' default. */
-export const DEFAULT_RETRIES = 2
+const DEFAULT_RETRIES = 2
 
 // ---------------------------------------------------------------------------------------------------------
 // Faults
@@ -136,7 +136,7 @@ export interface ErrorBodyInfo {
 }
 
 /** Reads an error body of a known shape; `undefined` when the text is not one. */
-export const parseErrorBody = (body: string): ErrorBodyInfo | undefined => {
+const parseErrorBody = (body: string): ErrorBodyInfo | undefined => {
   const parsed = decodeErrorBody(body)
   if (Option.isNone(parsed)) return undefined
   const value = parsed.value
@@ -324,7 +324,7 @@ const isJsonResponse = (response: HttpClientResponse.HttpClientResponse) => {
 }
 
 /** What a failed call had streamed, for its error message: the text and the tool calls so far. */
-export const describePartial = (message: AssistantMessage): string | undefined => {
+const describePartial = (message: AssistantMessage): string | undefined => {
   const text = message.content.flatMap((block) => block.type === "text" ? [block.text] : []).join("")
   const calls = message.content.flatMap((block) =>
     block.type === "toolCall" ? [`${block.name || "?"}(${shorten(JSON.stringify(block.arguments), 300)})`] : []
@@ -353,7 +353,7 @@ const withPartial = (error: ModelError, partial: AssistantMessage | undefined): 
  * back until content follows, so a retry never repeats it); after content it fails the stream, and the
  * error message says what had been streamed.
  */
-export const streamSse = (call: SseCall): Stream.Stream<AssistantMessageEvent, ModelError> =>
+const streamSse = (call: SseCall): Stream.Stream<AssistantMessageEvent, ModelError> =>
   Stream.suspend(() => {
     const { label, scrub, transport } = call
     let emitted = false
