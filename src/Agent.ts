@@ -4,10 +4,11 @@
  *
  * @since 0.1.0
  */
-import { Cause, Clock, Context, Deferred, Effect, Fiber, HashSet, Layer, Schema, Semaphore, SubscriptionRef } from "effect"
+import { Cause, Clock, Context, Deferred, Effect, HashSet, Layer, Schema, Semaphore, SubscriptionRef } from "effect"
 import type { AgentEvent } from "./AgentEvent.ts"
 import { type AgentLoopConfig, CannotContinue, runAgentLoop, runAgentLoopContinue } from "./AgentLoop.ts"
 import * as EventSink from "./EventSink.ts"
+import { abortOnInterrupt } from "./internal/abort.ts"
 import { contain } from "./internal/contain.ts"
 import { Growing } from "./internal/growing.ts"
 import type { AgentMessage, ImageContent, UserMessage } from "./Message.ts"
@@ -16,7 +17,7 @@ import type { Tool } from "./Tool.ts"
 import { ToolRegistry } from "./ToolRegistry.ts"
 
 /**
- * What the agent shows of itself. Replaced on every change, and never mutated: a state read later (from
+ * AL 4.1: what the agent shows of itself. Replaced on every change, and never mutated: a state read later (from
  * `changes`, or kept by a subscriber) still shows its own moment. `messages` and `pendingToolCalls` are
  * taken when first read, so a change costs the same whatever the transcript's length; reading the current
  * state's `messages` gives the transcript itself, which the agent then stops appending to (it moves to a
@@ -45,8 +46,8 @@ export class AgentBusy extends Schema.TaggedError<AgentBusy>()("AgentBusy", { me
 
 /**
  * A subscriber: called for every event of every run, in subscription order, and awaited before the next
- * subscriber and the next event. It gets the run's abort signal. Its failures are logged and never reach
- * the run.
+ * subscriber and the next event. It gets the run's abort signal (AL 4.6). Its failures are logged and never
+ * reach the run (AL 4.7).
  */
 export type Listener = (event: AgentEvent, signal: AbortSignal) => Effect.Effect<void, unknown>
 
@@ -68,16 +69,17 @@ export interface AgentShape {
   /**
    * Runs the agent on a prompt and settles when the run is over and its `agent_end` subscribers have
    * finished. Refused while a run is active (queue with `steer` or `followUp`). Interrupting it aborts the run.
+   * AL 4.2.
    */
   readonly prompt: (input: PromptInput, images?: ReadonlyArray<ImageContent>) => Effect.Effect<void, AgentBusy>
   /**
    * Continues from the transcript: after a user message or tool results, runs the loop; after an assistant
-   * message, delivers one queued steering message, else the queued follow-ups, else fails.
+   * message, delivers one queued steering message, else the queued follow-ups, else fails. AL 4.3.
    */
   readonly continue: Effect.Effect<void, AgentBusy | CannotContinue>
-  /** Queues a message to inject after the current batch. */
+  /** Queues a message to inject after the current batch (AL 4.4, AL 2.6). */
   readonly steer: (message: AgentMessage | string) => Effect.Effect<void>
-  /** Queues a message to process when the agent would otherwise stop. */
+  /** Queues a message to process when the agent would otherwise stop (AL 4.4, AL 2.7). */
   readonly followUp: (message: AgentMessage | string) => Effect.Effect<void>
   readonly setSteeringMode: (mode: QueueMode) => Effect.Effect<void>
   readonly setFollowUpMode: (mode: QueueMode) => Effect.Effect<void>
@@ -85,11 +87,11 @@ export interface AgentShape {
   readonly clearFollowUpQueue: Effect.Effect<void>
   readonly clearAllQueues: Effect.Effect<void>
   readonly hasQueuedMessages: Effect.Effect<boolean>
-  /** Aborts the active run, if any. The run settles (every started tool call gets its result). */
+  /** Aborts the active run, if any. The run settles (every started tool call gets its result). AL 4.5. */
   readonly abort: Effect.Effect<void>
   /** Settles when no run is active. */
   readonly waitForIdle: Effect.Effect<void>
-  /** Clears the transcript, the queues and the error. Refused while a run is active. */
+  /** Clears the transcript, the queues and the error. Refused while a run is active (AL 4.5). */
   readonly reset: Effect.Effect<void, AgentBusy>
   readonly setSystemPrompt: (systemPrompt: string) => Effect.Effect<void>
   /** Replaces the transcript. Refused while a run is active. */
@@ -203,10 +205,10 @@ const makeStates = (initial: ReadonlyArray<AgentMessage>) => {
       switch (event.type) {
         case "message_start":
         case "message_update":
-          return patch(state, { streamingMessage: event.message as AgentMessage })
+          return patch(state, { streamingMessage: event.message })
         case "message_end": {
           const { pending } = internalsOf(state)
-          transcript.append(event.message as AgentMessage)
+          transcript.append(event.message)
           return build({ ...plainOf(state), streamingMessage: undefined }, transcript.later(), pending)
         }
         case "tool_execution_start": {
@@ -218,7 +220,7 @@ const makeStates = (initial: ReadonlyArray<AgentMessage>) => {
           return build(plainOf(state), messages, HashSet.remove(pending, event.toolCallId))
         }
         case "turn_end": {
-          const message = event.message as AgentMessage
+          const message = event.message
           return message.role === "assistant" && typeof message.errorMessage === "string"
             ? patch(state, { errorMessage: message.errorMessage })
             : state
@@ -233,190 +235,180 @@ const makeStates = (initial: ReadonlyArray<AgentMessage>) => {
 }
 
 /** Builds an agent on the {@link Model} and {@link ToolRegistry} in the context. */
-export const make = <R = never>(
-  options: AgentOptions<R> = {}
-): Effect.Effect<AgentShape, never, Model | ToolRegistry | R> =>
-  Effect.gen(function*() {
-    const model = yield* Model
-    const registry = yield* ToolRegistry
-    const services = yield* Effect.context<Model | ToolRegistry | R>()
-    const states = makeStates(options.messages ?? [])
-    const state = yield* SubscriptionRef.make<AgentState>(states.initial({
-      systemPrompt: options.systemPrompt ?? "",
-      model: model.info,
-      tools: registry.tools.map((entry) => entry.tool),
-      isStreaming: false,
-      streamingMessage: undefined,
-      errorMessage: undefined
-    }))
-    const steering = new MessageQueue(options.steeringMode ?? "one-at-a-time")
-    const followUps = new MessageQueue(options.followUpMode ?? "one-at-a-time")
-    let listeners: ReadonlyArray<Listener> = []
-    let active: ActiveRun | undefined
-    // Events of parallel tool fibers are delivered one at a time, in emission order.
-    const delivery = yield* Semaphore.make(1)
+export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentOptions<R> = {}) {
+  const model = yield* Model
+  const registry = yield* ToolRegistry
+  const services = yield* Effect.context<Model | ToolRegistry | R>()
+  const states = makeStates(options.messages ?? [])
+  const state = yield* SubscriptionRef.make<AgentState>(states.initial({
+    systemPrompt: options.systemPrompt ?? "",
+    model: model.info,
+    tools: registry.tools.map((entry) => entry.tool),
+    isStreaming: false,
+    streamingMessage: undefined,
+    errorMessage: undefined
+  }))
+  const steering = new MessageQueue(options.steeringMode ?? "one-at-a-time")
+  const followUps = new MessageQueue(options.followUpMode ?? "one-at-a-time")
+  let listeners: ReadonlyArray<Listener> = []
+  let active: ActiveRun | undefined
+  // Events of parallel tool fibers are delivered one at a time, in emission order.
+  const delivery = yield* Semaphore.make(1)
 
-    const deliver = (signal: AbortSignal) => (event: AgentEvent): Effect.Effect<void> =>
-      delivery.withPermit(
-        Effect.suspend(() => {
-          const update = SubscriptionRef.update(state, (current) => states.reduce(current, event))
-          // The subscribers at the time of the event, each awaited in turn.
-          const current = listeners
-          if (current.length === 0) return update
-          const what = `a subscriber on ${event.type}`
-          if (current.length === 1) return Effect.andThen(update, contain(what, () => current[0]!(event, signal)))
-          return Effect.andThen(
-            update,
-            Effect.forEach(current, (listener) => contain(what, () => listener(event, signal)), { discard: true })
-          )
-        })
-      )
-
-    const toMessage = (input: AgentMessage | string, images?: ReadonlyArray<ImageContent>) =>
-      typeof input !== "string"
-        ? Effect.succeed(input)
-        : Effect.map(Clock.currentTimeMillis, (timestamp): UserMessage => ({
-          role: "user",
-          content: [{ type: "text", text: input }, ...(images ?? [])],
-          timestamp
-        }))
-
-    /** One run from start to idle; `start` runs the loop with the run's config. */
-    const lifecycle = <E>(
-      busy: string,
-      start: (
-        config: AgentLoopConfig<R>,
-        snapshot: AgentState
-      ) => Effect.Effect<unknown, E, Model | ToolRegistry | R>
-    ): Effect.Effect<void, AgentBusy | E> =>
-      Effect.uninterruptibleMask((restore) =>
-        Effect.gen(function*() {
-          if (active !== undefined) return yield* new AgentBusy({ message: busy })
-          const run: ActiveRun = { controller: new AbortController(), done: Deferred.makeUnsafe<void>() }
-          active = run
-          const snapshot = yield* SubscriptionRef.updateAndGet(state, (current) =>
-            states.patch(current, { isStreaming: true, streamingMessage: undefined, errorMessage: undefined }))
-          const config: AgentLoopConfig<R> = {
-            ...options,
-            signal: run.controller.signal,
-            getSteeringMessages: Effect.sync(() => steering.drain()),
-            getFollowUpMessages: Effect.sync(() => followUps.drain())
-          }
-          // The run has its own fiber so that interrupting `prompt` can abort the signal subscribers hold
-          // before waiting for the run to settle (a subscriber may be waiting on that very signal).
-          const fiber = yield* Effect.forkChild(
-            start(config, snapshot).pipe(
-              Effect.provideService(EventSink.EventSink, { emit: deliver(run.controller.signal) }),
-              Effect.provide(services)
-            ),
-            { startImmediately: true }
-          )
-          const exit = yield* Effect.exit(
-            restore(Fiber.join(fiber)).pipe(
-              Effect.onInterrupt(() =>
-                Effect.suspend(() => {
-                  run.controller.abort()
-                  return Fiber.await(fiber)
-                })
-              )
-            )
-          )
-          yield* SubscriptionRef.update(state, (current) =>
-            states.clearPending(current, { isStreaming: false, streamingMessage: undefined }))
-          active = undefined
-          yield* Deferred.succeed(run.done, undefined)
-          if (exit._tag === "Failure" && !Cause.hasInterruptsOnly(exit.cause)) return yield* Effect.failCause(exit.cause)
-        })
-      )
-
-    const runPrompts = (prompts: ReadonlyArray<AgentMessage>, busy: string, skipInitialSteering = false) =>
-      lifecycle(busy, (config, snapshot) => {
-        let skip = skipInitialSteering
-        return runAgentLoop(prompts, { systemPrompt: snapshot.systemPrompt, messages: snapshot.messages }, {
-          ...config,
-          getSteeringMessages: Effect.sync(() => {
-            if (skip) {
-              skip = false
-              return []
-            }
-            return steering.drain()
-          })
-        })
+  const deliver = (signal: AbortSignal) => (event: AgentEvent): Effect.Effect<void> =>
+    delivery.withPermit(
+      Effect.suspend(() => {
+        const update = SubscriptionRef.update(state, (current) => states.reduce(current, event))
+        // The subscribers at the time of the event, each awaited in turn.
+        const current = listeners
+        if (current.length === 0) return update
+        const what = `a subscriber on ${event.type}`
+        if (current.length === 1) return Effect.andThen(update, contain(what, () => current[0]!(event, signal)))
+        return Effect.andThen(
+          update,
+          Effect.forEach(current, (listener) => contain(what, () => listener(event, signal)), { discard: true })
+        )
       })
+    )
 
-    const prompt: AgentShape["prompt"] = (input, images) =>
+  const toMessage = (input: AgentMessage | string, images?: ReadonlyArray<ImageContent>) =>
+    typeof input !== "string"
+      ? Effect.succeed(input)
+      : Effect.map(Clock.currentTimeMillis, (timestamp): UserMessage => ({
+        role: "user",
+        content: [{ type: "text", text: input }, ...(images ?? [])],
+        timestamp
+      }))
+
+  /** One run from start to idle; `start` runs the loop with the run's config. */
+  const lifecycle = <E>(
+    busy: string,
+    start: (
+      config: AgentLoopConfig<R>,
+      snapshot: AgentState
+    ) => Effect.Effect<unknown, E, Model | ToolRegistry | R>
+  ): Effect.Effect<void, AgentBusy | E> =>
+    Effect.uninterruptibleMask((restore) =>
       Effect.gen(function*() {
-        if (active !== undefined) return yield* new AgentBusy({ message: PROMPT_BUSY })
-        const prompts = Array.isArray(input)
-          ? input as ReadonlyArray<AgentMessage>
-          : [yield* toMessage(input as AgentMessage | string, images)]
-        return yield* runPrompts(prompts, PROMPT_BUSY)
+        if (active !== undefined) return yield* new AgentBusy({ message: busy })
+        const run: ActiveRun = { controller: new AbortController(), done: Deferred.makeUnsafe<void>() }
+        active = run
+        const snapshot = yield* SubscriptionRef.updateAndGet(state, (current) =>
+          states.patch(current, { isStreaming: true, streamingMessage: undefined, errorMessage: undefined }))
+        const config: AgentLoopConfig<R> = {
+          ...options,
+          signal: run.controller.signal,
+          getSteeringMessages: Effect.sync(() => steering.drain()),
+          getFollowUpMessages: Effect.sync(() => followUps.drain())
+        }
+        // The run has its own fiber so that interrupting `prompt` can abort the signal subscribers hold
+        // before waiting for the run to settle (a subscriber may be waiting on that very signal).
+        const exit = yield* Effect.exit(abortOnInterrupt(
+          start(config, snapshot).pipe(
+            Effect.provideService(EventSink.EventSink, { emit: deliver(run.controller.signal) }),
+            Effect.provide(services)
+          ),
+          run.controller,
+          restore
+        ))
+        yield* SubscriptionRef.update(state, (current) =>
+          states.clearPending(current, { isStreaming: false, streamingMessage: undefined }))
+        active = undefined
+        yield* Deferred.succeed(run.done, undefined)
+        if (exit._tag === "Failure" && !Cause.hasInterruptsOnly(exit.cause)) return yield* Effect.failCause(exit.cause)
       })
+    )
 
-    const continueRun: AgentShape["continue"] = Effect.gen(function*() {
-      if (active !== undefined) return yield* new AgentBusy({ message: CONTINUE_BUSY })
-      const { messages } = yield* SubscriptionRef.get(state)
-      const last = messages.at(-1)
-      if (last === undefined) return yield* new CannotContinue({ message: "No messages to continue from" })
-      if (last.role === "assistant") {
-        const queuedSteering = steering.drain()
-        if (queuedSteering.length > 0) return yield* runPrompts(queuedSteering, CONTINUE_BUSY, true)
-        const queuedFollowUps = followUps.drain()
-        if (queuedFollowUps.length > 0) return yield* runPrompts(queuedFollowUps, CONTINUE_BUSY)
-        return yield* new CannotContinue({ message: "Cannot continue from message role: assistant" })
-      }
-      return yield* lifecycle(
-        CONTINUE_BUSY,
-        (config, snapshot) =>
-          runAgentLoopContinue({ systemPrompt: snapshot.systemPrompt, messages: snapshot.messages }, config)
-      )
+  const runPrompts = (prompts: ReadonlyArray<AgentMessage>, busy: string, skipInitialSteering = false) =>
+    lifecycle(busy, (config, snapshot) => {
+      let skip = skipInitialSteering
+      return runAgentLoop(prompts, { systemPrompt: snapshot.systemPrompt, messages: snapshot.messages }, {
+        ...config,
+        getSteeringMessages: Effect.sync(() => {
+          if (skip) {
+            skip = false
+            return []
+          }
+          return steering.drain()
+        })
+      })
     })
 
-    const whenIdle = <A>(busy: string, f: () => Effect.Effect<A>) =>
-      Effect.suspend(() => active !== undefined ? Effect.fail(new AgentBusy({ message: busy })) : f())
-
-    return {
-      state,
-      prompt,
-      continue: continueRun,
-      steer: (message) => Effect.map(toMessage(message), (m) => void steering.items.push(m)),
-      followUp: (message) => Effect.map(toMessage(message), (m) => void followUps.items.push(m)),
-      setSteeringMode: (mode) => Effect.sync(() => void (steering.mode = mode)),
-      setFollowUpMode: (mode) => Effect.sync(() => void (followUps.mode = mode)),
-      clearSteeringQueue: Effect.sync(() => void (steering.items = [])),
-      clearFollowUpQueue: Effect.sync(() => void (followUps.items = [])),
-      clearAllQueues: Effect.sync(() => {
-        steering.items = []
-        followUps.items = []
-      }),
-      hasQueuedMessages: Effect.sync(() => steering.items.length > 0 || followUps.items.length > 0),
-      abort: Effect.sync(() => active?.controller.abort()),
-      waitForIdle: Effect.suspend(() => active === undefined ? Effect.void : Deferred.await(active.done)),
-      reset: whenIdle(RESET_BUSY, () =>
-        Effect.andThen(
-          Effect.sync(() => {
-            steering.items = []
-            followUps.items = []
-          }),
-          SubscriptionRef.update(state, (current) =>
-            states.replace(current, { streamingMessage: undefined, errorMessage: undefined }, []))
-        )),
-      setSystemPrompt: (systemPrompt) =>
-        SubscriptionRef.update(state, (current) => states.patch(current, { systemPrompt })),
-      setMessages: (messages) =>
-        whenIdle(
-          SET_MESSAGES_BUSY,
-          () => SubscriptionRef.update(state, (current) => states.replace(current, {}, messages))
-        ),
-      subscribe: (listener) =>
-        Effect.sync(() => {
-          listeners = [...listeners, listener]
-          return Effect.sync(() => {
-            listeners = listeners.filter((l) => l !== listener)
-          })
-        })
-    }
+  const prompt: AgentShape["prompt"] = Effect.fnUntraced(function*(
+    input: PromptInput,
+    images?: ReadonlyArray<ImageContent>
+  ) {
+    if (active !== undefined) return yield* new AgentBusy({ message: PROMPT_BUSY })
+    const prompts = Array.isArray(input)
+      ? input as ReadonlyArray<AgentMessage>
+      : [yield* toMessage(input as AgentMessage | string, images)]
+    return yield* runPrompts(prompts, PROMPT_BUSY)
   })
+
+  const continueRun: AgentShape["continue"] = Effect.gen(function*() {
+    if (active !== undefined) return yield* new AgentBusy({ message: CONTINUE_BUSY })
+    const { messages } = yield* SubscriptionRef.get(state)
+    const last = messages.at(-1)
+    if (last === undefined) return yield* new CannotContinue({ message: "No messages to continue from" })
+    if (last.role === "assistant") {
+      const queuedSteering = steering.drain()
+      if (queuedSteering.length > 0) return yield* runPrompts(queuedSteering, CONTINUE_BUSY, true)
+      const queuedFollowUps = followUps.drain()
+      if (queuedFollowUps.length > 0) return yield* runPrompts(queuedFollowUps, CONTINUE_BUSY)
+      return yield* new CannotContinue({ message: "Cannot continue from message role: assistant" })
+    }
+    return yield* lifecycle(
+      CONTINUE_BUSY,
+      (config, snapshot) =>
+        runAgentLoopContinue({ systemPrompt: snapshot.systemPrompt, messages: snapshot.messages }, config)
+    )
+  })
+
+  const whenIdle = <A>(busy: string, f: () => Effect.Effect<A>) =>
+    Effect.suspend(() => active !== undefined ? Effect.fail(new AgentBusy({ message: busy })) : f())
+
+  return {
+    state,
+    prompt,
+    continue: continueRun,
+    steer: (message) => Effect.map(toMessage(message), (m) => void steering.items.push(m)),
+    followUp: (message) => Effect.map(toMessage(message), (m) => void followUps.items.push(m)),
+    setSteeringMode: (mode) => Effect.sync(() => void (steering.mode = mode)),
+    setFollowUpMode: (mode) => Effect.sync(() => void (followUps.mode = mode)),
+    clearSteeringQueue: Effect.sync(() => void (steering.items = [])),
+    clearFollowUpQueue: Effect.sync(() => void (followUps.items = [])),
+    clearAllQueues: Effect.sync(() => {
+      steering.items = []
+      followUps.items = []
+    }),
+    hasQueuedMessages: Effect.sync(() => steering.items.length > 0 || followUps.items.length > 0),
+    abort: Effect.sync(() => active?.controller.abort()),
+    waitForIdle: Effect.suspend(() => active === undefined ? Effect.void : Deferred.await(active.done)),
+    reset: whenIdle(RESET_BUSY, () =>
+      Effect.andThen(
+        Effect.sync(() => {
+          steering.items = []
+          followUps.items = []
+        }),
+        SubscriptionRef.update(state, (current) =>
+          states.replace(current, { streamingMessage: undefined, errorMessage: undefined }, []))
+      )),
+    setSystemPrompt: (systemPrompt) =>
+      SubscriptionRef.update(state, (current) => states.patch(current, { systemPrompt })),
+    setMessages: (messages) =>
+      whenIdle(
+        SET_MESSAGES_BUSY,
+        () => SubscriptionRef.update(state, (current) => states.replace(current, {}, messages))
+      ),
+    subscribe: (listener) =>
+      Effect.sync(() => {
+        listeners = [...listeners, listener]
+        return Effect.sync(() => {
+          listeners = listeners.filter((l) => l !== listener)
+        })
+      })
+  } satisfies AgentShape
+})
 
 /** The agent as a service. */
 export class Agent extends Context.Service<Agent, AgentShape>()("effect-agent/Agent") {

@@ -2,98 +2,189 @@
  * Everything an agent run tells its observers, with pi's event shapes (`type`-discriminated), so a UI
  * written for pi's events reads ours.
  *
+ * Each event is a Schema and an interface of the same name. The Schema types are written out, naming the
+ * message Schemas they hold, so that declarations stay small.
+ *
  * @since 0.1.0
  */
 import { Schema } from "effect"
 import { AssistantMessageEvent } from "./AssistantMessageEvent.ts"
-import { AssistantMessage, Message, ToolResultMessage } from "./Message.ts"
+import { AssistantMessage, Message, ToolCallArguments, ToolResultMessage } from "./Message.ts"
+import { ToolResultSchema } from "./Tool.ts"
 
-/**
- * A transcript message in an event. Application messages are carried as they are, so this is the model
- * message union widened by any object with a `role`.
- */
-const EventMessage = Schema.Union([
+/** An application's own message kind (see `Message.CustomMessage`), carried as it is. */
+const CustomMessage: Schema.StructWithRest<
+  Schema.Struct<{ readonly role: Schema.String; readonly timestamp: Schema.optionalKey<Schema.Number> }>,
+  readonly [Schema.$Record<Schema.String, Schema.Unknown>]
+> = Schema.StructWithRest(
+  Schema.Struct({ role: Schema.String, timestamp: Schema.optionalKey(Schema.Number) }),
+  [Schema.Record(Schema.String, Schema.Unknown)]
+)
+
+/** A transcript message in an event: a model message, or an application's own kind (any object with a `role`). */
+const EventMessage: Schema.Union<readonly [typeof Message, typeof CustomMessage]> = Schema.Union([
   Message,
-  Schema.StructWithRest(Schema.Struct({ role: Schema.String }), [Schema.Record(Schema.String, Schema.Unknown)])
+  CustomMessage
 ])
 
 /** A tool call is about to be prepared. `args` are the raw arguments from the assistant message. */
-export const ToolExecutionStart = Schema.Struct({
+export const ToolExecutionStart: Schema.Struct<{
+  readonly type: Schema.Literal<"tool_execution_start">
+  readonly toolCallId: Schema.String
+  readonly toolName: Schema.String
+  readonly args: typeof ToolCallArguments
+}> = Schema.Struct({
   type: Schema.Literal("tool_execution_start"),
   toolCallId: Schema.String,
   toolName: Schema.String,
-  args: Schema.Unknown
-})
+  args: ToolCallArguments
+}).annotate({ identifier: "ToolExecutionStart" })
 /** @since 0.1.0 */
-export type ToolExecutionStart = typeof ToolExecutionStart.Type
+export interface ToolExecutionStart extends Schema.Schema.Type<typeof ToolExecutionStart> {}
 
-/** A running tool reported progress. Always between the call's start and end events. */
-export const ToolExecutionUpdate = Schema.Struct({
+/**
+ * A running tool reported progress with a partial result. Always between the call's start and end events;
+ * `args` are the raw arguments.
+ */
+export const ToolExecutionUpdate: Schema.Struct<{
+  readonly type: Schema.Literal<"tool_execution_update">
+  readonly toolCallId: Schema.String
+  readonly toolName: Schema.String
+  readonly args: typeof ToolCallArguments
+  readonly partialResult: typeof ToolResultSchema
+}> = Schema.Struct({
   type: Schema.Literal("tool_execution_update"),
   toolCallId: Schema.String,
   toolName: Schema.String,
-  args: Schema.Unknown,
-  partialResult: Schema.Unknown
-})
+  args: ToolCallArguments,
+  partialResult: ToolResultSchema
+}).annotate({ identifier: "ToolExecutionUpdate" })
 /** @since 0.1.0 */
-export type ToolExecutionUpdate = typeof ToolExecutionUpdate.Type
+export interface ToolExecutionUpdate extends Schema.Schema.Type<typeof ToolExecutionUpdate> {}
 
 /** A tool call has its final result (emitted exactly once per call). */
-export const ToolExecutionEnd = Schema.Struct({
+export const ToolExecutionEnd: Schema.Struct<{
+  readonly type: Schema.Literal<"tool_execution_end">
+  readonly toolCallId: Schema.String
+  readonly toolName: Schema.String
+  readonly result: typeof ToolResultSchema
+  readonly isError: Schema.Boolean
+}> = Schema.Struct({
   type: Schema.Literal("tool_execution_end"),
   toolCallId: Schema.String,
   toolName: Schema.String,
-  result: Schema.Unknown,
+  result: ToolResultSchema,
   isError: Schema.Boolean
-})
+}).annotate({ identifier: "ToolExecutionEnd" })
 /** @since 0.1.0 */
-export type ToolExecutionEnd = typeof ToolExecutionEnd.Type
+export interface ToolExecutionEnd extends Schema.Schema.Type<typeof ToolExecutionEnd> {}
 
 /** A message enters the transcript. */
-export const MessageStart = Schema.Struct({ type: Schema.Literal("message_start"), message: EventMessage })
+export const MessageStart: Schema.Struct<{
+  readonly type: Schema.Literal<"message_start">
+  readonly message: typeof EventMessage
+}> = Schema.Struct({ type: Schema.Literal("message_start"), message: EventMessage }).annotate({
+  identifier: "MessageStart"
+})
 /** @since 0.1.0 */
-export type MessageStart = typeof MessageStart.Type
+export interface MessageStart extends Schema.Schema.Type<typeof MessageStart> {}
 
 /** The assistant message being streamed changed; `assistantMessageEvent` says how. */
-export const MessageUpdate = Schema.Struct({
+export const MessageUpdate: Schema.Struct<{
+  readonly type: Schema.Literal<"message_update">
+  readonly message: typeof AssistantMessage
+  readonly assistantMessageEvent: typeof AssistantMessageEvent
+}> = Schema.Struct({
   type: Schema.Literal("message_update"),
   message: AssistantMessage,
   assistantMessageEvent: AssistantMessageEvent
-})
+}).annotate({ identifier: "MessageUpdate" })
 /** @since 0.1.0 */
-export type MessageUpdate = typeof MessageUpdate.Type
+export interface MessageUpdate extends Schema.Schema.Type<typeof MessageUpdate> {}
 
 /** A message is complete. */
-export const MessageEnd = Schema.Struct({ type: Schema.Literal("message_end"), message: EventMessage })
+export const MessageEnd: Schema.Struct<{
+  readonly type: Schema.Literal<"message_end">
+  readonly message: typeof EventMessage
+}> = Schema.Struct({ type: Schema.Literal("message_end"), message: EventMessage }).annotate({
+  identifier: "MessageEnd"
+})
 /** @since 0.1.0 */
-export type MessageEnd = typeof MessageEnd.Type
+export interface MessageEnd extends Schema.Schema.Type<typeof MessageEnd> {}
 
 /** A run begins. Always the first event of a run. */
-export const AgentStart = Schema.Struct({ type: Schema.Literal("agent_start") })
+export const AgentStart: Schema.Struct<{ readonly type: Schema.Literal<"agent_start"> }> = Schema.Struct({
+  type: Schema.Literal("agent_start")
+}).annotate({ identifier: "AgentStart" })
+/** @since 0.1.0 */
+export interface AgentStart extends Schema.Schema.Type<typeof AgentStart> {}
+
 /** A run is over; `messages` are the messages the run added. Always the last event of a run. */
-export const AgentEnd = Schema.Struct({ type: Schema.Literal("agent_end"), messages: Schema.Array(EventMessage) })
+export const AgentEnd: Schema.Struct<{
+  readonly type: Schema.Literal<"agent_end">
+  readonly messages: Schema.$Array<typeof EventMessage>
+}> = Schema.Struct({ type: Schema.Literal("agent_end"), messages: Schema.Array(EventMessage) }).annotate({
+  identifier: "AgentEnd"
+})
+/** @since 0.1.0 */
+export interface AgentEnd extends Schema.Schema.Type<typeof AgentEnd> {}
+
 /** A turn (one model response and its tool batch) begins. */
-export const TurnStart = Schema.Struct({ type: Schema.Literal("turn_start") })
+export const TurnStart: Schema.Struct<{ readonly type: Schema.Literal<"turn_start"> }> = Schema.Struct({
+  type: Schema.Literal("turn_start")
+}).annotate({ identifier: "TurnStart" })
+/** @since 0.1.0 */
+export interface TurnStart extends Schema.Schema.Type<typeof TurnStart> {}
+
 /** A turn is over: its assistant message and the tool results of its batch, in source order. */
-export const TurnEnd = Schema.Struct({
+export const TurnEnd: Schema.Struct<{
+  readonly type: Schema.Literal<"turn_end">
+  readonly message: typeof EventMessage
+  readonly toolResults: Schema.$Array<typeof ToolResultMessage>
+}> = Schema.Struct({
   type: Schema.Literal("turn_end"),
   message: EventMessage,
   toolResults: Schema.Array(ToolResultMessage)
-})
+}).annotate({ identifier: "TurnEnd" })
+/** @since 0.1.0 */
+export interface TurnEnd extends Schema.Schema.Type<typeof TurnEnd> {}
 
 /** The events of one tool batch. */
-export const ToolExecutionEvent = Schema.Union([
+export const ToolExecutionEvent: Schema.toTaggedUnion<
+  "type",
+  readonly [
+    typeof ToolExecutionStart,
+    typeof ToolExecutionUpdate,
+    typeof ToolExecutionEnd,
+    typeof MessageStart,
+    typeof MessageEnd
+  ]
+> = Schema.Union([
   ToolExecutionStart,
   ToolExecutionUpdate,
   ToolExecutionEnd,
   MessageStart,
   MessageEnd
-]).pipe(Schema.toTaggedUnion("type"))
+]).annotate({ identifier: "ToolExecutionEvent" }).pipe(Schema.toTaggedUnion("type"))
 /** @since 0.1.0 */
-export type ToolExecutionEvent = typeof ToolExecutionEvent.Type
+export type ToolExecutionEvent = ToolExecutionStart | ToolExecutionUpdate | ToolExecutionEnd | MessageStart | MessageEnd
 
 /** Every event of an agent run, discriminated by `type`. */
-export const AgentEvent = Schema.Union([
+export const AgentEvent: Schema.toTaggedUnion<
+  "type",
+  readonly [
+    typeof AgentStart,
+    typeof AgentEnd,
+    typeof TurnStart,
+    typeof TurnEnd,
+    typeof MessageStart,
+    typeof MessageUpdate,
+    typeof MessageEnd,
+    typeof ToolExecutionStart,
+    typeof ToolExecutionUpdate,
+    typeof ToolExecutionEnd
+  ]
+> = Schema.Union([
   AgentStart,
   AgentEnd,
   TurnStart,
@@ -104,6 +195,16 @@ export const AgentEvent = Schema.Union([
   ToolExecutionStart,
   ToolExecutionUpdate,
   ToolExecutionEnd
-]).pipe(Schema.toTaggedUnion("type"))
+]).annotate({ identifier: "AgentEvent" }).pipe(Schema.toTaggedUnion("type"))
 /** @since 0.1.0 */
-export type AgentEvent = typeof AgentEvent.Type
+export type AgentEvent =
+  | AgentStart
+  | AgentEnd
+  | TurnStart
+  | TurnEnd
+  | MessageStart
+  | MessageUpdate
+  | MessageEnd
+  | ToolExecutionStart
+  | ToolExecutionUpdate
+  | ToolExecutionEnd

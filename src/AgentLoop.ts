@@ -14,10 +14,12 @@ import type { AgentContext } from "./AgentContext.ts"
 import type { AgentEvent } from "./AgentEvent.ts"
 import type { AssistantMessageEvent } from "./AssistantMessageEvent.ts"
 import * as EventSink from "./EventSink.ts"
+import { abortOnInterrupt, interruptOnAbort } from "./internal/abort.ts"
 import { makeEmitter } from "./internal/emitter.ts"
 import { causeMessage } from "./internal/errorText.ts"
 import { Growing } from "./internal/growing.ts"
 import * as Telemetry from "./internal/telemetry.ts"
+import { skipping } from "./internal/skip.ts"
 import {
   type AgentMessage,
   type AssistantMessage,
@@ -81,7 +83,7 @@ export class CannotContinue extends Schema.TaggedError<CannotContinue>()("Cannot
   message: Schema.String
 }) {}
 
-/** The messages a model reads by default: user, assistant and tool results; application messages dropped. */
+/** The messages a model reads by default: user, assistant and tool results; application messages dropped (AL 1.2). */
 export const defaultConvertToLlm = (messages: ReadonlyArray<AgentMessage>): ReadonlyArray<Message> =>
   messages.filter(isMessage)
 
@@ -174,7 +176,7 @@ const closingMessage = (
   errorMessage
 })
 
-/** Builds the model request: `transformContext`, then `convertToLlm`, then the tools' schemas. */
+/** AL 2.4: builds the model request: `transformContext`, then `convertToLlm`, then the tools' schemas. */
 const buildRequest = <R>(run: Run<R>, systemPrompt: string): Effect.Effect<ModelRequest, unknown, R> => {
   const transform = run.config.transformContext
   const convert = run.config.convertToLlm
@@ -198,89 +200,72 @@ const buildRequest = <R>(run: Run<R>, systemPrompt: string): Effect.Effect<Model
 }
 
 /**
- * Runs the model call in a child fiber that is interrupted when the signal fires, and waits for it to finish
- * interrupting. The child starts at once, with no trip through the scheduler; an abort raised while it runs
- * synchronously is caught by the call's own event handler (which stops at the next event) and by the check
- * right after the fork. A call that finished synchronously needs no listener at all.
+ * AL 2.3: streams one assistant response, announcing it (`message_start`, `message_update`s, `message_end`).
+ * Always returns a message: failures become `stopReason: "error"` (AL 3.2), an abort `stopReason: "aborted"`
+ * with whatever had arrived (AL 3.4).
  */
-const abortable = <A, E, R>(work: Effect.Effect<A, E, R>, signal: AbortSignal): Effect.Effect<A, E, R> =>
-  Effect.uninterruptibleMask((restore) =>
-    Effect.flatMap(Effect.forkChild(restore(work), { startImmediately: true }), (fiber) => {
-      const exit = fiber.pollUnsafe()
-      if (exit !== undefined) return exit
-      const onAbort = () => fiber.interruptUnsafe()
-      if (signal.aborted) onAbort()
-      else signal.addEventListener("abort", onAbort, { once: true })
-      return restore(Fiber.join(fiber)).pipe(
-        Effect.onInterrupt(() => Fiber.interrupt(fiber)),
-        Effect.ensuring(Effect.sync(() => signal.removeEventListener("abort", onAbort)))
-      )
-    })
-  )
+const streamAssistantResponse = Effect.fnUntraced(function*<R>(run: Run<R>, systemPrompt: string) {
+  let partial: AssistantMessage | undefined
+  let final: AssistantMessage | undefined
+  let started = false
+  const onEvent = (event: AssistantMessageEvent): Effect.Effect<void> => {
+    // Aborted while the stream was delivering synchronously: stop here, as the signal's listener would.
+    if (isAborted(run)) return Effect.interrupt
+    switch (event.type) {
+      case "start":
+        partial = event.partial
+        started = true
+        return run.emit({ type: "message_start", message: event.partial })
+      case "done":
+        final = event.message
+        return Effect.void
+      case "error":
+        final = event.error
+        return Effect.void
+      default:
+        partial = event.partial
+        if (!started) {
+          started = true
+          return Effect.andThen(
+            run.emit({ type: "message_start", message: event.partial }),
+            run.emit({ type: "message_update", message: event.partial, assistantMessageEvent: event })
+          )
+        }
+        return run.emit({ type: "message_update", message: event.partial, assistantMessageEvent: event })
+    }
+  }
+  const call = Effect.flatMap(buildRequest(run, systemPrompt), (request) =>
+    run.model.stream(request).pipe(
+      Stream.takeUntil((event) => event.type === "done" || event.type === "error"),
+      Stream.runForEach(onEvent)
+    ))
+  const exit = isAborted(run)
+    ? Exit.interrupt()
+    // Started at once (no trip through the scheduler); an abort raised while the stream delivers
+    // synchronously is caught by `onEvent` above, which stops at the next event.
+    : yield* Effect.exit(run.signal ? interruptOnAbort(call, run.signal, { startImmediately: true }) : call)
+  let message: AssistantMessage
+  if (Exit.isSuccess(exit) && !isAborted(run) && final !== undefined) {
+    message = final
+  } else {
+    const now = yield* Clock.currentTimeMillis
+    if (Exit.isSuccess(exit) && !isAborted(run)) {
+      message = closingMessage(run, partial, "error", "The model stream ended without a final message", now)
+    } else if (isAborted(run) || Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)) {
+      message = closingMessage(run, partial, "aborted", "Request was aborted", now)
+    } else {
+      message = closingMessage(run, partial, "error", Exit.isFailure(exit) ? causeMessage(exit.cause) : "", now)
+    }
+  }
+  if (!started) yield* run.emit({ type: "message_start", message })
+  yield* run.emit({ type: "message_end", message })
+  return message
+})
 
 /**
- * Streams one assistant response, announcing it (`message_start`, `message_update`s, `message_end`).
- * Always returns a message: failures become `stopReason: "error"`, an abort `stopReason: "aborted"` with
- * whatever had arrived.
+ * AL 2.5: the tool batch of a response (TE), or the settled-but-not-run results of a response that cannot
+ * be trusted (AL 2.10, AL 3.3).
  */
-const streamAssistantResponse = <R>(run: Run<R>, systemPrompt: string): Effect.Effect<AssistantMessage, never, R> =>
-  Effect.gen(function*() {
-    let partial: AssistantMessage | undefined
-    let final: AssistantMessage | undefined
-    let started = false
-    const onEvent = (event: AssistantMessageEvent): Effect.Effect<void> => {
-      // Aborted while the stream was delivering synchronously: stop here, as the signal's listener would.
-      if (isAborted(run)) return Effect.interrupt
-      switch (event.type) {
-        case "start":
-          partial = event.partial
-          started = true
-          return run.emit({ type: "message_start", message: event.partial })
-        case "done":
-          final = event.message
-          return Effect.void
-        case "error":
-          final = event.error
-          return Effect.void
-        default:
-          partial = event.partial
-          if (!started) {
-            started = true
-            return Effect.andThen(
-              run.emit({ type: "message_start", message: event.partial }),
-              run.emit({ type: "message_update", message: event.partial, assistantMessageEvent: event })
-            )
-          }
-          return run.emit({ type: "message_update", message: event.partial, assistantMessageEvent: event })
-      }
-    }
-    const call = Effect.flatMap(buildRequest(run, systemPrompt), (request) =>
-      run.model.stream(request).pipe(
-        Stream.takeUntil((event) => event.type === "done" || event.type === "error"),
-        Stream.runForEach(onEvent)
-      ))
-    const exit = isAborted(run)
-      ? Exit.interrupt()
-      : yield* Effect.exit(run.signal ? abortable(call, run.signal) : call)
-    let message: AssistantMessage
-    if (Exit.isSuccess(exit) && !isAborted(run) && final !== undefined) {
-      message = final
-    } else {
-      const now = yield* Clock.currentTimeMillis
-      if (Exit.isSuccess(exit) && !isAborted(run)) {
-        message = closingMessage(run, partial, "error", "The model stream ended without a final message", now)
-      } else if (isAborted(run) || Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)) {
-        message = closingMessage(run, partial, "aborted", "Request was aborted", now)
-      } else {
-        message = closingMessage(run, partial, "error", Exit.isFailure(exit) ? causeMessage(exit.cause) : "", now)
-      }
-    }
-    if (!started) yield* run.emit({ type: "message_start", message })
-    yield* run.emit({ type: "message_end", message })
-    return message
-  })
-
-/** The tool batch of a response, or the settled-but-not-run results of a response that cannot be trusted. */
 const runToolBatch = <R>(
   run: Run<R>,
   message: AssistantMessage,
@@ -293,15 +278,14 @@ const runToolBatch = <R>(
     : undefined
   // An aborted response's calls go through an aborted signal, so they settle as "not started".
   const signal = message.stopReason === "aborted" && !isAborted(run) ? AbortSignal.abort() : run.signal
-  return Telemetry.inTurn(run.trace, executeToolCalls(message, {
-    ...run.config,
-    signal,
-    skipReason,
-    context: contextOf(run, systemPrompt)
-  }))
+  const options = { ...run.config, signal, context: contextOf(run, systemPrompt) }
+  return Telemetry.inTurn(
+    run.trace,
+    executeToolCalls(message, skipReason === undefined ? options : skipping(options, skipReason))
+  )
 }
 
-/** `shouldStopAfterTurn`, with its failure treated as "stop". */
+/** AL 2.6: `shouldStopAfterTurn`, with its failure treated as "stop". */
 const stopAfterTurn = <R>(
   run: Run<R>,
   message: AssistantMessage,
@@ -326,7 +310,7 @@ const stopAfterTurn = <R>(
   )
 }
 
-/** Reads a queue; a defect in it is logged and reads as empty, so the run still ends normally. */
+/** Reads a queue; a defect in it is logged and reads as empty, so the run still ends normally (AL 3.1). */
 const poll = <R>(queue: Effect.Effect<ReadonlyArray<AgentMessage>, never, R> | undefined, name: string) =>
   queue === undefined
     ? Effect.succeed<ReadonlyArray<AgentMessage>>([])
@@ -338,54 +322,54 @@ const poll = <R>(queue: Effect.Effect<ReadonlyArray<AgentMessage>, never, R> | u
       )
     )
 
-/** The two nested loops. Ends with `agent_end` on every path. */
+/** AL 2: the two nested loops (steering AL 2.6, follow-ups AL 2.7, termination AL 2.8). */
 // The run's registry and sink are the ones in the context it runs in: the batch finds them there.
-const runLoop = <R>(run: Run<R>, systemPrompt: string): Effect.Effect<void, never, ToolRegistry | R> =>
-  Effect.gen(function*() {
-    let firstTurn = true
-    // Built once per run, read once or twice per turn.
-    const steering = poll(run.config.getSteeringMessages, "getSteeringMessages")
-    const followUps = poll(run.config.getFollowUpMessages, "getFollowUpMessages")
-    let pending = yield* steering
-    while (true) {
-      let moreToolCalls = true
-      while (moreToolCalls || pending.length > 0) {
-        if (firstTurn) firstTurn = false
-        else yield* run.emit({ type: "turn_start" })
-        Telemetry.turnStart(run.trace)
-        for (const message of pending) {
-          yield* announce(run, message)
-          append(run, message)
-        }
-        pending = []
-
-        const message = yield* streamAssistantResponse(run, systemPrompt)
+const runLoop = Effect.fnUntraced(function*<R>(run: Run<R>, systemPrompt: string) {
+  let firstTurn = true
+  // Built once per run, read once or twice per turn.
+  const steering = poll(run.config.getSteeringMessages, "getSteeringMessages")
+  const followUps = poll(run.config.getFollowUpMessages, "getFollowUpMessages")
+  let pending = yield* steering
+  while (true) {
+    let moreToolCalls = true
+    while (moreToolCalls || pending.length > 0) {
+      if (firstTurn) firstTurn = false
+      else yield* run.emit({ type: "turn_start" })
+      Telemetry.turnStart(run.trace)
+      for (const message of pending) {
+        yield* announce(run, message)
         append(run, message)
-        const calls = toolCallsOf(message)
-        const batch = calls.length > 0 ? yield* runToolBatch(run, message, systemPrompt) : undefined
-        const toolResults = batch?.messages ?? []
-        for (const result of toolResults) append(run, result)
-        yield* run.emit({ type: "turn_end", message, toolResults })
-        Telemetry.turnEnd(run.trace, message, toolResults)
-
-        if (message.stopReason === "error" || message.stopReason === "aborted" || batch?.aborted || isAborted(run)) {
-          return
-        }
-        // A terminating batch ends the inner loop; a length stop goes on so the model can retry.
-        moreToolCalls = batch !== undefined && !batch.terminate
-        if (run.config.shouldStopAfterTurn !== undefined && (yield* stopAfterTurn(run, message, toolResults, systemPrompt))) {
-          return
-        }
-        pending = yield* steering
       }
-      pending = yield* followUps
-      if (pending.length === 0) return
+      pending = []
+
+      const message = yield* streamAssistantResponse(run, systemPrompt)
+      append(run, message)
+      const calls = toolCallsOf(message)
+      const batch = calls.length > 0 ? yield* runToolBatch(run, message, systemPrompt) : undefined
+      const toolResults = batch?.messages ?? []
+      for (const result of toolResults) append(run, result)
+      yield* run.emit({ type: "turn_end", message, toolResults })
+      Telemetry.turnEnd(run.trace, message, toolResults)
+
+      if (message.stopReason === "error" || message.stopReason === "aborted" || batch?.aborted || isAborted(run)) {
+        return
+      }
+      // A terminating batch ends the inner loop; a length stop goes on so the model can retry.
+      moreToolCalls = batch !== undefined && !batch.terminate
+      if (run.config.shouldStopAfterTurn !== undefined && (yield* stopAfterTurn(run, message, toolResults, systemPrompt))) {
+        return
+      }
+      pending = yield* steering
     }
-  })
+    pending = yield* followUps
+    if (pending.length === 0) return
+  }
+})
 
 /**
- * Runs the loop to its `agent_end`. Interrupting this fiber is turned into an abort of the run's signal, so
- * an interrupted run settles exactly like an aborted one (balanced events, results for every tool call).
+ * AL 2.1, AL 3.1: runs the loop to its `agent_end`. Interrupting this fiber is turned into an abort of the
+ * run's signal (AL 3.4), so an interrupted run settles exactly like an aborted one (balanced events, results
+ * for every tool call, AL 3.5).
  */
 const startRun = <R>(
   context: AgentContext,
@@ -424,17 +408,7 @@ const startRun = <R>(
         }
         yield* run.emit({ type: "agent_end", messages: run.newMessages.snapshot() })
       })
-      const fiber = yield* Effect.forkChild(Effect.interruptible(Telemetry.invokeAgent(trace, run.model.info, body)), {
-        startImmediately: true
-      })
-      yield* restore(Fiber.await(fiber)).pipe(
-        Effect.onInterrupt(() =>
-          Effect.suspend(() => {
-            interrupted.abort()
-            return Fiber.await(fiber)
-          })
-        )
-      )
+      yield* abortOnInterrupt(Telemetry.invokeAgent(trace, run.model.info, body), interrupted, restore)
       return run.newMessages.snapshot()
     })
   )
@@ -455,8 +429,8 @@ export const runAgentLoop = <R = never>(
 ): Effect.Effect<ReadonlyArray<AgentMessage>, never, Model | ToolRegistry | R> => startRun(context, config, prompts)
 
 /**
- * Continues the loop from the current transcript without a new message (a retry, or after tool results).
- * Fails with {@link CannotContinue} when there is nothing to continue or the last message is the assistant's.
+ * AL 2.11: continues the loop from the current transcript without a new message (a retry, or after tool
+ * results). Fails with {@link CannotContinue} when there is nothing to continue or the last message is the assistant's.
  */
 export const runAgentLoopContinue = <R = never>(
   context: AgentContext,
@@ -514,7 +488,7 @@ export const newMessagesOf = (events: ReadonlyArray<AgentEvent>): Option.Option<
 export type RunLayer = Layer.Layer<Model | ToolRegistry, unknown>
 
 /**
- * The events of a run as an `AsyncIterable`, for code without Effect. The layer (model and tools) is built
+ * The events of a run as an `AsyncIterable`, for code without Effect (AL 3.7). The layer (model and tools) is built
  * for the run; breaking out of the loop (or a throw in its body) aborts the run, which still settles.
  */
 export const agentLoopAsyncIterable = (
@@ -594,7 +568,7 @@ export const agentLoopAsyncIterable = (
 
 /**
  * A run as a Promise of the messages it added, for code without Effect; events go to `onEvent` (awaited
- * in order). Aborting `config.signal` aborts the run, which still resolves with a well-formed transcript.
+ * in order; AL 3.7). Aborting `config.signal` aborts the run, which still resolves with a well-formed transcript.
  * Rejects only if the layer cannot be built.
  */
 export const runAgentLoopPromise = (

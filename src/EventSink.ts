@@ -6,15 +6,11 @@
  */
 import { Context, Effect } from "effect"
 import type { AgentEvent } from "./AgentEvent.ts"
+import { deliversThrough } from "./internal/syncSink.ts"
 
 /** The shape of an event sink. */
 export interface EventSinkShape {
   readonly emit: (event: AgentEvent) => Effect.Effect<void>
-  /**
-   * The same sink as a plain synchronous function, when it is one (a callback, a queue offer). The pipeline
-   * then delivers without an Effect per event. It must behave exactly like `emit`.
-   */
-  readonly emitUnsafe?: ((event: AgentEvent) => void) | undefined
 }
 
 /** The sink that drops every event. */
@@ -23,8 +19,9 @@ export const discard: EventSinkShape = { emit: () => Effect.void }
 /** The current event sink; by default events are dropped. Provide another with `Effect.provideService`. */
 export const EventSink = Context.Reference<EventSinkShape>("effect-agent/EventSink", { defaultValue: () => discard })
 
-/** A sink that hands each event to a callback, in order, synchronously. */
-export const fromCallback = (f: (event: AgentEvent) => void): EventSinkShape => ({
-  emit: (event) => Effect.sync(() => f(event)),
-  emitUnsafe: f
-})
+/**
+ * A sink that hands each event to a callback, in order, synchronously. The pipeline calls it directly,
+ * without an Effect per event.
+ */
+export const fromCallback = (f: (event: AgentEvent) => void): EventSinkShape =>
+  deliversThrough({ emit: (event: AgentEvent) => Effect.sync(() => f(event)) }, f)

@@ -11,9 +11,9 @@ export const TextContent = Schema.Struct({
   type: Schema.Literal("text"),
   text: Schema.String,
   textSignature: Schema.optionalKey(Schema.String)
-})
+}).annotate({ identifier: "TextContent" })
 /** @since 0.1.0 */
-export type TextContent = typeof TextContent.Type
+export interface TextContent extends Schema.Schema.Type<typeof TextContent> {}
 
 /** The model's reasoning. A redacted block keeps its opaque payload in `thinkingSignature`. */
 export const ThinkingContent = Schema.Struct({
@@ -21,18 +21,18 @@ export const ThinkingContent = Schema.Struct({
   thinking: Schema.String,
   thinkingSignature: Schema.optionalKey(Schema.String),
   redacted: Schema.optionalKey(Schema.Boolean)
-})
+}).annotate({ identifier: "ThinkingContent" })
 /** @since 0.1.0 */
-export type ThinkingContent = typeof ThinkingContent.Type
+export interface ThinkingContent extends Schema.Schema.Type<typeof ThinkingContent> {}
 
 /** An image, base64-encoded. */
 export const ImageContent = Schema.Struct({
   type: Schema.Literal("image"),
   data: Schema.String,
   mimeType: Schema.String
-})
+}).annotate({ identifier: "ImageContent" })
 /** @since 0.1.0 */
-export type ImageContent = typeof ImageContent.Type
+export interface ImageContent extends Schema.Schema.Type<typeof ImageContent> {}
 
 /** The arguments of a tool call as the model sent them: never mutated by the pipeline. */
 export const ToolCallArguments = Schema.Record(Schema.String, Schema.Unknown)
@@ -52,17 +52,21 @@ export const ToolCall = Schema.Struct({
    * `InvalidToolArguments` outcome that says "not valid JSON" instead of validating the salvage.
    */
   rawArguments: Schema.optionalKey(Schema.String)
-})
+}).annotate({ identifier: "ToolCall" })
 /** @since 0.1.0 */
-export type ToolCall = typeof ToolCall.Type
+export interface ToolCall extends Schema.Schema.Type<typeof ToolCall> {}
 
 /** What a tool result (and a user message) may hold: text and images. */
-export const ToolResultContent = Schema.Union([TextContent, ImageContent])
+export const ToolResultContent: Schema.Union<readonly [typeof TextContent, typeof ImageContent]> = Schema.Union([
+  TextContent,
+  ImageContent
+])
 /** @since 0.1.0 */
 export type ToolResultContent = typeof ToolResultContent.Type
 
 /** The content blocks of an assistant message. */
-export const AssistantContent = Schema.Union([TextContent, ThinkingContent, ToolCall])
+export const AssistantContent: Schema.Union<readonly [typeof TextContent, typeof ThinkingContent, typeof ToolCall]> =
+  Schema.Union([TextContent, ThinkingContent, ToolCall])
 /** @since 0.1.0 */
 export type AssistantContent = typeof AssistantContent.Type
 
@@ -80,9 +84,9 @@ export const Usage = Schema.Struct({
     cacheWrite: Schema.Number,
     total: Schema.Number
   })
-})
+}).annotate({ identifier: "Usage" })
 /** @since 0.1.0 */
-export type Usage = typeof Usage.Type
+export interface Usage extends Schema.Schema.Type<typeof Usage> {}
 
 /** A usage with every count at zero: for messages no model produced (scripted, synthetic). */
 export const emptyUsage: Usage = {
@@ -100,16 +104,33 @@ export const StopReason = Schema.Literals(["stop", "length", "toolUse", "error",
 export type StopReason = typeof StopReason.Type
 
 /** A message from the person (or the application speaking for them). */
-export const UserMessage = Schema.Struct({
+export const UserMessage: Schema.Struct<{
+  readonly role: Schema.Literal<"user">
+  readonly content: Schema.Union<readonly [Schema.String, Schema.$Array<typeof ToolResultContent>]>
+  readonly timestamp: Schema.Number
+}> = Schema.Struct({
   role: Schema.Literal("user"),
   content: Schema.Union([Schema.String, Schema.Array(ToolResultContent)]),
   timestamp: Schema.Number
-})
+}).annotate({ identifier: "UserMessage" })
 /** @since 0.1.0 */
-export type UserMessage = typeof UserMessage.Type
+export interface UserMessage extends Schema.Schema.Type<typeof UserMessage> {}
 
 /** A model's response. Tool calls are `toolCall` blocks in `content`, in the order the model wrote them. */
-export const AssistantMessage = Schema.Struct({
+export const AssistantMessage: Schema.Struct<{
+  readonly role: Schema.Literal<"assistant">
+  readonly content: Schema.$Array<typeof AssistantContent>
+  readonly api: Schema.String
+  readonly provider: Schema.String
+  readonly model: Schema.String
+  readonly responseModel: Schema.optionalKey<Schema.String>
+  readonly responseId: Schema.optionalKey<Schema.String>
+  readonly diagnostics: Schema.optionalKey<Schema.$Array<Schema.Unknown>>
+  readonly usage: typeof Usage
+  readonly stopReason: typeof StopReason
+  readonly errorMessage: Schema.optionalKey<Schema.String>
+  readonly timestamp: Schema.Number
+}> = Schema.Struct({
   role: Schema.Literal("assistant"),
   content: Schema.Array(AssistantContent),
   api: Schema.String,
@@ -122,15 +143,23 @@ export const AssistantMessage = Schema.Struct({
   stopReason: StopReason,
   errorMessage: Schema.optionalKey(Schema.String),
   timestamp: Schema.Number
-})
+}).annotate({ identifier: "AssistantMessage" })
 /** @since 0.1.0 */
-export type AssistantMessage = typeof AssistantMessage.Type
+export interface AssistantMessage extends Schema.Schema.Type<typeof AssistantMessage> {}
 
 /**
  * The outcome of one tool call, fed back to the model. `terminate` is deliberately absent: it is a runtime
  * hint for the loop, not part of the transcript.
  */
-export const ToolResultMessage = Schema.Struct({
+export const ToolResultMessage: Schema.Struct<{
+  readonly role: Schema.Literal<"toolResult">
+  readonly toolCallId: Schema.String
+  readonly toolName: Schema.String
+  readonly content: Schema.$Array<typeof ToolResultContent>
+  readonly details: Schema.optionalKey<Schema.Unknown>
+  readonly isError: Schema.Boolean
+  readonly timestamp: Schema.Number
+}> = Schema.Struct({
   role: Schema.Literal("toolResult"),
   toolCallId: Schema.String,
   toolName: Schema.String,
@@ -138,14 +167,15 @@ export const ToolResultMessage = Schema.Struct({
   details: Schema.optionalKey(Schema.Unknown),
   isError: Schema.Boolean,
   timestamp: Schema.Number
-})
+}).annotate({ identifier: "ToolResultMessage" })
 /** @since 0.1.0 */
-export type ToolResultMessage = typeof ToolResultMessage.Type
+export interface ToolResultMessage extends Schema.Schema.Type<typeof ToolResultMessage> {}
 
 /** The messages a model understands, discriminated by `role`. */
-export const Message = Schema.Union([UserMessage, AssistantMessage, ToolResultMessage]).pipe(
-  Schema.toTaggedUnion("role")
-)
+export const Message: Schema.toTaggedUnion<
+  "role",
+  readonly [typeof UserMessage, typeof AssistantMessage, typeof ToolResultMessage]
+> = Schema.Union([UserMessage, AssistantMessage, ToolResultMessage]).pipe(Schema.toTaggedUnion("role"))
 /** @since 0.1.0 */
 export type Message = typeof Message.Type
 
@@ -170,7 +200,7 @@ export const isMessage = (message: AgentMessage): message is Message =>
  * A transcript of model messages as a JSON codec: `encode` gives pi-compatible JSON, `decode` validates and
  * returns the same value.
  */
-export const Transcript = Schema.Array(Message)
+export const Transcript: Schema.$Array<typeof Message> = Schema.Array(Message)
 /** @since 0.1.0 */
 export type Transcript = typeof Transcript.Type
 

@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import { Effect, FileSystem, Option, Path, Schema, type Scope } from "effect"
+import { Effect, FileSystem, Option, Path, Schema } from "effect"
 import { hostname } from "node:os"
 import { type AgentMessage, isMessage, Message } from "./Message.ts"
 
@@ -44,30 +44,29 @@ export interface SessionContents {
 }
 
 /** The messages of a session text; a bad line other than a cut last line fails naming it. */
-const parse = (path: string, text: string): Effect.Effect<SessionContents, SessionFileError> =>
-  Effect.gen(function*() {
-    const messages: Array<Message> = []
-    const lines = text.split("\n")
-    for (let index = 0; index < lines.length; index++) {
-      const line = lines[index].trim()
-      if (line === "") continue
-      const decoded = decodeLine(line)
-      if (decoded._tag === "Success") {
-        messages.push(decoded.value)
-        continue
-      }
-      // Only the very last line can have been cut by a crash: every complete line ends with a newline.
-      if (index === lines.length - 1) return { messages, cutLine: { line: index + 1, text: lines[index] } }
-      const detail = decoded.cause.reasons.map((reason) => reason._tag === "Fail" ? reason.error.message : String(reason))
-        .join("; ")
-      return yield* new SessionFileError({
-        path,
-        line: index + 1,
-        message: `Session file ${path}, line ${index + 1}: not a valid message: ${detail}`
-      })
+const parse = Effect.fnUntraced(function*(path: string, text: string) {
+  const messages: Array<Message> = []
+  const lines = text.split("\n")
+  for (let index = 0; index < lines.length; index++) {
+    const line = lines[index].trim()
+    if (line === "") continue
+    const decoded = decodeLine(line)
+    if (decoded._tag === "Success") {
+      messages.push(decoded.value)
+      continue
     }
-    return { messages, cutLine: undefined }
-  })
+    // Only the very last line can have been cut by a crash: every complete line ends with a newline.
+    if (index === lines.length - 1) return { messages, cutLine: { line: index + 1, text: lines[index] } }
+    const detail = decoded.cause.reasons.map((reason) => reason._tag === "Fail" ? reason.error.message : String(reason))
+      .join("; ")
+    return yield* new SessionFileError({
+      path,
+      line: index + 1,
+      message: `Session file ${path}, line ${index + 1}: not a valid message: ${detail}`
+    })
+  }
+  return { messages, cutLine: undefined }
+})
 
 /**
  * Reads a session file. Blank lines are skipped; a last line cut short by a crash is left out and named in
@@ -119,51 +118,50 @@ const isAlive = (pid: number): boolean => {
  * process that has died on this host (a crash, `kill -9`) is taken over; one held by a live process, or by a
  * process on another host (which cannot be checked), fails with {@link SessionInUse}.
  */
-const lockFile = (path: string): Effect.Effect<void, SessionFileError | SessionInUse, FileSystem.FileSystem | Scope.Scope> =>
-  Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
-    const lock = `${path}.lock`
-    const host = hostname()
-    const mine = JSON.stringify({ pid: process.pid, host }) + "\n"
-    const fail = (error: { readonly message: string }) =>
-      new SessionFileError({ path, message: `Cannot lock session file: ${error.message}` })
-    const take = fs.writeFileString(lock, mine, { flag: "wx" })
-    for (let attempt = 0;; attempt++) {
-      const taken = yield* Effect.result(take)
-      if (taken._tag === "Success") break
-      const error = taken.failure
-      if (error.reason._tag !== "AlreadyExists") return yield* fail(error)
-      const text = yield* fs.readFileString(lock).pipe(Effect.orElseSucceed(() => ""))
-      let holder: { readonly pid?: unknown; readonly host?: unknown } = {}
-      try {
-        holder = JSON.parse(text)
-      } catch {
-        // Unreadable (e.g. written half by a crash): treated as stale below.
-      }
-      const pid = typeof holder.pid === "number" ? holder.pid : undefined
-      const holderHost = typeof holder.host === "string" ? holder.host : host
-      // A lock without a pid may be one another process has just created and not yet written: only an old
-      // one is stale.
-      const age = yield* fs.stat(lock).pipe(
-        Effect.map((info) => Option.match(info.mtime, { onNone: () => Infinity, onSome: (at) => Date.now() - at.getTime() })),
-        Effect.orElseSucceed(() => Infinity)
-      )
-      const live = pid !== undefined ? holderHost !== host || isAlive(pid) : age < FRESH_LOCK_MILLIS
-      if (live || attempt > 0) {
-        return yield* new SessionInUse({
-          path,
-          pid: pid ?? -1,
-          host: holderHost,
-          message: `Session file ${path} is in use by another agent (pid ${pid ?? "unknown"}` +
-            `${holderHost === host ? "" : ` on ${holderHost}`}); wait for it to finish, or use another session file. ` +
-            `If no agent is running, remove ${lock}.`
-        })
-      }
-      // The holder is gone: the lock is stale. Remove it and try once more (another process may win).
-      yield* fs.remove(lock).pipe(Effect.catch(() => Effect.void))
+const lockFile = Effect.fnUntraced(function*(path: string) {
+  const fs = yield* FileSystem.FileSystem
+  const lock = `${path}.lock`
+  const host = hostname()
+  const mine = JSON.stringify({ pid: process.pid, host }) + "\n"
+  const fail = (error: { readonly message: string }) =>
+    new SessionFileError({ path, message: `Cannot lock session file: ${error.message}` })
+  const take = fs.writeFileString(lock, mine, { flag: "wx" })
+  for (let attempt = 0;; attempt++) {
+    const taken = yield* Effect.result(take)
+    if (taken._tag === "Success") break
+    const error = taken.failure
+    if (error.reason._tag !== "AlreadyExists") return yield* fail(error)
+    const text = yield* fs.readFileString(lock).pipe(Effect.orElseSucceed(() => ""))
+    let holder: { readonly pid?: unknown; readonly host?: unknown } = {}
+    try {
+      holder = JSON.parse(text)
+    } catch {
+      // Unreadable (e.g. written half by a crash): treated as stale below.
     }
-    yield* Effect.addFinalizer(() => fs.remove(lock).pipe(Effect.catch(() => Effect.void)))
-  })
+    const pid = typeof holder.pid === "number" ? holder.pid : undefined
+    const holderHost = typeof holder.host === "string" ? holder.host : host
+    // A lock without a pid may be one another process has just created and not yet written: only an old
+    // one is stale.
+    const age = yield* fs.stat(lock).pipe(
+      Effect.map((info) => Option.match(info.mtime, { onNone: () => Infinity, onSome: (at) => Date.now() - at.getTime() })),
+      Effect.orElseSucceed(() => Infinity)
+    )
+    const live = pid !== undefined ? holderHost !== host || isAlive(pid) : age < FRESH_LOCK_MILLIS
+    if (live || attempt > 0) {
+      return yield* new SessionInUse({
+        path,
+        pid: pid ?? -1,
+        host: holderHost,
+        message: `Session file ${path} is in use by another agent (pid ${pid ?? "unknown"}` +
+          `${holderHost === host ? "" : ` on ${holderHost}`}); wait for it to finish, or use another session file. ` +
+          `If no agent is running, remove ${lock}.`
+      })
+    }
+    // The holder is gone: the lock is stale. Remove it and try once more (another process may win).
+    yield* fs.remove(lock).pipe(Effect.catch(() => Effect.void))
+  }
+  yield* Effect.addFinalizer(() => fs.remove(lock).pipe(Effect.catch(() => Effect.void)))
+})
 
 /**
  * A writer for `path`, creating its folder if needed (the file is created by the first append, so a run that

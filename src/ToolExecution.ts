@@ -22,12 +22,17 @@ import {
   ToolCallSkipped,
   ToolNotFound
 } from "./ImmediateOutcome.ts"
+import { LazyAbort } from "./internal/abort.ts"
 import { echo, NotJson, readArguments } from "./internal/arguments.ts"
+import * as State from "./internal/callState.ts"
+import { type Call, type CallState, errorResult, type Finalized } from "./internal/callState.ts"
 import { clip } from "./internal/clip.ts"
 import { type Decode, decodeUnknownExit } from "./internal/decoding.ts"
 import { makeEmitter } from "./internal/emitter.ts"
 import { callUser, forEachEager } from "./internal/eager.ts"
 import { causeMessage } from "./internal/errorText.ts"
+import { skipReasonOf } from "./internal/skip.ts"
+import { executeAll, settleRemaining, stopTool, supervise } from "./internal/supervise.ts"
 import type { AssistantMessage, ToolCall, ToolResultContent, ToolResultMessage } from "./Message.ts"
 import { toolCallsOf } from "./Message.ts"
 import * as Telemetry from "./internal/telemetry.ts"
@@ -105,11 +110,6 @@ export interface ToolExecutionOptions<R = never> extends ToolExecutionConfig<R> 
   readonly signal?: AbortSignal | undefined
   /** The run's context, handed to the hooks. */
   readonly context?: AgentContext | undefined
-  /**
-   * When set, no call is executed: each one ends at once with this text (after its duplicate-id check). The
-   * loop uses it for the tool calls of a response that cannot be trusted, e.g. one cut at the token limit.
-   */
-  readonly skipReason?: string | undefined
 }
 
 /** The outcome of a batch. */
@@ -135,56 +135,25 @@ export const chooseMode = (
   return "parallel"
 }
 
+
 // ---------------------------------------------------------------------------------------------------------
-// Internal state of one batch
+// One batch
 // ---------------------------------------------------------------------------------------------------------
-
-/** Where a call stands; used after an abort to say honestly what happened to it. */
-type Stage = "waiting" | "preparing" | "prepared" | "running" | "stopped" | "finalizing" | "settled"
-
-interface Finalized {
-  readonly result: ToolResult
-  readonly isError: boolean
-  /** The immediate outcome's tag, for telemetry (docs/telemetry.md OT 2.3). */
-  readonly errorType?: string
-}
-
-interface Call {
-  readonly toolCall: ToolCall
-  /** Aborts the signal handed to the running tool (set while it runs). */
-  abort: (() => void) | undefined
-  stage: Stage
-  started: boolean
-  ended: boolean
-  announced: boolean
-  /** Set just before its `message_end` goes out (an abandoned work phase may never send it). */
-  messageEnded: boolean
-  abandoned: boolean
-  outcome: Finalized | undefined
-  message: ToolResultMessage | undefined
-}
-
-interface Prepared {
-  readonly call: Call
-  readonly entry: RegisteredTool
-  readonly args: unknown
-}
 
 interface Batch<R> {
   readonly assistantMessage: AssistantMessage
   readonly context: AgentContext
   readonly registry: ToolRegistryShape
   readonly emit: (event: AgentEvent) => Effect.Effect<void>
-  /** The same sink for the settle phase: bounded by the grace period. */
-  readonly emitBounded: (event: AgentEvent) => Effect.Effect<void>
   readonly signal: AbortSignal | undefined
   readonly before: ToolExecutionConfig<R>["beforeToolCall"]
   readonly after: ToolExecutionConfig<R>["afterToolCall"]
   readonly timeout: Duration.Duration | undefined
   readonly grace: Duration.Duration
   readonly seenIds: Set<string>
+  /** Set by the loop for a response that cannot be trusted: every call ends with this text (TE 2, AL 2.10). */
   readonly skipReason: string | undefined
-  /** Set when the batch is being stopped (signal or interruption): no tool may start after it. */
+  /** Set when the batch is being stopped (signal or interruption): no tool may start after it (TE 8.1). */
   stopping: boolean
   /** The sink delivers synchronously (see {@link makeEmitter}). */
   readonly syncSink: boolean
@@ -194,19 +163,26 @@ interface Batch<R> {
   readonly trace: Telemetry.BatchTrace | undefined
 }
 
-const DEFAULT_GRACE = Duration.seconds(2)
+/** A call that passed prepare: its tool and the arguments it will get. */
+class Prepared {
+  readonly call: Call
+  readonly entry: RegisteredTool
+  readonly args: unknown
+  constructor(call: Call, entry: RegisteredTool, args: unknown) {
+    this.call = call
+    this.entry = entry
+    this.args = args
+  }
+}
 
-const errorResult = (text: string, details: unknown = {}): Finalized => ({
-  result: { content: [{ type: "text", text }], details },
-  isError: true
-})
+const DEFAULT_GRACE = Duration.seconds(2)
 
 const isAborted = (batch: Batch<any>): boolean => batch.stopping || batch.signal?.aborted === true
 
 /**
- * Runs a step that sets a call's flags and emits: directly when the sink is synchronous (nothing can come
- * between them), otherwise as one uninterruptible step, so an abort can never leave a call marked without
- * its event (or the reverse).
+ * Runs a step that moves a call's state and emits: directly when the sink is synchronous (nothing can come
+ * between them), otherwise as one uninterruptible step, so an abort can never leave a call in a state
+ * without its event (or the reverse).
  */
 const atomically = <R>(batch: Batch<R>, step: () => Effect.Effect<void>): Effect.Effect<void> =>
   batch.syncSink ? step() : Effect.uninterruptible(Effect.suspend(step))
@@ -292,10 +268,49 @@ const abortedBeforeStart = (toolCall: ToolCall) =>
 /**
  * Phase 1. Looks the tool up, applies the compatibility shim, validates, and asks `beforeToolCall`. Every
  * way the call can end here is a typed error: the immediate outcome.
+
+/** TE 2.4: asks `beforeToolCall`; a block is the outcome, otherwise the (possibly replaced) arguments. */
+const beforeToolCall = <R>(
+  batch: Batch<R>,
+  call: Call,
+  args: unknown,
+  before: NonNullable<ToolExecutionConfig<R>["beforeToolCall"]>
+): Effect.Effect<unknown, ImmediateOutcome, R> => {
+  const toolCall = call.toolCall
+  return Effect.flatMapEager(
+    // The approval wait is a span of its own when it takes time (docs/telemetry.md OT 2.4).
+    Telemetry.toolPhase(batch.trace, call, "approval", () =>
+      guardStage(
+        toolCall,
+        "beforeToolCall",
+        () => before({ assistantMessage: batch.assistantMessage, toolCall, args, context: batch.context })
+      )),
+    (decision): Effect.Effect<unknown, ImmediateOutcome> => {
+      if (decision && decision.block === true) {
+        return Effect.fail(
+          new ToolCallBlocked({
+            toolCallId: toolCall.id,
+            toolName: toolCall.name,
+            message: decision.reason || "Tool execution was blocked",
+            terminate: decision.terminate === true
+          })
+        )
+      }
+      // TE 2.5: the hook may have waited (for a person's approval) while the run was aborted.
+      if (isAborted(batch)) return Effect.fail(abortedBeforeStart(toolCall))
+      return Effect.succeed(decision && decision.args !== undefined ? decision.args : args)
+    }
+  )
+}
+
+/**
+ * Phase 1 (TE 2). Checks the id (TE 9.1), looks the tool up (TE 2.2), applies the shim and validates
+ * (TE 2.3), and asks `beforeToolCall` (TE 2.4). Every way the call can end here is a typed error: the
+ * immediate outcome. (A plain function rather than a generator: it runs once per call, and most of its
+ * exits are immediate.)
  */
 const prepare = <R>(batch: Batch<R>, call: Call): Effect.Effect<Prepared, ImmediateOutcome, R> => {
   const { toolCall } = call
-  call.stage = "preparing"
   if (batch.seenIds.has(toolCall.id)) {
     return Effect.fail(
       new DuplicateToolCallId({
@@ -337,37 +352,13 @@ const prepare = <R>(batch: Batch<R>, call: Call): Effect.Effect<Prepared, Immedi
       (raw) => validateArguments(toolCall, entry.tool, raw)
     )
   const before = batch.before
-  if (before === undefined) {
-    return Effect.mapEager(validated, (args) => {
-      call.stage = "prepared"
-      return { call, entry, args }
-    })
-  }
-  return Effect.flatMapEager(validated, (args) =>
-    Effect.flatMapEager(
-      Telemetry.toolPhase(batch.trace, call, "approval", () =>
-        guardStage(
-          toolCall,
-          "beforeToolCall",
-          () => before({ assistantMessage: batch.assistantMessage, toolCall, args, context: batch.context })
-        )),
-      (decision): Effect.Effect<Prepared, ImmediateOutcome> => {
-        if (decision && decision.block === true) {
-          return Effect.fail(
-            new ToolCallBlocked({
-              toolCallId: toolCall.id,
-              toolName: toolCall.name,
-              message: decision.reason || "Tool execution was blocked",
-              terminate: decision.terminate === true
-            })
-          )
-        }
-        if (isAborted(batch)) return Effect.fail(abortedBeforeStart(toolCall))
-        const replaced = decision && decision.args !== undefined ? decision.args : args
-        call.stage = "prepared"
-        return Effect.succeed({ call, entry, args: replaced })
-      }
-    ))
+  const args = before === undefined
+    ? validated
+    : Effect.flatMapEager(validated, (args) => beforeToolCall(batch, call, args, before))
+  return Effect.mapEager(args, (args) => {
+    call.state = State.Prepared
+    return new Prepared(call, entry, args)
+  })
 }
 
 /** An immediate outcome as a finalized result. Only a block may terminate. */
@@ -434,47 +425,24 @@ export class ToolErrorResult extends Error {
 
 /**
  * Stops a running tool: aborts its signal first (so cleanup that waits on the signal can finish), then
- * interrupts its fiber, waiting at most the grace period. A tool that does not stop is abandoned.
- */
-const stopTool = (
-  call: Call,
-  fiber: Fiber.Fiber<unknown, unknown>,
-  abortSignal: () => void,
-  grace: Duration.Duration
-) =>
-  Effect.sync(abortSignal).pipe(
-    Effect.andThen(Effect.interruptible(Fiber.interrupt(fiber))),
-    Effect.timeoutOption(grace),
-    Effect.map((stopped) => {
-      if (Option.isNone(stopped)) call.abandoned = true
-    })
-  )
 
 /** What a running tool gets besides its arguments; `signal` is created on first access. */
-class CallContext implements ToolContext {
+class CallContext extends LazyAbort implements ToolContext {
   readonly toolCallId: string
   readonly #call: Call
   readonly #emit: (event: AgentEvent) => Effect.Effect<void>
-  #controller: AbortController | undefined = undefined
-  #aborted = false
   constructor(call: Call, emit: (event: AgentEvent) => Effect.Effect<void>) {
-    this.toolCallId = call.toolCall.id
+    const id = call.toolCall.id
+    super(() => new Error(`Tool call ${id} was interrupted`))
+    this.toolCallId = id
     this.#call = call
     this.#emit = emit
   }
-  get signal(): AbortSignal {
-    if (this.#controller === undefined) {
-      this.#controller = new AbortController()
-      // Asked for only after the abort (e.g. in the tool's own cleanup): it must say so.
-      if (this.#aborted) this.#controller.abort(this.#reason())
-    }
-    return this.#controller.signal
-  }
-  /** An own function, so that a tool may destructure it from its context. */
+  /** An own function, so that a tool may destructure it from its context. TE 3.2: only while it runs. */
   readonly update = (partialResult: ToolResult): Effect.Effect<void> =>
     Effect.suspend(() => {
       const call = this.#call
-      if (call.stage !== "running") return Effect.void
+      if (call.state._tag !== "Running") return Effect.void
       const { toolCall } = call
       return Effect.uninterruptible(this.#emit({
         type: "tool_execution_update",
@@ -484,29 +452,20 @@ class CallContext implements ToolContext {
         partialResult
       }))
     })
-  abort(): void {
-    this.#aborted = true
-    this.#controller?.abort(this.#reason())
-  }
-  #reason(): Error {
-    return new Error(`Tool call ${this.toolCallId} was interrupted`)
-  }
 }
 
 /**
- * Phase 2. Calls the handler. An effect that is already complete (`Effect.succeed(result)`) needs nothing
- * more. With `inline` (the caller runs this call in a fiber of its own that it stops within the grace period,
- * see {@link executeAll}) a tool without a timeout runs right there. Anything else runs in a detached fiber
- * of its own, so that on abort or timeout it can be stopped (its signal aborted, then its fiber interrupted)
- * and, if it ignores cancellation, abandoned after the grace period while nothing else of the batch waits
- * on it. Never starts a tool once the run is stopping.
+ * Phase 2 (TE 3). Calls the handler. An effect that is already complete (`Effect.succeed(result)`) needs
+ * nothing more. With `inline` (the caller runs this call in a fiber of its own that it stops within the
+ * grace period, see {@link executeAll}) a tool without a timeout runs right there. Anything else runs apart
+ * ({@link runApart}). Never starts a tool once the run is stopping (TE 8.1).
  */
 const execute = <R>(batch: Batch<R>, prepared: Prepared, inline: boolean): Effect.Effect<Finalized> => {
   const { call, entry } = prepared
   if (isAborted(batch)) return Effect.interrupt
-  call.stage = "running"
   const context = new CallContext(call, batch.emit)
-  call.abort = () => context.abort()
+  const running: CallState = { _tag: "Running", abort: () => context.abort() }
+  call.state = running
   const handled = callUser(() => entry.handler(prepared.args, context))
   if (Exit.isExit(handled)) return Effect.succeed(executedResult(entry.tool, handled as Exit.Exit<ToolResult, unknown>))
   // The handler itself may have aborted the run (or a listener of the signal did) while it was called: the
@@ -520,41 +479,71 @@ const execute = <R>(batch: Batch<R>, prepared: Prepared, inline: boolean): Effec
   const run = Effect.onInterrupt(handled, () =>
     Effect.sync(() => {
       context.abort()
-      call.stage = "stopped"
+      if (call.state === running) call.state = State.Stopped
     }))
   const timeout = entry.tool.timeout ?? batch.timeout
   if (inline && timeout === undefined) return Effect.map(Effect.exit(run), (exit) => executedResult(entry.tool, exit))
-  return Effect.uninterruptibleMask((restore) =>
-    Effect.flatMap(Effect.forkDetach(restore(run), { startImmediately: true }), (fiber) => {
-      const done = fiber.pollUnsafe()
-      if (done !== undefined) return Effect.succeed(executedResult(entry.tool, done))
-      const stop = () => stopTool(call, fiber, () => context.abort(), batch.grace)
-      // Aborted while the tool ran its first synchronous steps: the interruption of this fiber is deferred
-      // until it waits, so stop the tool now rather than start waiting for it.
-      if (isAborted(batch)) return Effect.andThen(stop(), Effect.interrupt)
-      if (timeout === undefined) {
-        return restore(Fiber.await(fiber)).pipe(
-          Effect.onInterrupt(stop),
-          Effect.map((exit) => executedResult(entry.tool, exit))
-        )
-      }
-      return restore(Effect.timeoutOption(Fiber.await(fiber), timeout)).pipe(
-        Effect.onInterrupt(stop),
-        Effect.flatMap((exit) =>
-          Option.isSome(exit)
-            ? Effect.succeed(executedResult(entry.tool, exit.value))
-            : Effect.map(stop(), () =>
-              errorResult(
-                `Tool ${entry.tool.name} timed out after ${Duration.format(timeout)}${
-                  call.abandoned ? " and was abandoned: it did not stop when cancelled" : ""
-                }`,
-                { timedOut: true, abandoned: call.abandoned }
-              ))
-        )
-      )
-    })
-  )
+  return runApart(batch, call, entry.tool, run, context, timeout)
 }
+
+/**
+ * A tool in a detached fiber of its own, so that on abort or timeout (TE 3.5) it can be stopped (its signal
+ * aborted, then its fiber interrupted) and, if it ignores cancellation, abandoned after the grace period
+ * while nothing else of the batch waits on it (TE 8.2).
+ */
+const runApart = (
+  batch: Batch<any>,
+  call: Call,
+  tool: Tool.Any,
+  run: Effect.Effect<ToolResult, unknown>,
+  context: CallContext,
+  timeout: Duration.Duration | undefined
+): Effect.Effect<Finalized> =>
+  Effect.uninterruptibleMask((restore) => superviseApart(restore, batch, call, tool, run, context, timeout))
+
+const superviseApart = Effect.fnUntracedEager(function*(
+  restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
+  batch: Batch<any>,
+  call: Call,
+  tool: Tool.Any,
+  run: Effect.Effect<ToolResult, unknown>,
+  context: CallContext,
+  timeout: Duration.Duration | undefined
+) {
+  const fiber = yield* Effect.forkDetach(restore(run), { startImmediately: true })
+  const done = fiber.pollUnsafe()
+  if (done !== undefined) return executedResult(tool, done)
+  const stop = () => stopTool(fiber, () => context.abort(), batch.grace)
+  // Only a call still running becomes abandoned: by the time the wait is over, the supervisor may have
+  // abandoned and settled it already (TE 8.3), and its settled state must stand.
+  const abandonIfRunning = (stopped: boolean) => {
+    if (!stopped && call.state._tag === "Running") call.state = State.Abandoned
+  }
+  const stopOnAbort = () => Effect.map(stop(), abandonIfRunning)
+  // Aborted while the tool ran its first synchronous steps: the interruption of this fiber is deferred
+  // until it waits, so stop the tool now rather than start waiting for it.
+  if (isAborted(batch)) {
+    yield* stopOnAbort()
+    return yield* Effect.interrupt
+  }
+  if (timeout === undefined) {
+    const exit = yield* restore(Fiber.await(fiber)).pipe(Effect.onInterrupt(stopOnAbort))
+    return executedResult(tool, exit)
+  }
+  const exit = yield* restore(Effect.timeoutOption(Fiber.await(fiber), timeout)).pipe(
+    Effect.onInterrupt(stopOnAbort)
+  )
+  if (Option.isSome(exit)) return executedResult(tool, exit.value)
+  const stopped = yield* stop()
+  // The tool may go on in the background: an abort while finalizing must still say so.
+  abandonIfRunning(stopped)
+  return errorResult(
+    `Tool ${tool.name} timed out after ${Duration.format(timeout)}${
+      stopped ? "" : " and was abandoned: it did not stop when cancelled"
+    }`,
+    { timedOut: true, abandoned: !stopped }
+  )
+})
 
 // ---------------------------------------------------------------------------------------------------------
 // Phase 3: finalize (TE 4)
@@ -575,16 +564,18 @@ const applyOverride = (executed: Finalized, override: AfterToolCallResult | unde
   }
 }
 
-/** Phase 3. Applies `afterToolCall`; its failure becomes an error result. */
+
+/** Phase 3 (TE 4). Applies `afterToolCall`; its failure becomes an error result. */
 const finalize = <R>(batch: Batch<R>, prepared: Prepared, executed: Finalized): Effect.Effect<Finalized, never, R> => {
   const after = batch.after
   if (after === undefined) return Effect.succeed(executed)
-  prepared.call.stage = "finalizing"
+  const call = prepared.call
+  call.state = call.state._tag === "Abandoned" ? State.FinalizingAbandoned : State.Finalizing
   return Effect.matchCauseEffectEager(
     callUser(() =>
       after({
         assistantMessage: batch.assistantMessage,
-        toolCall: prepared.call.toolCall,
+        toolCall: call.toolCall,
         args: prepared.args,
         result: executed.result,
         isError: executed.isError,
@@ -602,13 +593,13 @@ const finalize = <R>(batch: Batch<R>, prepared: Prepared, executed: Finalized): 
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Phases 4 and 5: end event, tool-result message
+// Phases 4 and 5: end event (TE 5.1), tool-result message (TE 5.2)
 // ---------------------------------------------------------------------------------------------------------
 
-/** Emits a call's start event (flag and event together, see {@link atomically}). */
+/** TE 2.1: a call's start event, before anything else of it (state and event together, see {@link atomically}). */
 const emitStart = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> =>
   atomically(batch, () => {
-    call.started = true
+    call.state = State.Preparing
     const { toolCall } = call
     Telemetry.toolStart(batch.trace, call, toolCall)
     return batch.emit({
@@ -620,59 +611,66 @@ const emitStart = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> =>
   })
 
 /** Phase 4 (TE 5.1). Records the call's final outcome and emits its one end event. */
-const emitEnd = <R>(batch: Batch<R>, call: Call, finalized: Finalized): Effect.Effect<void> =>
+const emitEnd = <R>(batch: Batch<R>, call: Call, outcome: Finalized): Effect.Effect<void> =>
   atomically(batch, () => {
-    call.outcome = finalized
-    call.ended = true
-    call.stage = "settled"
-    call.abort = undefined
-    Telemetry.toolEnd(batch.trace, call, finalized)
+    call.state = { _tag: "Ended", outcome }
+    Telemetry.toolEnd(batch.trace, call, outcome)
     return batch.emit({
       type: "tool_execution_end",
       toolCallId: call.toolCall.id,
       toolName: call.toolCall.name,
-      result: finalized.result,
-      isError: finalized.isError
+      result: outcome.result,
+      isError: outcome.isError
     })
   })
 
-/** Phase 5 (TE 5.2). The tool-result message of a settled call, timestamped no earlier than the previous one. */
-const createMessage = <R>(batch: Batch<R>, call: Call, now: number): ToolResultMessage => {
-  const { result, isError } = call.outcome!
-  batch.lastTimestamp = Math.max(batch.lastTimestamp, now)
-  const message: ToolResultMessage = {
+/** Phase 5 (TE 5.2). The tool-result message of an ended call, timestamped no earlier than the previous one. */
+const createMessage = <R>(batch: Batch<R>, call: Call, outcome: Finalized): ToolResultMessage => {
+  batch.lastTimestamp = Math.max(batch.lastTimestamp, batch.clock.currentTimeMillisUnsafe())
+  return {
     role: "toolResult",
     toolCallId: call.toolCall.id,
     toolName: call.toolCall.name,
-    content: result.content,
-    details: result.details,
-    isError,
+    content: outcome.result.content,
+    details: outcome.result.details,
+    isError: outcome.isError,
     timestamp: batch.lastTimestamp
   }
-  call.message = message
-  return message
 }
 
 /** Phase 5, announced: `message_start` then `message_end`, as one step an abort cannot split. */
 const announce = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> =>
   atomically(batch, () => {
-    const message = createMessage(batch, call, batch.clock.currentTimeMillisUnsafe())
-    call.announced = true
+    const state = call.state
+    if (state._tag !== "Ended") {
+      return Effect.die(new Error(`effect-agent: tool call ${call.toolCall.id} announced in state ${state._tag}`))
+    }
+    const message = createMessage(batch, call, state.outcome)
+    // A synchronous sink delivers both events right here: nothing can observe the state in between.
+    call.state = { _tag: batch.syncSink ? "Done" : "Announcing", outcome: state.outcome, message }
     return Effect.flatMapEager(batch.emit({ type: "message_start", message }), () => {
-      call.messageEnded = true
+      if (call.state._tag === "Announcing") call.state = { _tag: "Done", outcome: state.outcome, message }
       return batch.emit({ type: "message_end", message })
     })
   })
 
+/** The rest of phase 5 for a call an abort caught: its `message_end` if only `message_start` went out. */
+const finishMessage = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> => {
+  const state = call.state
+  if (state._tag !== "Announcing") return announce(batch, call)
+  call.state = { _tag: "Done", outcome: state.outcome, message: state.message }
+  return batch.emit({ type: "message_end", message: state.message })
+}
+
 // ---------------------------------------------------------------------------------------------------------
-// The two modes
+// The two modes (TE 6)
 // ---------------------------------------------------------------------------------------------------------
 
-const executeAndFinalize = <R>(
-  batch: Batch<R>,
-  prepared: Prepared,
-  inline = false
-): Effect.Effect<Finalized, never, R> =>
+/**
+ * Phases 2 and 3 of a prepared call. With a trace each phase is a span (docs/telemetry.md OT 2.4); without
+ * one they run exactly as they would untraced (OT 1.2).
+ */
+const executeAndFinalize = <R>(batch: Batch<R>, prepared: Prepared, inline: boolean): Effect.Effect<Finalized, never, R> =>
   batch.trace === undefined
     ? Effect.flatMapEager(execute(batch, prepared, inline), (executed) => finalize(batch, prepared, executed))
     : Effect.flatMapEager(
@@ -680,254 +678,82 @@ const executeAndFinalize = <R>(
       (executed) => Telemetry.toolPhase(batch.trace, prepared.call, "finalize", () => finalize(batch, prepared, executed))
     )
 
-/** Prepare, and on success execute and finalize: the finalized outcome of one call. */
-const outcomeOf = <R>(batch: Batch<R>, call: Call): Effect.Effect<Finalized, never, R> =>
-  Effect.matchCauseEffectEager(prepare(batch, call), {
-    onFailure: (cause) => {
-      const outcome = Cause.findErrorOption(cause)
-      return Option.isSome(outcome)
-        ? Effect.succeed(immediateResult(outcome.value))
-        : Effect.failCause(cause as Cause.Cause<never>)
-    },
-    onSuccess: (prepared) => executeAndFinalize(batch, prepared)
-  })
+/** An immediate outcome (the typed error of prepare) as the call's finalized result. */
+const endsImmediately = (outcome: ImmediateOutcome) => Effect.succeed(immediateResult(outcome))
 
-/** Sequential: each call goes through all five phases before the next one starts. */
-const runSequential = <R>(batch: Batch<R>, calls: ReadonlyArray<Call>): Effect.Effect<void, never, R> =>
-  Effect.suspend(() =>
-    forEachEager(calls, (call) =>
-      Effect.flatMapEager(
-        emitStart(batch, call),
-        () =>
-          Effect.flatMapEager(
-            outcomeOf(batch, call),
-            (finalized) => Effect.flatMapEager(emitEnd(batch, call, finalized), () => announce(batch, call))
-          )
-      ))
+/** Prepare, and on success execute and finalize: the finalized outcome of one call (phases 1 to 3). */
+const outcomeOf = <R>(batch: Batch<R>, call: Call, inline: boolean): Effect.Effect<Finalized, never, R> =>
+  Effect.flatMapEager(
+    Effect.catchEager(prepare(batch, call), endsImmediately),
+    (prepared) =>
+      prepared instanceof Prepared
+        ? executeAndFinalize(batch, prepared, inline)
+        : Effect.succeed(prepared)
   )
 
+/** Phases 4 and 5 of a finalized call: its end event, then its result message. */
+const endAndAnnounce = <R>(batch: Batch<R>, call: Call, outcome: Finalized): Effect.Effect<void> =>
+  Effect.flatMapEager(emitEnd(batch, call, outcome), () => announce(batch, call))
+
+// The modes are loops of complete Effects chained eagerly (`forEachEager`, `flatMapEager`) rather than
+// generators: a batch may hold 100 000 instant calls, and on that path a generator (and an iterator per
+// `yield*`) per call costs measurably more in a long-running process.
+
 /**
- * Parallel: preflight one call at a time in source order (an immediate outcome ends right there), then
- * execute every prepared call together with `Effect.forEach`, each ending as soon as it is finalized;
- * finally announce the result messages in source order.
+ * Sequential (TE 6.1): each call goes through all five phases before the next one starts; a call with an
+ * immediate outcome skips execute and finalize.
+ */
+const runSequential = <R>(batch: Batch<R>, calls: ReadonlyArray<Call>): Effect.Effect<void, never, R> =>
+  forEachEager(calls, (call) =>
+    Effect.flatMapEager(
+      emitStart(batch, call),
+      () => Effect.flatMapEager(outcomeOf(batch, call, false), (outcome) => endAndAnnounce(batch, call, outcome))
+    ))
+
+/** Phases 2 to 4 of one prepared call in parallel mode: it ends as soon as it is finalized. */
+const executeAndEnd = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<void, never, R> =>
+  Effect.flatMapEager(
+    executeAndFinalize(batch, prepared, true),
+    (outcome) => emitEnd(batch, prepared.call, outcome)
+  )
+
+/** Step 1 of parallel mode for one call: its start event and prepare; an immediate outcome ends it here. */
+const preflight = <R>(batch: Batch<R>, call: Call, prepared: Array<Prepared>): Effect.Effect<void, never, R> =>
+  Effect.flatMapEager(emitStart(batch, call), () =>
+    Effect.flatMapEager(Effect.catchEager(prepare(batch, call), endsImmediately), (result) => {
+      if (!(result instanceof Prepared)) return emitEnd(batch, call, result)
+      prepared.push(result)
+      return Effect.void
+    }))
+
+/**
+ * Parallel (TE 6.2), in three steps: prepare one call at a time in source order (an immediate outcome ends
+ * right there); execute every prepared call together, each ending as soon as it is finalized; then announce
+ * the result messages in source order. Must be called while running (the steps start at once).
  */
 const runParallel = <R>(
   batch: Batch<R>,
   calls: ReadonlyArray<Call>,
   concurrency: number | "unbounded"
-): Effect.Effect<void, never, R> =>
-  Effect.suspend(() => {
-    const prepared: Array<Prepared> = []
-    const preflight = forEachEager(calls, (call) =>
-      Effect.flatMapEager(emitStart(batch, call), () =>
-        Effect.matchCauseEffectEager(prepare(batch, call), {
-          onFailure: (cause) => {
-            const outcome = Cause.findErrorOption(cause)
-            return Option.isSome(outcome)
-              ? emitEnd(batch, call, immediateResult(outcome.value))
-              : Effect.failCause(cause as Cause.Cause<never>)
-          },
-          onSuccess: (p) => {
-            prepared.push(p)
-            return Effect.void
-          }
-        })))
-    return Effect.flatMapEager(preflight, () =>
-      Effect.flatMap(
-        executeAll(
-          batch,
-          prepared,
-          (p) => Effect.flatMapEager(executeAndFinalize(batch, p, true), (finalized) => emitEnd(batch, p.call, finalized)),
-          concurrency
-        ),
-        () => forEachEager(calls, (call) => announce(batch, call))
-      ))
-  })
-
-/**
- * The execute phase of parallel mode: starts each prepared call, in source order, once a slot is free (at
- * most `concurrency` at once). The abort check is made at the very moment a call would start, so an abort
- * raised by an earlier call (its tool, its hook, a subscriber of its events) stops every later one.
- *
- * A call whose handler and hooks return already-complete Effects needs no fiber; any other runs in one fiber
- * of its own (its tool inline, unless a timeout needs the tool apart, see {@link execute}), registered in the
- * same uninterruptible step that forks it, so that interrupting this phase always reaches every started call. Stopping gives the calls
- * the grace period together; a call whose tool ignores cancellation is then abandoned, alone: its fiber is
- * detached, so nothing of the batch waits on it, and being interrupted it never goes on to finalize.
- */
-const executeAll = <R>(
-  batch: Batch<R>,
-  prepared: ReadonlyArray<Prepared>,
-  run: (p: Prepared) => Effect.Effect<void, never, R>,
-  concurrency: number | "unbounded"
-): Effect.Effect<void, never, R> =>
-  Effect.uninterruptibleMask((restore) =>
-    Effect.suspend(() => {
-      const limit = concurrency === "unbounded" ? Number.POSITIVE_INFINITY : Math.max(1, concurrency)
-      const running = new Map<Fiber.Fiber<void, never>, Call>()
-      let failure: Cause.Cause<never> | undefined
-      let wake: (() => void) | undefined
-      let index = 0
-      let forked = 0
-      const settled = (fiber: Fiber.Fiber<void, never>) => (exit: Exit.Exit<void, never>) => {
-        running.delete(fiber)
-        if (Exit.isFailure(exit) && !Cause.hasInterruptsOnly(exit.cause)) failure ??= exit.cause
-        const resume = wake
-        wake = undefined
-        resume?.()
-      }
-      // Only one waiter at a time: the loop, or the stop below once the loop is interrupted.
-      const change = Effect.callback<void>((resume) => {
-        wake = () => resume(Effect.void)
-      })
-      const stopAll = Effect.suspend(() => {
-        for (const [fiber, call] of running) {
-          if (call.stage === "running") call.abort?.()
-          fiber.interruptUnsafe()
-        }
-        const drained: Effect.Effect<void> = Effect.suspend(() =>
-          running.size === 0 ? Effect.void : Effect.flatMap(change, () => drained)
-        )
-        return Effect.map(Effect.timeoutOption(Effect.interruptible(drained), batch.grace), (stopped) => {
-          if (Option.isSome(stopped)) return
-          for (const call of running.values()) {
-            if (call.stage === "running" || call.stage === "finalizing") call.abandoned = true
-          }
-        })
-      })
-      const loop = (): Effect.Effect<void, never, R> => {
-        while (failure === undefined) {
-          if (index === prepared.length || running.size >= limit) {
-            return running.size === 0 ? Effect.void : Effect.flatMap(restore(change), loop)
-          }
-          if (isAborted(batch)) return Effect.interrupt
-          const p = prepared[index++]
-          const effect = run(p)
-          if (Exit.isExit(effect)) {
-            if (Exit.isFailure(effect)) return effect
-            // A huge batch of instant calls must not starve the other fibers.
-            if ((index & 2047) === 0) return Effect.flatMap(Effect.yieldNow, loop)
-            continue
-          }
-          return Effect.flatMap(Effect.forkDetach(effect, { startImmediately: true }), (fiber) => {
-            const exit = fiber.pollUnsafe()
-            if (exit === undefined) {
-              running.set(fiber, p.call)
-              fiber.addObserver(settled(fiber))
-              // Let the first timers and I/O of the started calls through while the later ones start.
-              if ((++forked & 63) === 0) return Effect.flatMap(Effect.yieldNow, loop)
-            } else {
-              settled(fiber)(exit)
-            }
-            return loop()
-          })
-        }
-        return Effect.andThen(stopAll, Effect.failCause(failure))
-      }
-      return loop().pipe(Effect.onInterrupt(() => stopAll))
-    })
-  )
-
-// ---------------------------------------------------------------------------------------------------------
-// After an abort
-// ---------------------------------------------------------------------------------------------------------
-
-/** The honest result of a call the abort caught before it settled. */
-const interruptedResult = (call: Call, reason: string): Finalized => {
-  const name = call.toolCall.name
-  const started = call.stage === "running" || call.stage === "stopped" || call.stage === "finalizing"
-  if (!started) {
-    return errorResult(`Tool ${name} was not executed: ${reason} before it started.`, {
-      aborted: true,
-      started: false
-    })
-  }
-  const abandoned = call.abandoned ? " It did not stop when cancelled and was abandoned." : ""
-  return errorResult(
-    `Tool ${name} was interrupted after it started: ${reason}. It may have had side effects.${abandoned}`,
-    { aborted: true, started: true, abandoned: call.abandoned }
-  )
+): Effect.Effect<void, never, R> => {
+  const prepared: Array<Prepared> = []
+  return Effect.flatMapEager(forEachEager(calls, (call) => preflight(batch, call, prepared)), () =>
+    Effect.flatMap(
+      executeAll(prepared, (p) => executeAndEnd(batch, p), concurrency, () => isAborted(batch), batch.grace),
+      () => forEachEager(calls, (call) => announce(batch, call))
+    ))
 }
-
-/**
- * Gives every call that the abort caught its start (if it had none), end and result message, keeping the
- * order rules of the mode. A slow subscriber gets at most the grace period per event.
- */
-const settleRemaining = <R>(
-  batch: Batch<R>,
-  calls: ReadonlyArray<Call>,
-  mode: ExecutionMode,
-  reason: string
-): Effect.Effect<void> => {
-  const bounded: Batch<R> = { ...batch, emit: batch.emitBounded }
-  const start = (call: Call) => call.started ? Effect.void : emitStart(bounded, call)
-  const end = (call: Call) => call.ended ? Effect.void : emitEnd(bounded, call, interruptedResult(call, reason))
-  const message = (call: Call) =>
-    !call.announced
-      ? announce(bounded, call)
-      : call.messageEnded
-      ? Effect.void
-      : Effect.suspend(() => {
-        call.messageEnded = true
-        return bounded.emit({ type: "message_end", message: call.message! })
-      })
-  return mode === "sequential"
-    ? Effect.forEach(calls, (call) => start(call).pipe(Effect.andThen(end(call)), Effect.andThen(message(call))), {
-      discard: true
-    })
-    : Effect.forEach(calls, start, { discard: true }).pipe(
-      Effect.andThen(Effect.forEach(calls, end, { discard: true })),
-      Effect.andThen(Effect.forEach(calls, message, { discard: true }))
-    )
-}
-
-/** Resolves when the signal fires (at once if it has). */
-const whenAborted = (signal: AbortSignal): Effect.Effect<void> =>
-  Effect.callback<void>((resume) => {
-    if (signal.aborted) return resume(Effect.void)
-    const onAbort = () => resume(Effect.void)
-    signal.addEventListener("abort", onAbort, { once: true })
-    return Effect.sync(() => signal.removeEventListener("abort", onAbort))
-  })
-
-/**
- * Runs the work phase in its own fiber until it finishes, the signal fires, or this fiber is interrupted.
- * On abort the running tools' signals are aborted first (so cleanup that waits on them can finish), then
- * the work is interrupted and given the grace period to stop. Work that does not stop in time (a tool that
- * ignores cancellation, a subscriber that never returns) is abandoned: `abandon` drops its later events.
- * Returns how the work ended.
- */
-const supervise = <R>(
-  work: Effect.Effect<void, never, R>,
-  calls: ReadonlyArray<Call>,
-  signal: AbortSignal | undefined,
-  grace: Duration.Duration,
-  stop: () => void,
-  abandon: () => void,
-  restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
-): Effect.Effect<Exit.Exit<void>, never, R> =>
-  Effect.gen(function*() {
-    // Detached: a child fiber would be awaited when this one exits, and abandoned work must not hold it.
-    // Not started immediately, so that an interruption arriving while it would run synchronously is seen.
-    const fiber = yield* Effect.forkDetach(Effect.interruptible(work))
-    const waiting = signal === undefined
-      ? Fiber.await(fiber)
-      : Effect.raceFirst(Fiber.await(fiber), Effect.as(whenAborted(signal), undefined))
-    const first = yield* Effect.exit(restore(waiting))
-    if (Exit.isSuccess(first) && first.value !== undefined) return first.value
-    stop()
-    for (const call of calls) if (call.stage === "running") call.abort?.()
-    fiber.interruptUnsafe()
-    const stopped = yield* Effect.timeoutOption(Effect.interruptible(Fiber.await(fiber)), grace)
-    if (Option.isSome(stopped)) return stopped.value
-    for (const call of calls) if (call.stage === "running" || call.stage === "finalizing") call.abandoned = true
-    abandon()
-    return Exit.interrupt()
-  })
 
 // ---------------------------------------------------------------------------------------------------------
 // Entry points
 // ---------------------------------------------------------------------------------------------------------
+
+/** The result message of a call; every call of a batch that returns has one (a missing one is a bug). */
+const messageOf = (call: Call): ToolResultMessage => {
+  const state = call.state
+  if (state._tag === "Done" || state._tag === "Announcing") return state.message
+  throw new Error(`effect-agent: tool call ${call.toolCall.id} left the batch in state ${state._tag}`)
+}
 
 /**
  * Runs the tool calls of an assistant message and returns their result messages in source order.
@@ -947,18 +773,7 @@ export const executeToolCalls = <R = never>(
       const registry = yield* ToolRegistry
       const sink = yield* EventSink.EventSink
       const toolCalls = toolCallsOf(assistantMessage)
-      const calls: Array<Call> = toolCalls.map((toolCall) => ({
-        toolCall,
-        abort: undefined,
-        stage: "waiting",
-        started: false,
-        ended: false,
-        announced: false,
-        messageEnded: false,
-        abandoned: false,
-        outcome: undefined,
-        message: undefined
-      }))
+      const calls: Array<Call> = toolCalls.map((toolCall) => ({ toolCall, state: State.Waiting }))
       const grace = options.abandonAfter === undefined ? DEFAULT_GRACE : Duration.fromInputUnsafe(options.abandonAfter)
       const emitter = makeEmitter(sink)
       const batch: Batch<R> = {
@@ -966,14 +781,13 @@ export const executeToolCalls = <R = never>(
         context: options.context ?? Context.empty,
         registry,
         emit: emitter.emit,
-        emitBounded: emitter.bounded(grace),
         signal: options.signal,
         before: options.beforeToolCall,
         after: options.afterToolCall,
         timeout: options.timeout === undefined ? undefined : Duration.fromInputUnsafe(options.timeout),
         grace,
         seenIds: new Set(),
-        skipReason: options.skipReason,
+        skipReason: skipReasonOf(options),
         stopping: false,
         syncSink: emitter.sync,
         clock: yield* Clock.Clock,
@@ -981,9 +795,12 @@ export const executeToolCalls = <R = never>(
         trace: yield* Telemetry.batchTrace
       }
       const mode = chooseMode(toolCalls, registry, options.toolExecution)
-      const work = mode === "sequential"
-        ? runSequential(batch, calls)
-        : runParallel(batch, calls, options.concurrency ?? "unbounded")
+      // Suspended: the phases run eagerly when called, and must run in the supervised fiber.
+      const work = Effect.suspend(() =>
+        mode === "sequential"
+          ? runSequential(batch, calls)
+          : runParallel(batch, calls, options.concurrency ?? "unbounded")
+      )
       const exit = yield* supervise(work, calls, options.signal, grace, () => {
         batch.stopping = true
       }, emitter.close, restore)
@@ -991,11 +808,18 @@ export const executeToolCalls = <R = never>(
       if (Exit.isFailure(exit)) {
         const reason = aborted ? "the run was aborted" : `an internal error occurred (${causeMessage(exit.cause)})`
         if (!aborted) yield* Effect.logError("effect-agent: tool batch failed", exit.cause)
-        yield* settleRemaining(batch, calls, mode, reason)
+        // A slow subscriber gets at most the grace period per event.
+        const bounded: Batch<R> = { ...batch, emit: emitter.bounded(grace) }
+        yield* settleRemaining(calls, mode, reason, {
+          start: (call) => emitStart(bounded, call),
+          end: (call, outcome) => emitEnd(bounded, call, outcome),
+          message: (call) => finishMessage(bounded, call)
+        })
       }
       return {
-        messages: calls.map((call) => call.message!),
-        terminate: calls.length > 0 && calls.every((call) => call.outcome?.result.terminate === true),
+        messages: calls.map(messageOf),
+        terminate: calls.length > 0 &&
+          calls.every((call) => call.state._tag === "Done" && call.state.outcome.result.terminate === true),
         aborted
       }
     })

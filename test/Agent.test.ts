@@ -1,6 +1,6 @@
 /**
  * The stateful agent (`src/Agent.ts`) and its Promise facade (`src/PromiseAgent.ts`), against the
- * "stateful agent" section of `docs/agent-loop.md`.
+ * stateful agent of `docs/agent-loop.md` (AL 4).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer, Stream, SubscriptionRef } from "effect"
@@ -70,8 +70,8 @@ const assistantMessage = (text: string): AssistantMessage => ({
 })
 
 describe("Agent", () => {
-  describe("prompt", () => {
-    it.effect("with text: a user message with a text block (and images), then the run", () =>
+  describe("AL 4.2 prompt", () => {
+    it.effect("AL 4.2 with text: a user message with a text block (and images), then the run", () =>
       Effect.gen(function*() {
         const { agent, model, events } = yield* setup([say("hello")], { systemPrompt: "Be nice." })
         yield* TestClock.setTime(1234)
@@ -94,7 +94,7 @@ describe("Agent", () => {
         assert.isFalse(state.isStreaming)
       }))
 
-    it.effect("with a message: the message itself is the prompt", () =>
+    it.effect("AL 4.2 with a message: the message itself is the prompt", () =>
       Effect.gen(function*() {
         const { agent } = yield* setup([say("ok")])
         const message = user("as a message", 7)
@@ -104,7 +104,7 @@ describe("Agent", () => {
         assert.strictEqual(state.messages.length, 2)
       }))
 
-    it.effect("with messages: all of them, in order, in one run", () =>
+    it.effect("AL 4.2 with messages: all of them, in order, in one run", () =>
       Effect.gen(function*() {
         const { agent, model, events } = yield* setup([say("ok")])
         yield* agent.prompt([user("one"), user("two")])
@@ -114,7 +114,7 @@ describe("Agent", () => {
         assert.strictEqual(events.filter((e) => e.type === "agent_start").length, 1)
       }))
 
-    it.effect("continues the transcript across prompts", () =>
+    it.effect("AL 4.2 continues the transcript across prompts", () =>
       Effect.gen(function*() {
         const { agent, model } = yield* setup([callTools([call("c1", "add", { a: 1, b: 2 })]), say("3"), say("again")])
         yield* agent.prompt("1+2?")
@@ -125,7 +125,7 @@ describe("Agent", () => {
         assert.strictEqual((yield* model.requests)[2]!.messages.length, 5)
       }))
 
-    it.effect("during a run is refused with pi's text", () =>
+    it.effect("AL 4.2 during a run is refused with pi's text", () =>
       Effect.gen(function*() {
         const gate = makeGate()
         const { agent } = yield* setup([callTools([call("g", "gate")]), say("done")], {}, [gate.tool])
@@ -143,8 +143,8 @@ describe("Agent", () => {
       }))
   })
 
-  describe("continue", () => {
-    it.effect("from a user message runs the loop", () =>
+  describe("AL 4.3 continue", () => {
+    it.effect("AL 4.3 from a user message runs the loop", () =>
       Effect.gen(function*() {
         const { agent, events } = yield* setup([say("answer")], { messages: [user("question")] })
         yield* agent.continue
@@ -153,7 +153,7 @@ describe("Agent", () => {
         assert.deepStrictEqual(skeleton(events).slice(0, 3), ["agent_start", "turn_start", "message_start:assistant:stop"])
       }))
 
-    it.effect("from a tool result runs the loop", () =>
+    it.effect("AL 4.3 from a tool result runs the loop", () =>
       Effect.gen(function*() {
         const messages: ReadonlyArray<AgentMessage> = [
           user("q"),
@@ -167,7 +167,7 @@ describe("Agent", () => {
         assert.strictEqual(textOf(state.messages[3]), "it is 2")
       }))
 
-    it.effect("from an assistant message drains one steering message (and skips the initial steering poll)", () =>
+    it.effect("AL 4.3 from an assistant message drains one steering message (and skips the initial steering poll)", () =>
       Effect.gen(function*() {
         const { agent, model } = yield* setup([say("to A"), say("to B"), say("to F")], { messages: [user("q"), assistantMessage("a")] })
         yield* agent.steer("A")
@@ -181,7 +181,7 @@ describe("Agent", () => {
         assert.strictEqual(requests.length, 3)
       }))
 
-    it.effect("from an assistant message without steering runs the follow-ups", () =>
+    it.effect("AL 4.3 from an assistant message without steering runs the follow-ups", () =>
       Effect.gen(function*() {
         const { agent, model } = yield* setup([say("to F")], { messages: [user("q"), assistantMessage("a")] })
         yield* agent.followUp("F")
@@ -190,7 +190,7 @@ describe("Agent", () => {
         assert.isFalse(yield* agent.hasQueuedMessages)
       }))
 
-    it.effect("from an assistant message with nothing queued fails", () =>
+    it.effect("AL 4.3 from an assistant message with nothing queued fails", () =>
       Effect.gen(function*() {
         const { agent, model } = yield* setup([say("never")], { messages: [user("q"), assistantMessage("a")] })
         const error = yield* agent.continue.pipe(Effect.flip)
@@ -200,7 +200,7 @@ describe("Agent", () => {
         assert.isFalse((yield* stateOf(agent)).isStreaming)
       }))
 
-    it.effect("with no messages fails", () =>
+    it.effect("AL 4.3 with no messages fails", () =>
       Effect.gen(function*() {
         const { agent } = yield* setup([say("never")])
         const error = yield* agent.continue.pipe(Effect.flip)
@@ -208,7 +208,7 @@ describe("Agent", () => {
         assert.strictEqual(error.message, "No messages to continue from")
       }))
 
-    it.effect("during a run is refused", () =>
+    it.effect("AL 4.3 during a run is refused", () =>
       Effect.gen(function*() {
         const gate = makeGate()
         const { agent } = yield* setup([callTools([call("g", "gate")]), say("done")], {}, [gate.tool])
@@ -222,7 +222,7 @@ describe("Agent", () => {
       }))
   })
 
-  describe("queues", () => {
+  describe("AL 4.4 queues", () => {
     const steerDuringBatch = (mode: Agent.QueueMode) =>
       Effect.gen(function*() {
         const gate = makeGate()
@@ -240,7 +240,7 @@ describe("Agent", () => {
         return { requests: yield* model.requests, state: yield* stateOf(agent) }
       })
 
-    it.effect("steering one-at-a-time (default): one message per turn", () =>
+    it.effect("AL 4.4 steering one-at-a-time (default): one message per turn", () =>
       Effect.gen(function*() {
         const { requests, state } = yield* steerDuringBatch("one-at-a-time")
         assert.strictEqual(requests.length, 3)
@@ -249,14 +249,14 @@ describe("Agent", () => {
         assertWellFormed(state.messages)
       }))
 
-    it.effect("steering all: every queued message at once", () =>
+    it.effect("AL 4.4 steering all: every queued message at once", () =>
       Effect.gen(function*() {
         const { requests } = yield* steerDuringBatch("all")
         assert.strictEqual(requests.length, 2)
         assert.deepStrictEqual(userTexts(requests[1]!), ["go", "A", "B"])
       }))
 
-    it.effect("follow-ups one-at-a-time vs all, and setFollowUpMode", () =>
+    it.effect("AL 4.4 follow-ups one-at-a-time vs all, and setFollowUpMode", () =>
       Effect.gen(function*() {
         const one = yield* setup([say("r1"), say("r2"), say("r3")])
         yield* one.agent.followUp("F1")
@@ -277,7 +277,7 @@ describe("Agent", () => {
         assert.deepStrictEqual(userTexts(allRequests[1]!), ["go", "F1", "F2"])
       }))
 
-    it.effect("setSteeringMode switches the steering queue", () =>
+    it.effect("AL 4.4 setSteeringMode switches the steering queue", () =>
       Effect.gen(function*() {
         const { agent, model } = yield* setup([say("r1")])
         yield* agent.setSteeringMode("all")
@@ -287,7 +287,7 @@ describe("Agent", () => {
         assert.deepStrictEqual(userTexts((yield* model.requests)[0]!), ["go", "S1", "S2"], "initial poll takes all")
       }))
 
-    it.effect("clearing the queues", () =>
+    it.effect("AL 4.4 clearing the queues", () =>
       Effect.gen(function*() {
         const { agent, model } = yield* setup([say("r1")])
         assert.isFalse(yield* agent.hasQueuedMessages)
@@ -308,8 +308,8 @@ describe("Agent", () => {
       }))
   })
 
-  describe("abort, waitForIdle, reset", () => {
-    it.effect("abort during a tool: the run settles, the tool call has its result, no further model call", () =>
+  describe("AL 4.5 abort, waitForIdle, reset", () => {
+    it.effect("AL 4.5 abort during a tool: the run settles, the tool call has its result, no further model call", () =>
       Effect.gen(function*() {
         const gate = makeGate()
         const { agent, model, events } = yield* setup([callTools([call("g", "gate")]), say("never")], {}, [gate.tool])
@@ -327,7 +327,7 @@ describe("Agent", () => {
         assert.strictEqual(state.pendingToolCalls.size, 0)
       }))
 
-    it.effect("abort while streaming: an `aborted` message and errorMessage", () =>
+    it.effect("AL 4.5 abort while streaming: an `aborted` message and errorMessage", () =>
       Effect.gen(function*() {
         const { agent, events } = yield* setup([{ ...say("slowly streaming"), delay: "1 second" }])
         const run = yield* agent.prompt("go").pipe(Effect.forkChild)
@@ -342,7 +342,7 @@ describe("Agent", () => {
         assert.strictEqual(state.errorMessage, last.errorMessage)
       }))
 
-    it.effect("abort when idle does nothing", () =>
+    it.effect("AL 4.5 abort when idle does nothing", () =>
       Effect.gen(function*() {
         const { agent } = yield* setup([say("ok")])
         yield* agent.abort
@@ -350,7 +350,7 @@ describe("Agent", () => {
         assert.strictEqual(textOf((yield* stateOf(agent)).messages.at(-1)), "ok", "a later run is not aborted")
       }))
 
-    it.effect("interrupting prompt aborts the run; the agent is idle and usable afterwards", () =>
+    it.effect("AL 4.5 interrupting prompt aborts the run; the agent is idle and usable afterwards", () =>
       Effect.gen(function*() {
         const gate = makeGate()
         const { agent, events } = yield* setup([callTools([call("g", "gate")]), say("never"), say("next")], {}, [gate.tool])
@@ -366,7 +366,7 @@ describe("Agent", () => {
         assert.strictEqual(textOf((yield* stateOf(agent)).messages.at(-1)), "never")
       }))
 
-    it.effect("waitForIdle: immediate when idle; during a run, settles when the run is over", () =>
+    it.effect("AL 4.5 waitForIdle: immediate when idle; during a run, settles when the run is over", () =>
       Effect.gen(function*() {
         const gate = makeGate()
         const { agent } = yield* setup([callTools([call("g", "gate")]), say("done")], {}, [gate.tool])
@@ -383,7 +383,7 @@ describe("Agent", () => {
         yield* Fiber.join(run)
       }))
 
-    it.effect("reset is refused during a run and works after it", () =>
+    it.effect("AL 4.5 reset is refused during a run and works after it", () =>
       Effect.gen(function*() {
         const gate = makeGate()
         const { agent } = yield* setup([callTools([call("g", "gate")]), { fail: "bad", as: "error" }], {}, [gate.tool])
@@ -408,8 +408,8 @@ describe("Agent", () => {
       }))
   })
 
-  describe("subscribers", () => {
-    it.effect("run in subscription order, each awaited before the next", () =>
+  describe("AL 4.6 subscribers", () => {
+    it.effect("AL 4.6 run in subscription order, each awaited before the next", () =>
       Effect.gen(function*() {
         const { agent } = yield* setup([callTools([call("c1", "add", { a: 1, b: 2 })]), say("3")])
         const trace: Array<string> = []
@@ -434,7 +434,7 @@ describe("Agent", () => {
         assert.strictEqual(trace.at(-1), "B:agent_end")
       }))
 
-    it.effect("a subscriber blocked on a Deferred holds the run; prompt settles only after agent_end subscribers finish", () =>
+    it.effect("AL 4.6 a subscriber blocked on a Deferred holds the run; prompt settles only after agent_end subscribers finish", () =>
       Effect.gen(function*() {
         const { agent, model } = yield* setup([callTools([call("c1", "add", { a: 1, b: 2 })]), say("3")])
         const release = Deferred.makeUnsafe<void>()
@@ -466,7 +466,7 @@ describe("Agent", () => {
         assert.isFalse((yield* stateOf(agent)).isStreaming)
       }))
 
-    it.effect("an assistant message_end is handled by subscribers before tool preflight starts", () =>
+    it.effect("AL 4.6 an assistant message_end is handled by subscribers before tool preflight starts", () =>
       Effect.gen(function*() {
         const trace: Array<string> = []
         const add = customTool("add", () => Effect.sync(() => (trace.push("execute"), { content: [{ type: "text" as const, text: "ok" }], details: {} })))
@@ -501,7 +501,7 @@ describe("Agent", () => {
         ])
       }))
 
-    it.effect("subscribers receive the run's abort signal", () =>
+    it.effect("AL 4.6 subscribers receive the run's abort signal", () =>
       Effect.gen(function*() {
         const gate = makeGate()
         const { agent } = yield* setup([callTools([call("g", "gate")]), say("never")], {}, [gate.tool])
@@ -517,7 +517,7 @@ describe("Agent", () => {
         assert.isTrue(signals[0]!.aborted)
       }))
 
-    it.effect("interrupting prompt aborts the signal subscribers got (a subscriber honouring it lets the run end)", () =>
+    it.effect("AL 4.6 interrupting prompt aborts the signal subscribers got (a subscriber honouring it lets the run end)", () =>
       Effect.gen(function*() {
         const { agent } = yield* setup([callTools([call("c1", "add", { a: 1, b: 2 })]), say("never")])
         const waiting = Deferred.makeUnsafe<void>()
@@ -544,7 +544,7 @@ describe("Agent", () => {
         assert.isTrue(interrupted._tag === "Success", "interrupting prompt does not hang on a subscriber that honours the signal")
       }))
 
-    it.effect("failing and throwing subscribers never orphan a tool call and never break the run", () =>
+    it.effect("AL 4.7 failing and throwing subscribers never orphan a tool call and never break the run", () =>
       Effect.gen(function*() {
         const { agent, events } = yield* setup([
           callTools([call("c1", "add", { a: 1, b: 2 }), call("c2", "echo", { text: "x" })]),
@@ -570,7 +570,7 @@ describe("Agent", () => {
         assert.strictEqual(state.pendingToolCalls.size, 0)
       }))
 
-    it.effect("unsubscribing stops delivery", () =>
+    it.effect("AL 4.6 unsubscribing stops delivery", () =>
       Effect.gen(function*() {
         const { agent } = yield* setup([say("a"), say("b")])
         const seen: Array<string> = []
@@ -583,8 +583,8 @@ describe("Agent", () => {
       }))
   })
 
-  describe("state (SubscriptionRef)", () => {
-    it.effect("isStreaming, streamingMessage, pendingToolCalls and messages follow the run", () =>
+  describe("AL 4.1 state (SubscriptionRef)", () => {
+    it.effect("AL 4.1 isStreaming, streamingMessage, pendingToolCalls and messages follow the run", () =>
       Effect.gen(function*() {
         const gate = makeGate()
         const { agent } = yield* setup([callTools([call("g", "gate"), call("c2", "add", { a: 1, b: 2 })], "thinking"), say("done")], {}, [gate.tool, addTool])
@@ -618,7 +618,7 @@ describe("Agent", () => {
         assert.isUndefined(final.errorMessage)
       }))
 
-    it.effect("a state keeps its moment, and a plain copy set from outside is taken as it is", () =>
+    it.effect("AL 4.1 a state keeps its moment, and a plain copy set from outside is taken as it is", () =>
       Effect.gen(function*() {
         const { agent } = yield* setup([say("one"), say("two")])
         yield* agent.prompt("first")
@@ -630,7 +630,7 @@ describe("Agent", () => {
         assert.deepStrictEqual(state.messages.map((m) => textOf(m)), ["first", "one"], "the earlier state is unchanged")
       }))
 
-    it.effect("errorMessage is set by a failed turn and cleared by the next run", () =>
+    it.effect("AL 4.1 errorMessage is set by a failed turn and cleared by the next run", () =>
       Effect.gen(function*() {
         const { agent } = yield* setup([{ fail: "rate limited", as: "error" }, say("fine")])
         yield* agent.prompt("go")
@@ -641,7 +641,7 @@ describe("Agent", () => {
         assert.isUndefined((yield* stateOf(agent)).errorMessage)
       }))
 
-    it.effect("changes stream every state, from idle through streaming back to idle", () =>
+    it.effect("AL 4.1 changes stream every state, from idle through streaming back to idle", () =>
       Effect.gen(function*() {
         const { agent } = yield* setup([callTools([call("c1", "add", { a: 1, b: 2 })]), say("3")])
         const ready = Deferred.makeUnsafe<void>()
@@ -662,7 +662,7 @@ describe("Agent", () => {
         assert.strictEqual(last.messages.length, 4)
       }))
 
-    it.effect("setMessages and setSystemPrompt", () =>
+    it.effect("AL 4.1 setMessages and setSystemPrompt", () =>
       Effect.gen(function*() {
         const gate = makeGate()
         const { agent, model } = yield* setup([callTools([call("g", "gate")]), say("done"), say("ok")], {}, [gate.tool])
@@ -681,7 +681,7 @@ describe("Agent", () => {
       }))
   })
 
-  it.effect("Agent.layer serves an agent built from options", () =>
+  it.effect("AL 4.1 Agent.layer serves an agent built from options", () =>
     Effect.gen(function*() {
       const agent = yield* Agent.Agent
       yield* agent.prompt("hi")
@@ -716,7 +716,7 @@ const promiseGate = () => {
 }
 
 describe("PromiseAgent", () => {
-  it("basic flow: prompt, events to subscribers, state", async () => {
+  it("AL 4.1 basic flow: prompt, events to subscribers, state", async () => {
     const agent = new PromiseAgent({
       layer: promiseLayer([callTools([call("c1", "add", { a: 1, b: 2 })]), say("3")]),
       systemPrompt: "Add."
@@ -742,7 +742,7 @@ describe("PromiseAgent", () => {
     }
   })
 
-  it("rejections carry the agent's texts", async () => {
+  it("AL 4.2 rejections carry the agent's texts", async () => {
     const gate = promiseGate()
     const agent = new PromiseAgent({ layer: promiseLayer([callTools([call("g", "gate")]), say("done")], [gate.tool]) })
     try {
@@ -781,7 +781,7 @@ describe("PromiseAgent", () => {
     }
   })
 
-  it("a throwing or rejecting subscriber does not break the run; waitForIdle and abort work", async () => {
+  it("AL 4.7 a throwing or rejecting subscriber does not break the run; waitForIdle and abort work", async () => {
     const gate = promiseGate()
     const agent = new PromiseAgent({ layer: promiseLayer([callTools([call("g", "gate")]), say("never")], [gate.tool]) })
     try {
@@ -808,7 +808,7 @@ describe("PromiseAgent", () => {
     }
   })
 
-  it("steering and follow-ups through the facade", async () => {
+  it("AL 4.4 steering and follow-ups through the facade", async () => {
     const gate = promiseGate()
     const agent = new PromiseAgent({ layer: promiseLayer([callTools([call("g", "gate")]), say("steered"), say("followed")], [gate.tool]) })
     try {

@@ -39,7 +39,7 @@ const setup = (script: ReadonlyArray<ScriptedModel.Step>) => {
 const toolResultsOf = (messages: ReadonlyArray<AgentMessage>) => messages.filter((m) => m.role === "toolResult")
 
 describe("AgentLoop adapters", () => {
-  it("agentLoopAsyncIterable yields every event of the run, agent_start to agent_end", async () => {
+  it("AL 3.7 agentLoopAsyncIterable yields every event of the run, agent_start to agent_end", async () => {
     const { layer } = setup([
       ScriptedModel.callTools([ScriptedModel.toolCall("c1", "add", { a: 1, b: 2 })]),
       ScriptedModel.say("3")
@@ -52,7 +52,7 @@ describe("AgentLoop adapters", () => {
     expect(types.filter((t) => t === "turn_end")).toHaveLength(2)
   })
 
-  it("agentLoopAsyncIterable yields the events in the order the run emits them, none lost or repeated", async () => {
+  it("AL 3.7 agentLoopAsyncIterable yields the events in the order the run emits them, none lost or repeated", async () => {
     const script = [
       ScriptedModel.callTools([
         ScriptedModel.toolCall("c1", "add", { a: 1, b: 2 }),
@@ -72,7 +72,7 @@ describe("AgentLoop adapters", () => {
     expect(iterated.map(label)).toEqual(emitted.map(label))
   })
 
-  it("agentLoopAsyncIterable throws the error of a layer that cannot be built", async () => {
+  it("AL 3.7 agentLoopAsyncIterable throws the error of a layer that cannot be built", async () => {
     const broken = Layer.merge(
       ToolRegistry.layer(Add).pipe(Layer.provide(Add.toLayer(() => Effect.succeed(Tool.textResult("0"))))),
       Layer.effect(Model, Effect.fail(new Error("no model here")))
@@ -85,7 +85,7 @@ describe("AgentLoop adapters", () => {
     await expect(iterate()).rejects.toThrow("no model here")
   })
 
-  it("breaking out of the iteration stops the run: the running tool is interrupted", async () => {
+  it("AL 3.7 breaking out of the iteration stops the run: the running tool is interrupted", async () => {
     const { layer, seen } = setup([ScriptedModel.callTools([ScriptedModel.toolCall("w", "wait", {})])])
     for await (const event of agentLoopAsyncIterable([user], context, {}, layer)) {
       if (event.type === "tool_execution_start") break
@@ -96,7 +96,7 @@ describe("AgentLoop adapters", () => {
     expect(seen.signalAborted).toBe(true)
   })
 
-  it("runAgentLoopPromise resolves with the new messages and hands every event to onEvent in order", async () => {
+  it("AL 3.7 runAgentLoopPromise resolves with the new messages and hands every event to onEvent in order", async () => {
     const { layer } = setup([
       ScriptedModel.callTools([ScriptedModel.toolCall("c1", "add", { a: 2, b: 2 })]),
       ScriptedModel.say("4")
@@ -111,13 +111,13 @@ describe("AgentLoop adapters", () => {
     expect(events.at(-1)).toMatchObject({ type: "agent_end", messages })
   })
 
-  it("a rejecting onEvent is contained: the run still completes", async () => {
+  it("AL 3.7 a rejecting onEvent is contained: the run still completes", async () => {
     const { layer } = setup([ScriptedModel.say("done")])
     const messages = await runAgentLoopPromise([user], context, {}, layer, () => Promise.reject(new Error("subscriber")))
     expect(messages.map((m) => m.role)).toEqual(["user", "assistant"])
   })
 
-  it("aborting the signal resolves the Promise with a well-formed transcript", async () => {
+  it("AL 3.7 aborting the signal resolves the Promise with a well-formed transcript", async () => {
     const { layer, seen } = setup([ScriptedModel.callTools([ScriptedModel.toolCall("w", "wait", {})])])
     const controller = new AbortController()
     seen.onBegin = () => controller.abort() // the tool is running when the abort comes

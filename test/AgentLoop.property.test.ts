@@ -167,7 +167,7 @@ const GrowingOp = Schema.Union([
 
 describe("AgentLoop properties", () => {
   it.effect.prop(
-    "the transcript appends without copying per message, and every snapshot keeps its own moment",
+    "AL 3.6 the transcript appends without copying per message, and every snapshot keeps its own moment",
     { initial: Schema.Array(Schema.Int).check(Schema.isMaxLength(5)), ops: Schema.Array(GrowingOp).check(Schema.isMaxLength(60)) },
     ({ initial, ops }) =>
       Effect.sync(() => {
@@ -200,7 +200,7 @@ describe("AgentLoop properties", () => {
   )
 
   it.effect.prop(
-    "random conversations: one agent_end, balanced events, well-formed transcript, no model call after abort",
+    "AL 3.1, 3.4, 3.5 random conversations: one agent_end, balanced events, well-formed transcript, no model call after abort",
     { scenario: Scenario },
     ({ scenario }) =>
       Effect.gen(function*() {
@@ -267,7 +267,7 @@ describe("AgentLoop properties", () => {
   )
 
   it.effect.prop(
-    "random conversations through the stateful agent: the transcript stays well formed across runs",
+    "AL 3.5, AL 4 random conversations through the stateful agent: the transcript stays well formed across runs",
     {
       scenario: Scenario,
       prompts: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 3 }))

@@ -73,7 +73,7 @@ describe("AgentLoop", () => {
   // The loop
   // -------------------------------------------------------------------------------------------------------
 
-  it.effect("a one-tool turn then a final answer: the exact event sequence", () =>
+  it.effect("AL 2.1, 2.3, 2.5 a one-tool turn then a final answer: the exact event sequence", () =>
     Effect.gen(function*() {
       const prompt = user("what is 1+2?")
       const { events, messages, requests } = yield* runLoop({
@@ -136,7 +136,7 @@ describe("AgentLoop", () => {
       }
     }))
 
-  it.effect("shouldStopAfterTurn returning true ends the run after that turn's turn_end", () =>
+  it.effect("AL 2.6 shouldStopAfterTurn returning true ends the run after that turn's turn_end", () =>
     Effect.gen(function*() {
       const seen: Array<{ message: AssistantMessage; results: number; newMessages: number; context: number }> = []
       const steering = queue()
@@ -184,7 +184,7 @@ describe("AgentLoop", () => {
       assert.strictEqual(steering.items.length, 1, "steering is not read after a stop")
     }))
 
-  it.effect("a failing shouldStopAfterTurn stops the run (stopping is the safe choice)", () =>
+  it.effect("AL 2.6 a failing shouldStopAfterTurn stops the run (stopping is the safe choice)", () =>
     Effect.gen(function*() {
       const { events, messages, requests } = yield* runLoop({
         script: [callTools([call("c1", "add", { a: 1, b: 2 })]), say("never")],
@@ -194,7 +194,7 @@ describe("AgentLoop", () => {
       assert.strictEqual(requests.length, 1)
     }))
 
-  it.effect("steering is delivered only after the whole batch and its turn_end; no tool call is skipped", () =>
+  it.effect("AL 2.6 steering is delivered only after the whole batch and its turn_end; no tool call is skipped", () =>
     Effect.gen(function*() {
       const gate = makeGate()
       const add = counted(addTool)
@@ -250,7 +250,7 @@ describe("AgentLoop", () => {
       ])
     }))
 
-  it.effect("steering during a sequential batch skips none of its calls", () =>
+  it.effect("AL 2.6 steering during a sequential batch skips none of its calls", () =>
     Effect.gen(function*() {
       const gate = makeGate()
       const add = counted(addTool)
@@ -277,7 +277,7 @@ describe("AgentLoop", () => {
       assert.deepStrictEqual(toolResults(messages).map((r) => r.isError), [false, false])
     }))
 
-  it.effect("steering queued by a turn_end subscriber is read right after that turn_end", () =>
+  it.effect("AL 2.6 steering queued by a turn_end subscriber is read right after that turn_end", () =>
     Effect.gen(function*() {
       const steering = queue()
       let queued = false
@@ -297,7 +297,7 @@ describe("AgentLoop", () => {
       assert.deepStrictEqual(textsOf(requests[1]!.messages), ["user:hi", "assistant:stop", "user:from turn_end"])
     }))
 
-  it.effect("the initial steering poll: queued steering joins the first turn, after the prompts", () =>
+  it.effect("AL 2.2 the initial steering poll: queued steering joins the first turn, after the prompts", () =>
     Effect.gen(function*() {
       const steering = queue()
       yield* steering.push(user("typed while waiting"))
@@ -324,7 +324,7 @@ describe("AgentLoop", () => {
       assert.strictEqual(steering.polls(), 2, "polled at the start and after the turn")
     }))
 
-  it.effect("follow-ups are read only when the agent would otherwise stop", () =>
+  it.effect("AL 2.7 follow-ups are read only when the agent would otherwise stop", () =>
     Effect.gen(function*() {
       const followUps = queue()
       yield* followUps.push(user("and then?"))
@@ -361,7 +361,7 @@ describe("AgentLoop", () => {
       ])
     }))
 
-  it.effect("follow-ups queued during the run (e.g. while a tool runs) wait until the agent is idle", () =>
+  it.effect("AL 2.7 follow-ups queued during the run (e.g. while a tool runs) wait until the agent is idle", () =>
     Effect.gen(function*() {
       const followUps = queue()
       const steering = queue()
@@ -386,8 +386,8 @@ describe("AgentLoop", () => {
       assert.strictEqual(textOf(messages[3]), "3")
     }))
 
-  describe("a terminating batch", () => {
-    it.effect("without queued messages ends the run", () =>
+  describe("AL 2.8 a terminating batch", () => {
+    it.effect("AL 2.8 without queued messages ends the run", () =>
       Effect.gen(function*() {
         const followUps = queue()
         const { events, messages, requests } = yield* runLoop({
@@ -400,7 +400,7 @@ describe("AgentLoop", () => {
         assert.strictEqual(followUps.polls(), 1, "follow-ups are still read when the batch terminates")
       }))
 
-    it.effect("followed by queued steering still starts a new turn", () =>
+    it.effect("AL 2.8 followed by queued steering still starts a new turn", () =>
       Effect.gen(function*() {
         const steering = queue()
         const recorder = makeRecorder((event) => {
@@ -425,7 +425,7 @@ describe("AgentLoop", () => {
         ])
       }))
 
-    it.effect("followed by a queued follow-up still starts a new turn", () =>
+    it.effect("AL 2.8 followed by a queued follow-up still starts a new turn", () =>
       Effect.gen(function*() {
         const followUps = queue()
         yield* followUps.push(user("next"))
@@ -438,7 +438,7 @@ describe("AgentLoop", () => {
         assert.strictEqual(textOf(messages.at(-1)), "next reply")
       }))
 
-    it.effect("only when every result terminates", () =>
+    it.effect("AL 2.8 / TE 7 only when every result terminates", () =>
       Effect.gen(function*() {
         const { events, messages, requests } = yield* runLoop({
           script: [callTools([call("s1", "stop", { text: "bye" }), call("c2", "add", { a: 1, b: 1 })]), say("go on")]
@@ -448,7 +448,7 @@ describe("AgentLoop", () => {
       }))
   })
 
-  it.effect("a `length` stop: tool calls are not executed, each gets the error result, the loop goes on", () =>
+  it.effect("AL 2.10 a `length` stop: tool calls are not executed, each gets the error result, the loop goes on", () =>
     Effect.gen(function*() {
       const add = counted(addTool)
       const { events, messages, requests } = yield* runLoop({
@@ -477,14 +477,14 @@ describe("AgentLoop", () => {
       assert.includeMembers(skeleton(events), ["tool_execution_start:c1", "tool_execution_end:c2", "turn_end:assistant:length[c1,c2]"])
     }))
 
-  it.effect("a `length` stop without tool calls ends the run", () =>
+  it.effect("AL 2.10 a `length` stop without tool calls ends the run", () =>
     Effect.gen(function*() {
       const { events, messages, requests } = yield* runLoop({ script: [say("cut off", { stopReason: "length" }), say("never")] })
       assertRunInvariants(events, messages)
       assert.strictEqual(requests.length, 1)
     }))
 
-  it.effect("`toolUse` without tool calls ends the run normally", () =>
+  it.effect("AL 2.9 `toolUse` without tool calls ends the run normally", () =>
     Effect.gen(function*() {
       const { events, messages, requests } = yield* runLoop({
         script: [say("I would use a tool", { stopReason: "toolUse" }), say("never")]
@@ -497,7 +497,7 @@ describe("AgentLoop", () => {
       assert.deepStrictEqual(skeleton(events).slice(-2), ["turn_end:assistant:toolUse[]", "agent_end"])
     }))
 
-  it.effect("multi-turn: several tool turns in a row, then the answer", () =>
+  it.effect("AL 2.3 multi-turn: several tool turns in a row, then the answer", () =>
     Effect.gen(function*() {
       const { events, messages, requests } = yield* runLoop({
         script: [
@@ -522,7 +522,7 @@ describe("AgentLoop", () => {
   // Failures
   // -------------------------------------------------------------------------------------------------------
 
-  describe("model failure", () => {
+  describe("AL 3.2 model failure", () => {
     const expectErrorEnd = (
       events: ReadonlyArray<AgentEvent>,
       messages: ReadonlyArray<AgentMessage>,
@@ -547,7 +547,7 @@ describe("AgentLoop", () => {
       ])
     }
 
-    it.effect("typed failure (`fail`, as: \"error\") ends the turn with an error message; no further model call", () =>
+    it.effect("AL 3.2 typed failure (`fail`, as: \"error\") ends the turn with an error message; no further model call", () =>
       Effect.gen(function*() {
         const { events, messages, requests } = yield* runLoop({
           script: [{ fail: "rate limited", as: "error" }, say("never")]
@@ -556,7 +556,7 @@ describe("AgentLoop", () => {
         assert.strictEqual(requests.length, 1)
       }))
 
-    it.effect("typed failure after streamed text keeps the partial content", () =>
+    it.effect("AL 3.2 typed failure after streamed text keeps the partial content", () =>
       Effect.gen(function*() {
         const { events, messages, requests } = yield* runLoop({
           script: [callTools([call("c1", "add", { a: 1, b: 2 })]), {
@@ -570,7 +570,7 @@ describe("AgentLoop", () => {
         assert.strictEqual(requests.length, 2)
       }))
 
-    it.effect("an `error` event ends the turn with the model's error message; no further model call", () =>
+    it.effect("AL 3.2 an `error` event ends the turn with the model's error message; no further model call", () =>
       Effect.gen(function*() {
         const { events, messages, requests } = yield* runLoop({
           script: [{ fail: "overloaded", as: "event", content: [{ type: "text", text: "so" }] }, say("never")]
@@ -579,7 +579,7 @@ describe("AgentLoop", () => {
         assert.strictEqual(requests.length, 1)
       }))
 
-    it.effect("an error message holding tool calls: they are not executed but each gets a result", () =>
+    it.effect("AL 3.3 an error message holding tool calls: they are not executed but each gets a result", () =>
       Effect.gen(function*() {
         const add = counted(addTool)
         const { events, messages, requests } = yield* runLoop({
@@ -596,7 +596,7 @@ describe("AgentLoop", () => {
         assert.deepStrictEqual(skeleton(events).slice(-2), ["turn_end:assistant:error[c1]", "agent_end"])
       }))
 
-    it.effect("a script that runs out is a model failure, not a hang", () =>
+    it.effect("AL 3.2 a script that runs out is a model failure, not a hang", () =>
       Effect.gen(function*() {
         const { events, messages } = yield* runLoop({ script: [callTools([call("c1", "add", { a: 1, b: 2 })])] })
         assertRunInvariants(events, messages)
@@ -604,7 +604,7 @@ describe("AgentLoop", () => {
         assert.match(assistants(messages).at(-1)!.errorMessage!, /script/)
       }))
 
-    it.effect("a transformContext failure ends the turn with an error message; the model is not called", () =>
+    it.effect("AL 3.2 a transformContext failure ends the turn with an error message; the model is not called", () =>
       Effect.gen(function*() {
         const { events, messages, requests } = yield* runLoop({
           script: [say("never")],
@@ -614,7 +614,7 @@ describe("AgentLoop", () => {
         assert.strictEqual(requests.length, 0)
       }))
 
-    it.effect("a convertToLlm failure ends the turn with an error message; the model is not called", () =>
+    it.effect("AL 3.2 a convertToLlm failure ends the turn with an error message; the model is not called", () =>
       Effect.gen(function*() {
         const { events, messages, requests } = yield* runLoop({
           script: [say("never")],
@@ -624,7 +624,7 @@ describe("AgentLoop", () => {
         assert.strictEqual(requests.length, 0)
       }))
 
-    it.effect("a throwing convertToLlm (a defect) is contained the same way", () =>
+    it.effect("AL 3.2 a throwing convertToLlm (a defect) is contained the same way", () =>
       Effect.gen(function*() {
         const { events, messages, requests } = yield* runLoop({
           script: [callTools([call("c1", "add", { a: 1, b: 2 })]), say("never")],
@@ -639,7 +639,7 @@ describe("AgentLoop", () => {
         expectErrorEnd(events, messages, "converter bug")
         assert.strictEqual(requests.length, 1)
       }))
-    it.effect("a model stream that ends without `done` or `error` gives an error message, not a hang", () =>
+    it.effect("AL 3.2 a model stream that ends without `done` or `error` gives an error message, not a hang", () =>
       Effect.gen(function*() {
         const partial: AssistantMessage = {
           role: "assistant",
@@ -660,7 +660,7 @@ describe("AgentLoop", () => {
         expectErrorEnd(recorder.events, messages, "The model stream ended without a final message")
       }))
 
-    it.effect("a model stream that dies (a defect) gives an error message", () =>
+    it.effect("AL 3.2 a model stream that dies (a defect) gives an error message", () =>
       Effect.gen(function*() {
         const model = {
           info: { api: "x", provider: "x", model: "x" },
@@ -672,8 +672,8 @@ describe("AgentLoop", () => {
       }))
   })
 
-  describe("hooks that die", () => {
-    it.effect("a defect in getSteeringMessages still ends the event stream with agent_end", () =>
+  describe("AL 3.1 hooks that die", () => {
+    it.effect("AL 3.1 a defect in getSteeringMessages still ends the event stream with agent_end", () =>
       Effect.gen(function*() {
         let polls = 0
         const { events, messages } = yield* runLoop({
@@ -691,7 +691,7 @@ describe("AgentLoop", () => {
         assertMessagesMatch(events, messages)
       }))
 
-    it.effect("a defect in getFollowUpMessages still ends the event stream with agent_end", () =>
+    it.effect("AL 3.1 a defect in getFollowUpMessages still ends the event stream with agent_end", () =>
       Effect.gen(function*() {
         const { events, messages } = yield* runLoop({
           script: [say("hello")],
@@ -703,7 +703,7 @@ describe("AgentLoop", () => {
       }))
   })
 
-  it.effect("abort while transformContext is still working: `aborted` message, the model is not called", () =>
+  it.effect("AL 3.4 abort while transformContext is still working: `aborted` message, the model is not called", () =>
     Effect.gen(function*() {
       const controller = new AbortController()
       const entered = Deferred.makeUnsafe<void>()
@@ -726,7 +726,7 @@ describe("AgentLoop", () => {
   // The model request
   // -------------------------------------------------------------------------------------------------------
 
-  it.effect("transformContext runs before convertToLlm; the model gets the system prompt, converted messages and tool schemas", () =>
+  it.effect("AL 2.4 transformContext runs before convertToLlm; the model gets the system prompt, converted messages and tool schemas", () =>
     Effect.gen(function*() {
       const order: Array<string> = []
       let transformedOutput: ReadonlyArray<AgentMessage> | undefined
@@ -784,7 +784,7 @@ describe("AgentLoop", () => {
       assert.deepStrictEqual(messages.map((m) => textOf(m)), ["keep", "drop me", "ok"])
     }))
 
-  it.effect("transformContext and convertToLlm run before every model call", () =>
+  it.effect("AL 2.4 transformContext and convertToLlm run before every model call", () =>
     Effect.gen(function*() {
       let transforms = 0
       let converts = 0
@@ -799,8 +799,8 @@ describe("AgentLoop", () => {
       assert.deepStrictEqual([transforms, converts], [2, 2])
     }))
 
-  describe("application message kinds", () => {
-    it.effect("are filtered out by the default convertToLlm but stay in the transcript", () =>
+  describe("AL 1.2 application message kinds", () => {
+    it.effect("AL 1.2 are filtered out by the default convertToLlm but stay in the transcript", () =>
       Effect.gen(function*() {
         const { events, messages, requests } = yield* runLoop({
           script: [say("ok")],
@@ -819,7 +819,7 @@ describe("AgentLoop", () => {
         ])
       }))
 
-    it.effect("can be converted by a custom convertToLlm", () =>
+    it.effect("AL 1.2 can be converted by a custom convertToLlm", () =>
       Effect.gen(function*() {
         const { requests } = yield* runLoop({
           script: [say("ok")],
@@ -841,7 +841,7 @@ describe("AgentLoop", () => {
   // Abort and interruption
   // -------------------------------------------------------------------------------------------------------
 
-  it.effect("abort while streaming: the message ends `aborted`, its tool calls get \"not started\" results, no further model call", () =>
+  it.effect("AL 3.4 abort while streaming: the message ends `aborted`, its tool calls get \"not started\" results, no further model call", () =>
     Effect.gen(function*() {
       const controller = new AbortController()
       const add = counted(addTool)
@@ -890,7 +890,7 @@ describe("AgentLoop", () => {
       ])
     }))
 
-  it.effect("abort signalled by a subscriber while the response streams (events arriving without pause) ends it `aborted`", () =>
+  it.effect("AL 3.4 abort signalled by a subscriber while the response streams (events arriving without pause) ends it `aborted`", () =>
     Effect.gen(function*() {
       // The stream has no delay: its events are all available at once, as when a provider delivers several
       // events in one network chunk. The abort happens at the first tool call's toolcall_end update, before
@@ -916,7 +916,7 @@ describe("AgentLoop", () => {
       )
     }))
 
-  it.effect("abort while streaming text only: `aborted` message, then agent_end", () =>
+  it.effect("AL 3.4 abort while streaming text only: `aborted` message, then agent_end", () =>
     Effect.gen(function*() {
       const controller = new AbortController()
       const recorder = makeRecorder((event) => {
@@ -937,7 +937,7 @@ describe("AgentLoop", () => {
       assert.deepStrictEqual(skeleton(events).slice(-3), ["message_end:assistant:aborted", "turn_end:assistant:aborted[]", "agent_end"])
     }))
 
-  it.effect("a signal aborted before the run: `aborted` message, no model call", () =>
+  it.effect("AL 3.4 a signal aborted before the run: `aborted` message, no model call", () =>
     Effect.gen(function*() {
       const { events, messages, requests } = yield* runLoop({
         script: [say("never")],
@@ -948,7 +948,7 @@ describe("AgentLoop", () => {
       assert.strictEqual(requests.length, 0)
     }))
 
-  it.effect("abort during a parallel batch: the running call is interrupted, every call has its result, no further model call", () =>
+  it.effect("AL 3.4 / TE 8 abort during a parallel batch: the running call is interrupted, every call has its result, no further model call", () =>
     Effect.gen(function*() {
       const controller = new AbortController()
       const gate = makeGate()
@@ -971,7 +971,7 @@ describe("AgentLoop", () => {
       assert.deepStrictEqual(skeleton(events).slice(-2), ["turn_end:assistant:toolUse[c1,g]", "agent_end"])
     }))
 
-  it.effect("abort during a sequential batch: later calls never run and say so", () =>
+  it.effect("AL 3.4 / TE 8 abort during a sequential batch: later calls never run and say so", () =>
     Effect.gen(function*() {
       const controller = new AbortController()
       const gate = makeGate()
@@ -993,7 +993,7 @@ describe("AgentLoop", () => {
       assert.match(textOf(r2), /before it started/)
     }))
 
-  it.effect("a tool that aborts the run: the batch settles and the loop ends without another model call", () =>
+  it.effect("AL 3.4 a tool that aborts the run: the batch settles and the loop ends without another model call", () =>
     Effect.gen(function*() {
       const controller = new AbortController()
       const aborter = customTool("abort", () => Effect.sync(() => controller.abort()).pipe(Effect.andThen(Effect.never)))
@@ -1007,7 +1007,7 @@ describe("AgentLoop", () => {
       assert.match(textOf(toolResults(messages)[0]), /interrupted after it started/)
     }))
 
-  it.effect("interrupting the fiber still ends the run with agent_end (events through an EventSink)", () =>
+  it.effect("AL 3.4 interrupting the fiber still ends the run with agent_end (events through an EventSink)", () =>
     Effect.gen(function*() {
       const gate = makeGate()
       const model = yield* ScriptedModel.make([callTools([call("g", "gate"), call("c2", "add", { a: 1, b: 2 })]), say("never")])
@@ -1033,7 +1033,7 @@ describe("AgentLoop", () => {
       assert.strictEqual((yield* model.requests).length, 1)
     }))
 
-  it.effect("interrupting the fiber while the model streams ends with an `aborted` message and agent_end", () =>
+  it.effect("AL 3.4 interrupting the fiber while the model streams ends with an `aborted` message and agent_end", () =>
     Effect.gen(function*() {
       const model = yield* ScriptedModel.make([{ ...say("slow answer"), delay: "1 second" }])
       const recorder = makeRecorder()
@@ -1052,7 +1052,7 @@ describe("AgentLoop", () => {
       ])
     }))
 
-  it.effect("stopping the stream consumer interrupts the run: the tool is interrupted, no further model call", () =>
+  it.effect("AL 3.4 stopping the stream consumer interrupts the run: the tool is interrupted, no further model call", () =>
     Effect.gen(function*() {
       const gate = makeGate()
       const model = yield* ScriptedModel.make([callTools([call("g", "gate")]), say("never")])
@@ -1070,7 +1070,7 @@ describe("AgentLoop", () => {
       assert.strictEqual((yield* model.requests).length, 1)
     }))
 
-  it.effect("the Stream form emits the same events and ends after agent_end", () =>
+  it.effect("AL 1.3 the Stream form emits the same events and ends after agent_end", () =>
     Effect.gen(function*() {
       const script = [callTools([call("c1", "add", { a: 1, b: 2 })]), say("3")]
       const viaSink = yield* runLoop({ script })
@@ -1090,7 +1090,7 @@ describe("AgentLoop", () => {
   // Transcript and inputs
   // -------------------------------------------------------------------------------------------------------
 
-  it.effect("the transcript is always well formed, whatever each turn ended with", () =>
+  it.effect("AL 3.5 the transcript is always well formed, whatever each turn ended with", () =>
     Effect.gen(function*() {
       const { events, messages } = yield* runLoop({
         script: [
@@ -1103,7 +1103,7 @@ describe("AgentLoop", () => {
       assert.deepStrictEqual(toolResults(messages).map((r) => r.toolCallId), ["l1", "c1", "c2", "c3", "c4", "e1", "e2"])
     }))
 
-  it.effect("the caller's context object and messages array are never mutated", () =>
+  it.effect("AL 3.6 the caller's context object and messages array are never mutated", () =>
     Effect.gen(function*() {
       const assistant: AssistantMessage = {
         role: "assistant",
@@ -1142,8 +1142,8 @@ describe("AgentLoop", () => {
       assert.deepStrictEqual({ context, prompts }, snapshot)
     }))
 
-  describe("continue", () => {
-    it.effect("refuses an empty context with a typed CannotContinue", () =>
+  describe("AL 2.11 continue", () => {
+    it.effect("AL 2.11 refuses an empty context with a typed CannotContinue", () =>
       Effect.gen(function*() {
         const model = yield* ScriptedModel.make([say("never")])
         const error = yield* provideRun(runAgentLoopContinue({ systemPrompt: SYSTEM, messages: [] }), model, [], makeRecorder().sink).pipe(Effect.flip)
@@ -1160,7 +1160,7 @@ describe("AgentLoop", () => {
         assert.strictEqual((yield* model.requests).length, 0)
       }))
 
-    it.effect("refuses an assistant tail with a typed CannotContinue", () =>
+    it.effect("AL 2.11 refuses an assistant tail with a typed CannotContinue", () =>
       Effect.gen(function*() {
         const model = yield* ScriptedModel.make([say("never")])
         const context = {
@@ -1177,7 +1177,7 @@ describe("AgentLoop", () => {
         assert.strictEqual((yield* model.requests).length, 0)
       }))
 
-    it.effect("from a user or tool-result tail runs the loop without prompt events", () =>
+    it.effect("AL 2.11 from a user or tool-result tail runs the loop without prompt events", () =>
       Effect.gen(function*() {
         const model = yield* ScriptedModel.make([say("answer")])
         const recorder = makeRecorder()

@@ -631,7 +631,7 @@ const trace = (run: Run): string => {
   return lines.sort((a, b) => a[0] - b[0]).map(([, line]) => line).join("\n")
 }
 
-/** Every invariant of spec section 10 (and a few more of sections 2–9); returns the violations. */
+/** Every invariant of TE 10 (and a few more of TE 2 to TE 9); returns the violations. */
 const violations = (run: Run): Array<string> => {
   const { c, rec, message, exit } = run
   const v: Array<string> = [...rec.problems]
@@ -858,7 +858,7 @@ const violations = (run: Run): Array<string> => {
     }
   }
 
-  // Nothing leaks (section 9). When the batch returns, every tool body that honours interruption has ended
+  // Nothing leaks (TE 9.3). When the batch returns, every tool body that honours interruption has ended
   // (its finalizers ran), and every fiber that ran batch code is done, unless a tool that ignores
   // cancellation or a blocked subscriber made the batch abandon work. A little later, only work held by a
   // tool that never stops may still run.
@@ -1008,7 +1008,7 @@ const batchCase = (spec: Partial<BatchCase>): BatchCase => ({
   ...spec
 })
 
-describe("executeToolCalls: properties (spec section 10)", () => {
+describe("TE 10 executeToolCalls: properties", () => {
   it.effect.prop(
     "every invariant holds on random batches that are not aborted",
     { c: makeBatchCaseArb(noAbort) },
@@ -1030,7 +1030,7 @@ describe("executeToolCalls: properties (spec section 10)", () => {
     propertyOptions(200)
   )
 
-  // Issue 16 item 1 (spec 8): an abort raised synchronously from inside the batch (a tool as it is called,
+  // Issue 16 item 1 (TE 8): an abort raised synchronously from inside the batch (a tool as it is called,
   // begins or settles; a hook; the subscriber on any event, updates included), in both modes and with a
   // concurrency limit: no call starts executing after it, and those calls say they were not executed.
   it.effect.prop(
@@ -1218,7 +1218,7 @@ describe("executeToolCalls: regressions found by the properties", () => {
   // Interrupting the batch's fiber while the work fiber is running (here from the subscriber, on the first
   // call's end event): `execute` checks only the AbortSignal, which an interrupt does not fire, and the work
   // fiber's interruption is deferred while it runs, so the parallel phase still starts the next tool.
-  it.effect("interrupting the batch during the execution phase starts no further tool", () =>
+  it.effect("TE 8.1 interrupting the batch during the execution phase starts no further tool", () =>
     checkCase(batchCase({
       calls: [call(), call({ body: "never" })],
       // start, start, end of the first call

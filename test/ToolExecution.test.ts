@@ -1,6 +1,6 @@
 /**
  * The tool-execution contract (docs/tool-execution.md), one test (or a small group) per rule of
- * sections 1–9. Ordering is forced with Deferred gates, time with the TestClock; no test sleeps for real.
+ * TE 1 to TE 9. Ordering is forced with Deferred gates, time with the TestClock; no test sleeps for real.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Data, Effect, Exit, Fiber, Ref, Schema, Stream } from "effect"

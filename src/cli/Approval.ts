@@ -42,11 +42,11 @@ export type ApprovalMode =
   | { readonly _tag: "NoTerminal" }
 
 /** The question shown for a call: the tool and its exact arguments. */
-export const question = (toolName: string, args: unknown): string =>
+const question = (toolName: string, args: unknown): string =>
   `Allow ${toolName} ${JSON.stringify(args, null, 2)}?`
 
 /** The blocked result of a call the person declined, with their reason when they gave one (CLI 4.4). */
-export const declinedReason = (toolName: string, reason?: string): string =>
+const declinedReason = (toolName: string, reason?: string): string =>
   reason === undefined || reason.trim() === ""
     ? `The user declined this ${toolName} call. It was not run.`
     : `The user declined this ${toolName} call. It was not run. The user said: ${reason.trim()}`
@@ -99,7 +99,7 @@ export const approvalHook = (mode: ApprovalMode, needsApproval: ReadonlySet<stri
 }
 
 /** What an `edit` or `write` call would change, given the file's text now (`undefined`: no such file). */
-export const proposedText = (toolName: string, args: unknown, before: string | undefined): string | undefined => {
+const proposedText = (toolName: string, args: unknown, before: string | undefined): string | undefined => {
   const record = (typeof args === "object" && args !== null ? args : {}) as Record<string, unknown>
   if (toolName === "write") return typeof record.content === "string" ? record.content : undefined
   if (toolName === "edit" && before !== undefined && typeof record.oldText === "string" && typeof record.newText === "string") {
@@ -112,7 +112,7 @@ export const proposedText = (toolName: string, args: unknown, before: string | u
 }
 
 /** Lines of a diff shown, at most; the rest is counted. */
-export const PREVIEW_LINES = 40
+const PREVIEW_LINES = 40
 const CONTEXT_LINES = 3
 
 /**

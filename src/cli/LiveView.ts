@@ -84,7 +84,7 @@ const lastLine = (text: string, width: number): string => {
 }
 
 /** The last `count` non-blank lines of a text, each cut to `width`, made safe for the terminal. */
-export const lastLines = (text: string, count: number, width: number): Array<string> =>
+const lastLines = (text: string, count: number, width: number): Array<string> =>
   text.split("\n").filter((l) => l.trim() !== "").slice(-count).map((l) => {
     const line = terminalSafe(l)
     return line.length > width ? line.slice(0, width - 1) + "…" : line
@@ -252,8 +252,7 @@ export const make = (options: ViewOptions): Effect.Effect<LiveView, never, Scope
             }
             case "tool_execution_update": {
               const lane = lanes.get(event.toolCallId)
-              const partial = event.partialResult as { readonly content?: unknown } | undefined
-              const line = lastLine(textOf(partial?.content), Math.max(20, options.columns - 50))
+              const line = lastLine(textOf(event.partialResult.content), Math.max(20, options.columns - 50))
               if (lane !== undefined && line !== "") lane.progress = line
               if (live) {
                 clear()
@@ -272,8 +271,7 @@ export const make = (options: ViewOptions): Effect.Effect<LiveView, never, Scope
                 span.end = now
                 span.isError = event.isError
               }
-              const result = event.result as { readonly content?: unknown } | undefined
-              const output = textOf(result?.content)
+              const output = textOf(event.result.content)
               // A command's news is at its end (the error, the summary line): bash output of more than one
               // line keeps its last lines under the call (unless the plain view printed them as they came);
               // one line stays on the call's line, as for others.

@@ -15,7 +15,7 @@ export const DEFAULT_INSTRUCTIONS = [
 ].join(" ")
 
 /** The file names read as project context, in the order they are taken within one folder. */
-export const CONTEXT_FILE_NAMES: ReadonlyArray<string> = ["AGENTS.md", "CLAUDE.md"]
+const CONTEXT_FILE_NAMES: ReadonlyArray<string> = ["AGENTS.md", "CLAUDE.md"]
 
 /** The most characters of one context file put in the prompt; the rest is cut with a note (CLI 6.3). */
 export const CONTEXT_FILE_MAX_CHARS = 64 * 1024

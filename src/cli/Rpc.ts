@@ -22,15 +22,15 @@ import * as Usage from "./Usage.ts"
 const Id = Schema.optionalKey(Schema.String)
 
 /** Start a run with this message. Refused while a run is active: use `steer` or `follow_up` then. */
-export const PromptCommand = Schema.Struct({ type: Schema.Literal("prompt"), id: Id, message: Schema.String })
+const PromptCommand = Schema.Struct({ type: Schema.Literal("prompt"), id: Id, message: Schema.String })
 /** A message for the model as soon as the running tool calls are done; starts a run when idle. */
-export const SteerCommand = Schema.Struct({ type: Schema.Literal("steer"), id: Id, message: Schema.String })
+const SteerCommand = Schema.Struct({ type: Schema.Literal("steer"), id: Id, message: Schema.String })
 /** A message for the model once the current run would stop; starts a run when idle. */
-export const FollowUpCommand = Schema.Struct({ type: Schema.Literal("follow_up"), id: Id, message: Schema.String })
+const FollowUpCommand = Schema.Struct({ type: Schema.Literal("follow_up"), id: Id, message: Schema.String })
 /** Abort the running answer: every started tool call still gets its result. Nothing happens when idle. */
-export const AbortCommand = Schema.Struct({ type: Schema.Literal("abort"), id: Id })
+const AbortCommand = Schema.Struct({ type: Schema.Literal("abort"), id: Id })
 /** Ask for the agent's state (running or not, message count, pending calls, usage). */
-export const GetStateCommand = Schema.Struct({ type: Schema.Literal("get_state"), id: Id })
+const GetStateCommand = Schema.Struct({ type: Schema.Literal("get_state"), id: Id })
 
 /** Every command of the RPC mode, told apart by `type`. */
 export const RpcCommand = Schema.Union([PromptCommand, SteerCommand, FollowUpCommand, AbortCommand, GetStateCommand])

@@ -161,7 +161,7 @@ export interface SessionPlan {
  * The picker of `--resume` / `--fork` without a file (CLI 7.3): this folder's sessions, newest first, each
  * with its date, size, message count and first prompt. Fails with a {@link UsageError} when there is none.
  */
-export const pick = Effect.fn("SessionStore.pick")(function*(root: string, flag: string) {
+const pick = Effect.fn("SessionStore.pick")(function*(root: string, flag: string) {
   const sessions = yield* list(root)
   if (sessions.length === 0) {
     return yield* new UsageError({ flag, message: `${flag}: no saved sessions for ${root} yet.` })

@@ -18,7 +18,7 @@ export const STDIN_MAX_BYTES = 10 * 1024 * 1024
  * All of standard input as text, once it ends. More than {@link STDIN_MAX_BYTES} is a {@link UsageError};
  * an input that cannot be read counts as empty.
  */
-export const readStdin: Effect.Effect<string, UsageError, Stdio.Stdio> = Effect.gen(function*() {
+const readStdin: Effect.Effect<string, UsageError, Stdio.Stdio> = Effect.gen(function*() {
   const stdio = yield* Stdio.Stdio
   const chunks: Array<Uint8Array> = []
   let size = 0
@@ -113,7 +113,7 @@ export interface AttachedPrompt {
 }
 
 /** The most bytes of one attached text file; a longer file is cut with a note (CLI 10.2). */
-export const ATTACHMENT_MAX_BYTES = 256 * 1024
+const ATTACHMENT_MAX_BYTES = 256 * 1024
 
 // `@` at the start or after white space, then a path without spaces; a trailing comma, full stop, colon,
 // semicolon, question or exclamation mark or closing bracket ends the sentence, not the path.

@@ -48,6 +48,7 @@ import * as LiveView from "./LiveView.ts"
 import * as ProjectContext from "./ProjectContext.ts"
 import { providerEnvironment, providerLayer, providerSettings, type ProviderSettings } from "./provider.ts"
 import * as Rpc from "./Rpc.ts"
+import * as Serve from "./serve.ts"
 import * as SessionStore from "./SessionStore.ts"
 import { existingWorkspace, toolTimeoutSeconds } from "./startup.ts"
 import { attachFiles, resolveTask, stdinKind } from "./Task.ts"
@@ -580,7 +581,12 @@ const abortCommand = Command.make("abort", { store: flags.store, runId: Argument
     Command.withDescription("Abort a durable run of the store, in whichever process runs it (DR 3.2).")
   )
 
-const app = command.pipe(Command.withSubcommands([runsCommand, resumeCommand, abortCommand]))
+const serveCommand = Serve.makeCommand({
+  provider: flags.provider, baseUrl: flags.baseUrl, model: flags.model, apiKey: flags.apiKey, sandbox: flags.sandbox,
+  allowNetwork: flags.allowNetwork, bwrap: flags.bwrap, toolTimeout: flags.toolTimeout, sequential: flags.sequential
+})
+
+const app = command.pipe(Command.withSubcommands([runsCommand, resumeCommand, abortCommand, serveCommand]))
 
 /**
  * Failures are reported here, on stderr and as one line (stdout stays clean for `--json`); the runtime's

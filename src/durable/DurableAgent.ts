@@ -109,6 +109,12 @@ export interface DurableRunConfig<R = never>
    * process reaches it (DR 3.2). Default 250 ms. An abort sent in this process is seen at once.
    */
   readonly abortPollInterval?: Duration.Input | undefined
+  /**
+   * Where the events of an execution go while nobody in this process listens to the run (see {@link run}):
+   * e.g. a server that stores them for clients on other processes. Called once at the start of each execution
+   * of a run (a resume after a crash is a new execution). Default: such events are dropped.
+   */
+  readonly eventSink?: ((runId: string) => EventSink.EventSinkShape) | undefined
 }
 
 /** What this process holds for a run it is executing or listening to. */
@@ -491,7 +497,7 @@ export const layer = <R = never>(
   const idempotentNames = new Set(config.idempotentTools ?? DEFAULT_IDEMPOTENT_TOOLS)
   const idempotent = (tool: Tool.Any) =>
     idempotentNames.has(tool.name) || (tool as { readonly idempotent?: unknown }).idempotent === true
-  const { abortPollInterval, idempotentTools: _, inbox: readInbox, ...loopConfig } = config
+  const { abortPollInterval, idempotentTools: _, inbox: readInbox, eventSink, ...loopConfig } = config
   const defaultTimeout = loopConfig.timeout === undefined ? undefined : Duration.fromInputUnsafe(loopConfig.timeout)
   const timeoutOf = (tool: Tool.Any) =>
     tool.timeout === undefined ? defaultTimeout : Duration.fromInputUnsafe(tool.timeout)
@@ -522,8 +528,9 @@ export const layer = <R = never>(
     }
     execution.abortSeen = yield* abortRequested(execution)
     // Looked up per event: a process that attaches to a resumed run gets the events from then on.
+    const fallback = eventSink?.(payload.runId)
     const sink: EventSink.EventSinkShape = {
-      emit: (event: AgentEvent) => handle.sink?.emit(event) ?? Effect.void
+      emit: (event: AgentEvent) => handle.sink?.emit(event) ?? fallback?.emit(event) ?? Effect.void
     }
     const before = loopConfig.beforeToolCall
     const loop = runAgentLoop(

@@ -117,6 +117,17 @@ export interface EngineOptions {
       ShardingConfig.ShardingConfig | MessageStorage.MessageStorage
     >
     | undefined
+  /**
+   * The server other runners send this runner's messages to (effect's `RunnerServer` over a socket or HTTP
+   * protocol), built on this engine's `Sharding`. Default: none (with `Runners.layerNoop` nobody sends).
+   */
+  readonly runnerServer?:
+    | Layer.Layer<
+      never,
+      never,
+      Sharding.Sharding | MessageStorage.MessageStorage | ShardingConfig.ShardingConfig
+    >
+    | undefined
   /** Other `ShardingConfig` fields (shard groups, shards per group, ...), applied over the timings. */
   readonly shardingConfig?: Partial<ShardingConfig.ShardingConfig["Service"]> | undefined
   /** Table prefix of effect's message and runner tables. Default: effect's (`cluster`). */
@@ -148,8 +159,11 @@ export const engine = (
     runnerAddress: Option.fromUndefinedOr(options.runnerAddress)
   })
   const runners = options.runners ?? Layer.merge(Runners.layerNoop, RunnerHealth.layerNoop)
+  const sharding = options.runnerServer === undefined
+    ? Sharding.layer
+    : Layer.provideMerge(options.runnerServer, Sharding.layer)
   return ClusterWorkflowEngine.layer.pipe(
-    Layer.provideMerge(Sharding.layer),
+    Layer.provideMerge(sharding),
     Layer.provide(runners),
     Layer.provideMerge(SqlMessageStorage.layerWith(prefix)),
     Layer.provide(SqlRunnerStorage.layerWith(prefix)),

@@ -1,12 +1,13 @@
 /**
  * Delivering events to a sink on behalf of the pipeline: a failing subscriber is logged, never propagated;
- * a synchronous sink (`emitUnsafe`) gets each event without an Effect; after an abort a subscriber gets at
+ * a synchronous sink (see `syncSink.ts`) gets each event without an Effect; after an abort a subscriber gets at
  * most a grace period per event; an abandoned work phase can be closed off.
  */
 import { Duration, Effect } from "effect"
 import type { AgentEvent } from "../AgentEvent.ts"
 import * as EventSink from "../EventSink.ts"
 import { contain } from "./contain.ts"
+import { synchronousDelivery } from "./syncSink.ts"
 
 /** The batch's view of the sink. */
 export interface Emitter {
@@ -33,7 +34,7 @@ export const makeEmitter = (sink: EventSink.EventSinkShape): Emitter => {
     closed = true
   }
   if (sink === EventSink.discard) return { emit: () => Effect.void, bounded: () => () => Effect.void, close, sync: true }
-  const emitUnsafe = sink.emitUnsafe
+  const emitUnsafe = synchronousDelivery(sink)
   if (emitUnsafe !== undefined) {
     const now = (event: AgentEvent): Effect.Effect<void> => {
       try {

@@ -545,8 +545,8 @@ const makeDecoder = (settings: Settings, scrub: Scrub) => {
   const decodeBlock = strictly(KnownBlockStart, "content block")
   const decodeDelta = strictly(KnownDelta, "content block delta")
 
-  return (): EventDecoder => {
-    const builder = new ResponseBuilder(settings.info, Date.now())
+  return (now: number): EventDecoder => {
+    const builder = new ResponseBuilder(settings.info, now)
     /** Wire block index → content index, for the blocks we keep. */
     const blocks = new Map<number, number>()
     let counts: TokenCounts = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }

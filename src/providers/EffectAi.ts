@@ -9,7 +9,7 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Layer, Schema, Stream } from "effect"
+import { Clock, Context, Effect, Layer, Schema, Stream } from "effect"
 import {
   AiError,
   LanguageModel,
@@ -247,8 +247,8 @@ const mapFinish = (
 }
 
 /** Turns `effect/ai` stream parts into pi's events, keeping the message under construction. */
-const makePartHandler = (info: ModelInfo, pricing: Pricing | undefined) => {
-  const builder = new ResponseBuilder(info, Date.now())
+const makePartHandler = (info: ModelInfo, pricing: Pricing | undefined, now: number) => {
+  const builder = new ResponseBuilder(info, now)
   const byId = new Map<string, number>()
   let finished = false
 
@@ -383,8 +383,8 @@ export const streamWith = (
   request: ModelRequest,
   applyOptions?: ((options: ModelOptions, parts: PartStream) => PartStream) | undefined
 ): Stream.Stream<AssistantMessageEvent, ModelError> =>
-  Stream.suspend(() => {
-    const handler = makePartHandler(info, pricing)
+  Stream.unwrap(Effect.map(Clock.currentTimeMillis, (now) => {
+    const handler = makePartHandler(info, pricing, now)
     const requestOptions: ModelOptions = request.options ?? {}
     const options = {
       prompt: toPrompt(request, info),
@@ -407,7 +407,7 @@ export const streamWith = (
       })),
       Stream.flattenIterable
     )
-  })
+  }))
 
 /** The {@link Model} served by the `LanguageModel` in the context. */
 export const make = (options: Options = {}): Effect.Effect<ModelShape, never, LanguageModel.LanguageModel> =>

@@ -392,8 +392,8 @@ const mapFinishReason = (
 
 const makeDecoder = (settings: Settings, scrub: Scrub) => {
   const decodeChunk = decodeJsonData(GenerateContentChunk, LABEL, scrub)
-  return (): EventDecoder => {
-    const builder = new ResponseBuilder(settings.info, Date.now())
+  return (now: number): EventDecoder => {
+    const builder = new ResponseBuilder(settings.info, now)
     let prose: number | undefined
     let finishReason: string | undefined
     let finishMessage: string | undefined

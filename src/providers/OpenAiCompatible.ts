@@ -518,8 +518,8 @@ const completionAsEvents = (body: string): ReadonlyArray<Sse.Event> | undefined 
 
 const makeDecoder = (settings: Settings, scrub: Scrub) => {
   const decodeChunk = decodeJsonData(ChatCompletionChunk, LABEL, scrub)
-  return (): EventDecoder => {
-    const builder = new ResponseBuilder(settings.info, Date.now())
+  return (now: number): EventDecoder => {
+    const builder = new ResponseBuilder(settings.info, now)
     let text: number | undefined
     let thinking: number | undefined
     /** Wire `index` → content index of the latest call with that index. */

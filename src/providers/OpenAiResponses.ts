@@ -503,8 +503,8 @@ const LABEL = "OpenAI Responses API"
 const makeDecoder = (settings: Settings, scrub: Scrub) => {
   const decodeType = decodeJsonData(EventType, LABEL, scrub)
   const decodeEvent = decodeJsonData(StreamEvent, LABEL, scrub)
-  return (): EventDecoder => {
-    const builder = new ResponseBuilder(settings.info, Date.now())
+  return (now: number): EventDecoder => {
+    const builder = new ResponseBuilder(settings.info, now)
     // Our block for each output item, by its `output_index`.
     const blocks = new Map<number, number>()
     // Which summary part a thinking block is in, to separate parts with a blank line.

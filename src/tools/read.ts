@@ -47,7 +47,7 @@ export interface ReadDetails {
 }
 
 /** Past what has been returned, newlines are still counted up to this many bytes, to report the total. */
-export const COUNT_LIMIT_BYTES = 64 * 1024 * 1024
+const COUNT_LIMIT_BYTES = 64 * 1024 * 1024
 
 /** The `read` tool definition. */
 export const read = Tool.make<"read", typeof ReadParameters, ReadDetails>("read", {

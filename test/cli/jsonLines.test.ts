@@ -131,10 +131,10 @@ describe("--json lines (makeJsonLineEncoder)", () => {
     const encoder = makeJsonLineEncoder()
     const cyclic: Record<string, unknown> = {}
     cyclic.self = cyclic
-    const big = encoder.encode({ type: "tool_execution_end", toolCallId: "b", toolName: "x", result: { details: 10n }, isError: false })
-    assert.deepStrictEqual(JSON.parse(big).result, { details: "10" })
+    const big = encoder.encode({ type: "tool_execution_end", toolCallId: "b", toolName: "x", result: { content: [], details: 10n }, isError: false })
+    assert.deepStrictEqual(JSON.parse(big).result, { content: [], details: "10" })
     const cycle = JSON.parse(
-      encoder.encode({ type: "tool_execution_end", toolCallId: "c", toolName: "x", result: cyclic, isError: false })
+      encoder.encode({ type: "tool_execution_end", toolCallId: "c", toolName: "x", result: { content: [], details: cyclic }, isError: false })
     )
     assert.strictEqual(cycle.type, "tool_execution_end")
     assert.strictEqual(cycle.toolCallId, "c")

@@ -161,10 +161,10 @@ const conforms = (s: Scenario) =>
 // ---------------------------------------------------------------------------------------------------------
 
 describe("[pi] agent loop: same events, messages and model requests as pi", () => {
-  it.effect("a one-tool turn then a final answer", () =>
+  it.effect("AL 2.1 a one-tool turn then a final answer", () =>
     conforms({ script: [callTools([call("c1", "add", { a: 1, b: 2 })], "Adding."), say("It is 3.")] }))
 
-  it.effect("multi-turn: parallel tools, an unknown tool, a failing tool", () =>
+  it.effect("AL 2.5 multi-turn: parallel tools, an unknown tool, a failing tool", () =>
     Effect.gen(function*() {
       const { ours } = yield* conforms({
         script: [
@@ -176,7 +176,7 @@ describe("[pi] agent loop: same events, messages and model requests as pi", () =
       assert.strictEqual(toolResults(ours.messages).length, 4)
     }))
 
-  it.effect("multi-turn, sequential tool execution", () =>
+  it.effect("AL 2.5 multi-turn, sequential tool execution", () =>
     conforms({
       toolExecution: "sequential",
       script: [
@@ -186,17 +186,17 @@ describe("[pi] agent loop: same events, messages and model requests as pi", () =
       ]
     }))
 
-  it.effect("`toolUse` without tool calls ends the run", () =>
+  it.effect("AL 2.9 `toolUse` without tool calls ends the run", () =>
     conforms({ script: [say("I would call a tool", { stopReason: "toolUse" }), say("never")] }))
 
-  it.effect("shouldStopAfterTurn ends the run after that turn", () =>
+  it.effect("AL 2.6 shouldStopAfterTurn ends the run after that turn", () =>
     conforms({
       stopAfterTurn: 1,
       initialFollowUps: [user("never read")],
       script: [callTools([call("c1", "add", { a: 1, b: 2 })]), say("never")]
     }))
 
-  it.effect("steering queued during the batch arrives after the batch and its turn_end, one per turn", () =>
+  it.effect("AL 2.6 steering queued during the batch arrives after the batch and its turn_end, one per turn", () =>
     conforms({
       script: [callTools([call("c1", "add", { a: 1, b: 2 }), call("c2", "echo", { text: "x" })]), say("r1"), say("r2")],
       inject: (label, q) => {
@@ -204,7 +204,7 @@ describe("[pi] agent loop: same events, messages and model requests as pi", () =
       }
     }))
 
-  it.effect("steering in `all` mode arrives together", () =>
+  it.effect("AL 4.4 steering in `all` mode arrives together", () =>
     conforms({
       steeringMode: "all",
       script: [callTools([call("c1", "add", { a: 1, b: 2 })]), say("r1"), say("r2")],
@@ -213,10 +213,10 @@ describe("[pi] agent loop: same events, messages and model requests as pi", () =
       }
     }))
 
-  it.effect("the initial steering poll", () =>
+  it.effect("AL 2.2 the initial steering poll", () =>
     conforms({ initialSteering: [user("typed while waiting", 1)], script: [say("ok")] }))
 
-  it.effect("follow-ups only when the agent would otherwise stop", () =>
+  it.effect("AL 2.7 follow-ups only when the agent would otherwise stop", () =>
     conforms({
       initialFollowUps: [user("F1", 1)],
       script: [callTools([call("c1", "add", { a: 1, b: 2 })]), say("3"), say("after F1"), say("after F2")],
@@ -229,13 +229,13 @@ describe("[pi] agent loop: same events, messages and model requests as pi", () =
       }
     }))
 
-  it.effect("running out of script (a provider failure before any event) ends the run the same way", () =>
+  it.effect("AL 3.2 running out of script (a provider failure before any event) ends the run the same way", () =>
     conforms({ script: [callTools([call("c1", "add", { a: 1, b: 2 })])] }))
 
-  it.effect("a terminating batch ends the run", () =>
+  it.effect("AL 2.8 a terminating batch ends the run", () =>
     conforms({ script: [callTools([call("s1", "stop", { text: "bye" })]), say("never")] }))
 
-  it.effect("a terminating batch followed by steering starts a new turn", () =>
+  it.effect("AL 2.8 a terminating batch followed by steering starts a new turn", () =>
     conforms({
       script: [callTools([call("s1", "stop", { text: "bye" })]), say("steered")],
       inject: (label, q) => {
@@ -243,17 +243,17 @@ describe("[pi] agent loop: same events, messages and model requests as pi", () =
       }
     }))
 
-  it.effect("a model `error` event (no tool calls) ends the run with the error message", () =>
+  it.effect("AL 3.2 a model `error` event (no tool calls) ends the run with the error message", () =>
     conforms({ script: [{ fail: "overloaded", as: "event", content: [{ type: "text", text: "so" }] }, say("never")] }))
 
-  it.effect("application messages are filtered by the default convertToLlm", () =>
+  it.effect("AL 1.2 application messages are filtered by the default convertToLlm", () =>
     conforms({
       context: [note("earlier note"), user("earlier")],
       prompts: [note("a notification"), user("question")],
       script: [say("ok")]
     }))
 
-  it.effect("the stream forms agree (pi's agentLoop EventStream and our agentLoop Stream)", () =>
+  it.effect("AL 1.3 the stream forms agree (pi's agentLoop EventStream and our agentLoop Stream)", () =>
     Effect.gen(function*() {
       const script = [callTools([call("c1", "add", { a: 1, b: 2 })]), say("3")]
       const { streamFn } = piScripted(script)
@@ -280,7 +280,7 @@ describe("[pi] agent loop: same events, messages and model requests as pi", () =
       assert.deepStrictEqual(withoutTimestamps(piEvents.result), withoutTimestamps((ours.at(-1) as { messages: unknown }).messages))
     }))
 
-  it.effect("continue refuses an empty context and an assistant tail with pi's texts (typed for us)", () =>
+  it.effect("AL 2.11 continue refuses an empty context and an assistant tail with pi's texts (typed for us)", () =>
     Effect.gen(function*() {
       const assistant: AssistantMessage = { role: "assistant", content: [], api: "x", provider: "x", model: "x", usage: emptyUsage, stopReason: "stop", timestamp: 0 }
       for (const messages of [[], [user("q"), assistant]] as Array<Array<AgentMessage>>) {
@@ -368,7 +368,7 @@ const piScenario = (p: typeof PiScenario.Type): Scenario => ({
   }
 })
 
-describe("[pi] agent loop on random conversations", () => {
+describe("[pi] AL 2 agent loop on random conversations", () => {
   it.effect.prop(
     "random tool turns, steering and follow-ups at random points, stops: same events, messages and requests as pi",
     { scenario: PiScenario },
@@ -382,7 +382,7 @@ describe("[pi] agent loop on random conversations", () => {
 // ---------------------------------------------------------------------------------------------------------
 
 describe("[pi later] / [ours] agent loop: what pi 0.73.1 does, and what we do instead", () => {
-  it.effect("[pi later] a `length` stop: pi runs the possibly-truncated tool calls; we do not, each gets an error result", () =>
+  it.effect("[pi later] AL 2.10 a `length` stop: pi runs the possibly-truncated tool calls; we do not, each gets an error result", () =>
     Effect.gen(function*() {
       const script = [{ ...callTools([call("c1", "add", { a: 1, b: 2 })]), stopReason: "length" as const }, say("retry")]
       const pi = yield* Effect.promise(() => runPi({ script }))
@@ -400,7 +400,7 @@ describe("[pi later] / [ours] agent loop: what pi 0.73.1 does, and what we do in
       assert.strictEqual(ours.requests.length, 2)
     }))
 
-  it.effect("[ours] an error message holding tool calls: pi leaves them without results; we give each one", () =>
+  it.effect("[ours] AL 3.3 an error message holding tool calls: pi leaves them without results; we give each one", () =>
     Effect.gen(function*() {
       const script = [{ fail: "broke", as: "event" as const, content: [call("c1", "add", { a: 1, b: 2 })] }, say("never")]
       const pi = yield* Effect.promise(() => runPi({ script }))
@@ -414,7 +414,7 @@ describe("[pi later] / [ours] agent loop: what pi 0.73.1 does, and what we do in
       assert.strictEqual(ours.requests.length, 1)
     }))
 
-  it.effect("[ours] abort while streaming a tool call: pi leaves it without a result; we give it a \"not started\" result", () =>
+  it.effect("[ours] AL 3.3 abort while streaming a tool call: pi leaves it without a result; we give it a \"not started\" result", () =>
     Effect.gen(function*() {
       // a stream that paces its events (1ms apart: real time for pi, virtual time for us)
       const steps = (_delay: "1 millis"): Array<ScriptedModel.Step> => [
@@ -463,7 +463,7 @@ describe("[pi later] / [ours] agent loop: what pi 0.73.1 does, and what we do in
       assert.strictEqual(pi.calls.length, 1)
     }))
 
-  it.effect("[ours] abort during a batch: pi calls the model again after the abort; we do not", () =>
+  it.effect("[ours] AL 3.4 abort during a batch: pi calls the model again after the abort; we do not", () =>
     Effect.gen(function*() {
       const script = [callTools([call("g", "gate")]), say("never")]
       // pi: a tool that honours the signal
@@ -506,7 +506,7 @@ describe("[pi later] / [ours] agent loop: what pi 0.73.1 does, and what we do in
       assertWellFormed(ours.messages)
     }))
 
-  it.effect("[ours] abort with a tool that ignores cancellation: pi's run hangs; ours abandons it after a grace period", () =>
+  it.effect("[ours] AL 3.4 abort with a tool that ignores cancellation: pi's run hangs; ours abandons it after a grace period", () =>
     Effect.gen(function*() {
       const script = [callTools([call("g", "stubborn")]), say("never")]
       const piSettled = yield* Effect.promise(async () => {
@@ -546,7 +546,7 @@ describe("[pi later] / [ours] agent loop: what pi 0.73.1 does, and what we do in
       assert.match(textOf(toolResults(ours.messages)[0]), /abandoned/)
     }))
 
-  it.effect("[ours] a throwing convertToLlm or transformContext: pi's run rejects without agent_end; ours ends with an error message", () =>
+  it.effect("[ours] AL 3.2 a throwing convertToLlm or transformContext: pi's run rejects without agent_end; ours ends with an error message", () =>
     Effect.gen(function*() {
       for (const hook of ["convertToLlm", "transformContext"] as const) {
         const { streamFn } = piScripted([say("never")])
@@ -582,7 +582,7 @@ describe("[pi later] / [ours] agent loop: what pi 0.73.1 does, and what we do in
       }
     }))
 
-  it.effect("[ours] stopping the event stream early: pi's run goes on (tools run, the model is called again); ours is interrupted", () =>
+  it.effect("[ours] AL 3.4 stopping the event stream early: pi's run goes on (tools run, the model is called again); ours is interrupted", () =>
     Effect.gen(function*() {
       const script = [callTools([call("c1", "add", { a: 1, b: 2 })]), say("3")]
       const { streamFn, calls } = piScripted(script)
@@ -614,7 +614,7 @@ describe("[pi later] / [ours] agent loop: what pi 0.73.1 does, and what we do in
       assert.strictEqual((yield* model.requests).length, 1)
     }))
 
-  it.effect("[ours] continuing never mutates the caller's context; pi's continue pushes into it (and fails on a frozen one)", () =>
+  it.effect("[ours] AL 3.6 continuing never mutates the caller's context; pi's continue pushes into it (and fails on a frozen one)", () =>
     Effect.gen(function*() {
       const piMessages: Array<any> = [user("q")]
       const { streamFn } = piScripted([say("a"), say("b")])
@@ -795,14 +795,14 @@ describe("[pi] stateful agent: pi's Agent and our PromiseAgent agree", () => {
     })
   }
 
-  it("initial steering joins the first turn", async () => {
+  it("AL 2.2 initial steering joins the first turn", async () => {
     agree(await bothAgents({ script: [say("r1")] }, async (agent) => {
       await agent.steer(user("S", 10))
       await agent.prompt("go")
     }))
   })
 
-  it("continue from an assistant tail drains one steering message, then the rest as steering, then follow-ups", async () => {
+  it("AL 4.3 continue from an assistant tail drains one steering message, then the rest as steering, then follow-ups", async () => {
     agree(await bothAgents({ script: [say("r1"), say("r2"), say("r3")], messages: assistantTail }, async (agent) => {
       await agent.steer(user("A", 10))
       await agent.steer(user("B", 11))
@@ -811,7 +811,7 @@ describe("[pi] stateful agent: pi's Agent and our PromiseAgent agree", () => {
     }))
   })
 
-  it("continue from an assistant tail runs the follow-ups when there is no steering", async () => {
+  it("AL 4.3 continue from an assistant tail runs the follow-ups when there is no steering", async () => {
     agree(await bothAgents({ script: [say("r1"), say("r2")], messages: assistantTail, followUpMode: "all" }, async (agent) => {
       await agent.followUp(user("F1", 10))
       await agent.followUp(user("F2", 11))
@@ -819,7 +819,7 @@ describe("[pi] stateful agent: pi's Agent and our PromiseAgent agree", () => {
     }))
   })
 
-  it("continue refusals and continue from a user tail", async () => {
+  it("AL 4.3 continue refusals and continue from a user tail", async () => {
     agree(await bothAgents({ script: [say("r1")], messages: assistantTail }, async (agent) => {
       const fromAssistant = await errorText(agent.continue())
       await agent.reset()
@@ -831,7 +831,7 @@ describe("[pi] stateful agent: pi's Agent and our PromiseAgent agree", () => {
     }))
   })
 
-  it("prompt and continue during a run are refused with the same texts", async () => {
+  it("AL 4.2 prompt and continue during a run are refused with the same texts", async () => {
     agree(await bothAgents({ script: [callTools([call("g", "gate")]), say("done")] }, async (agent, gate) => {
       const run = agent.prompt("go")
       await gate.started
@@ -843,7 +843,7 @@ describe("[pi] stateful agent: pi's Agent and our PromiseAgent agree", () => {
     }))
   })
 
-  it("prompt settles only after agent_end listeners finish", async () => {
+  it("AL 4.6 prompt settles only after agent_end listeners finish", async () => {
     agree(await bothAgents({ script: [say("r1")] }, async (agent) => {
       const order: Array<string> = []
       await agent.subscribe(async (e) => {
@@ -860,7 +860,7 @@ describe("[pi] stateful agent: pi's Agent and our PromiseAgent agree", () => {
 })
 
 describe("[ours] stateful agent: deliberate differences from pi's Agent", () => {
-  it("a listener throwing on the assistant's message_end: pi orphans the tool call; ours does not", async () => {
+  it("AL 4.7 a listener throwing on the assistant's message_end: pi orphans the tool call; ours does not", async () => {
     const r = await bothAgents({ script: [callTools([call("c1", "add", { a: 1, b: 2 })]), say("3")] }, async (agent) => {
       await agent.subscribe((e) => {
         if (e.type === "message_end" && e.message.role === "assistant" && e.message.stopReason === "toolUse") {
@@ -875,7 +875,7 @@ describe("[ours] stateful agent: deliberate differences from pi's Agent", () => 
     assert.deepStrictEqual(r.ours.raw.map((m) => m.role), ["user", "assistant", "toolResult", "assistant"])
   })
 
-  it("reset during a run: pi clears the transcript mid-run; ours refuses", async () => {
+  it("AL 4.5 reset during a run: pi clears the transcript mid-run; ours refuses", async () => {
     const r = await bothAgents({ script: [callTools([call("g", "gate")]), say("done")] }, async (agent, gate) => {
       const run = agent.prompt("go")
       await gate.started

@@ -83,14 +83,14 @@ describe("transcript sanitizing", () => {
 
 describe("transport helpers", () => {
   it("reads retry-after in seconds, as an HTTP date, and retry-after-ms", () => {
-    expect(Duration.toMillis(retryAfterOf({ "retry-after": "2" })!)).toBe(2000)
-    expect(Duration.toMillis(retryAfterOf({ "retry-after-ms": "150", "retry-after": "9" })!)).toBe(150)
-    const inFive = new Date(Date.now() + 5000).toUTCString()
-    const fromDate = Duration.toMillis(retryAfterOf({ "retry-after": inFive })!)
-    expect(fromDate).toBeGreaterThan(3000)
-    expect(fromDate).toBeLessThanOrEqual(5000)
-    expect(retryAfterOf({})).toBeUndefined()
-    expect(retryAfterOf({ "retry-after": "soon" })).toBeUndefined()
+    const now = Date.parse("2026-01-01T00:00:00.000Z")
+    expect(Duration.toMillis(retryAfterOf({ "retry-after": "2" }, now)!)).toBe(2000)
+    expect(Duration.toMillis(retryAfterOf({ "retry-after-ms": "150", "retry-after": "9" }, now)!)).toBe(150)
+    const inFive = new Date(now + 5000).toUTCString()
+    expect(Duration.toMillis(retryAfterOf({ "retry-after": inFive }, now)!)).toBe(5000)
+    expect(Duration.toMillis(retryAfterOf({ "retry-after": inFive }, now + 9000)!)).toBe(0)
+    expect(retryAfterOf({}, now)).toBeUndefined()
+    expect(retryAfterOf({ "retry-after": "soon" }, now)).toBeUndefined()
   })
 
   it("finds the message of the error bodies servers send", () => {

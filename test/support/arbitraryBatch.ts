@@ -84,7 +84,8 @@ export type AbortPoint = "handler" | "bodyBegin" | "bodyEnd" | "before" | "after
  * How the recording event subscriber behaves: records each event at once; yields once before recording it;
  * takes 1 ms (virtual) before recording it (a subscriber with backpressure); records it and then fails on
  * every other event; or records it and then blocks for 3 s (virtual) on one event (see `stallOn`). `callback`
- * records at once too, but as a plain synchronous function (`emitUnsafe`), the path a callback sink takes.
+ * records at once too, but through `EventSink.fromCallback`, a plain synchronous function: the path a
+ * callback sink takes.
  */
 export type Sink = "sync" | "callback" | "yield" | "slow" | "failing" | "stall"
 

@@ -13,7 +13,7 @@ export interface CommandInfo {
 }
 
 /** Every slash command, in the order `/help` lists them. */
-export const COMMANDS: ReadonlyArray<CommandInfo> = [
+const COMMANDS: ReadonlyArray<CommandInfo> = [
   { name: "/help", args: "", summary: "the commands and keys" },
   { name: "/model", args: "[provider] [model]", summary: "show the model, or switch model or provider for the next prompts" },
   { name: "/session", args: "", summary: "the session file, message count, tokens and cost" },

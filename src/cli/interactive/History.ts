@@ -9,16 +9,16 @@ import { homedir } from "node:os"
 import { basename, join } from "node:path"
 
 /** How many entries are loaded (the newest). */
-export const HISTORY_LIMIT = 1000
+const HISTORY_LIMIT = 1000
 
 /** The state folder: `$EFFECT_AGENT_HOME`, else `~/.effect-agent`. */
-export const stateHome = (): string => {
+const stateHome = (): string => {
   const home = process.env.EFFECT_AGENT_HOME
   return home !== undefined && home !== "" ? home : join(homedir(), ".effect-agent")
 }
 
 /** The history file of a project folder. */
-export const historyFile = (root: string): string => {
+const historyFile = (root: string): string => {
   const hash = createHash("sha256").update(root).digest("hex").slice(0, 12)
   const name = basename(root).replace(/[^A-Za-z0-9._-]/g, "_") || "root"
   return join(stateHome(), "history", `${name}-${hash}.jsonl`)

@@ -114,16 +114,3 @@ export const Stored: Schema.Codec<unknown, Schema.Json> = Schema.Json.pipe(
     encode: SchemaGetter.transformEffect((value: unknown) => encodeStored(value))
   })
 )
-
-/** A value as the store gives it back, or the text of why it cannot be stored. */
-export const roundTrip = (value: unknown): { readonly ok: true; readonly value: unknown } | {
-  readonly ok: false
-  readonly message: string
-} => {
-  try {
-    return { ok: true, value: decodeValue(JSON.parse(JSON.stringify(encodeValue(value, new Set())))) }
-  } catch (error) {
-    if (error instanceof NotStorable) return { ok: false, message: `The result cannot be stored in the run: it holds ${error.what}` }
-    throw error
-  }
-}

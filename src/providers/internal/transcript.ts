@@ -24,6 +24,7 @@ export const sanitizeTranscript = (messages: ReadonlyArray<Message>): Array<Mess
   const out: Array<Message> = []
   let pending: Array<ToolCall> = []
   let answered = new Set<string>()
+  let pendingSince = 0
   const settlePending = (timestamp: number) => {
     for (const call of pending) {
       if (!answered.has(call.id)) {
@@ -46,6 +47,7 @@ export const sanitizeTranscript = (messages: ReadonlyArray<Message>): Array<Mess
         settlePending(message.timestamp)
         if (message.stopReason === "error" || message.stopReason === "aborted") continue
         pending = message.content.filter((block): block is ToolCall => block.type === "toolCall")
+        pendingSince = message.timestamp
         out.push(message)
         break
       }
@@ -63,7 +65,9 @@ export const sanitizeTranscript = (messages: ReadonlyArray<Message>): Array<Mess
       }
     }
   }
-  settlePending(Date.now())
+  // At the end the made-up results take the time of the message that left them open: the transcript alone
+  // decides, so the same transcript always gives the same request.
+  settlePending(pendingSince)
   return out
 }
 

@@ -5,7 +5,7 @@
  *
  * Internal: no entry point exports it.
  */
-import { Data, Duration, Effect, Option, Redacted, Schedule, Schema, Stream } from "effect"
+import { Clock, Data, Duration, Effect, Option, Redacted, Schedule, Schema, Stream } from "effect"
 import type { Scope } from "effect"
 import { Sse } from "effect/encoding"
 import { HttpClient, type HttpClientError, HttpClientRequest, type HttpClientResponse } from "effect/http"
@@ -74,7 +74,7 @@ export const resolveTransport = (options: TransportOptions): Transport => ({
 })
 
 /** Retries after the first attempt unless told otherwise: the official OpenAI and Anthropic clients' default. */
-export const DEFAULT_RETRIES = 2
+const DEFAULT_RETRIES = 2
 
 // ---------------------------------------------------------------------------------------------------------
 // Faults
@@ -136,7 +136,7 @@ export interface ErrorBodyInfo {
 }
 
 /** Reads an error body of a known shape; `undefined` when the text is not one. */
-export const parseErrorBody = (body: string): ErrorBodyInfo | undefined => {
+const parseErrorBody = (body: string): ErrorBodyInfo | undefined => {
   const parsed = decodeErrorBody(body)
   if (Option.isNone(parsed)) return undefined
   const value = parsed.value
@@ -158,15 +158,21 @@ export const errorBodyMessage = (body: string): string => {
   return shorten(body.trim(), 500)
 }
 
-/** The wait a response asks for: `retry-after-ms`, or `retry-after` in seconds or as an HTTP date. */
-export const retryAfterOf = (headers: Readonly<Record<string, string | undefined>>): Duration.Duration | undefined => {
+/**
+ * The wait a response asks for: `retry-after-ms`, or `retry-after` in seconds or as an HTTP date (counted
+ * from `now`, the Clock's time in milliseconds).
+ */
+export const retryAfterOf = (
+  headers: Readonly<Record<string, string | undefined>>,
+  now: number
+): Duration.Duration | undefined => {
   const ms = headers["retry-after-ms"]
   if (ms !== undefined && /^\d+(\.\d+)?$/.test(ms.trim())) return Duration.millis(Number(ms))
   const value = headers["retry-after"]?.trim()
   if (value === undefined || value === "") return undefined
   if (/^\d+(\.\d+)?$/.test(value)) return Duration.seconds(Number(value))
   const date = Date.parse(value)
-  return Number.isNaN(date) ? undefined : Duration.millis(Math.max(0, date - Date.now()))
+  return Number.isNaN(date) ? undefined : Duration.millis(Math.max(0, date - now))
 }
 
 const describeCause = (cause: unknown): string => {
@@ -202,7 +208,8 @@ const statusFailure = (
   response.text.pipe(
     Effect.timeoutOrElse({ duration: transport.idleTimeout, orElse: () => Effect.succeed("") }),
     Effect.orElseSucceed(() => ""),
-    Effect.map((body) => {
+    Effect.zip(Clock.currentTimeMillis),
+    Effect.map(([body, now]) => {
       const status = response.status
       const info = parseErrorBody(body)
       const detail = errorBodyMessage(body) || `status ${status}`
@@ -223,7 +230,7 @@ const statusFailure = (
       else if (shouldRetry === "true") retryable = true
       // A billing limit, not a rate limit: waiting does not help, and retrying only delays the bad news.
       if (info?.type === "insufficient_quota" || info?.code === "insufficient_quota") retryable = false
-      const retryAfter = retryAfterOf(response.headers)
+      const retryAfter = retryAfterOf(response.headers, now)
       const tooLong = retryable && transport.retryTimes > 0 && retryAfter !== undefined &&
         Duration.isGreaterThan(retryAfter, transport.maxDelay)
       const note = tooLong
@@ -280,7 +287,8 @@ export interface SseCall {
   /** The client, with `HttpClient.withScope` applied so the request lives as long as the stream. */
   readonly client: HttpClient.HttpClient.With<HttpClientError.HttpClientError, Scope.Scope>
   readonly request: Effect.Effect<HttpClientRequest.HttpClientRequest, ProviderFailure>
-  readonly decoder: () => EventDecoder
+  /** A fresh decoder for one attempt; `now` (the Clock's time) stamps the message it builds. */
+  readonly decoder: (now: number) => EventDecoder
   readonly transport: Transport
   readonly scrub: Scrub
 }
@@ -316,7 +324,7 @@ const isJsonResponse = (response: HttpClientResponse.HttpClientResponse) => {
 }
 
 /** What a failed call had streamed, for its error message: the text and the tool calls so far. */
-export const describePartial = (message: AssistantMessage): string | undefined => {
+const describePartial = (message: AssistantMessage): string | undefined => {
   const text = message.content.flatMap((block) => block.type === "text" ? [block.text] : []).join("")
   const calls = message.content.flatMap((block) =>
     block.type === "toolCall" ? [`${block.name || "?"}(${shorten(JSON.stringify(block.arguments), 300)})`] : []
@@ -345,7 +353,7 @@ const withPartial = (error: ModelError, partial: AssistantMessage | undefined): 
  * back until content follows, so a retry never repeats it); after content it fails the stream, and the
  * error message says what had been streamed.
  */
-export const streamSse = (call: SseCall): Stream.Stream<AssistantMessageEvent, ModelError> =>
+const streamSse = (call: SseCall): Stream.Stream<AssistantMessageEvent, ModelError> =>
   Stream.suspend(() => {
     const { label, scrub, transport } = call
     let emitted = false
@@ -368,7 +376,7 @@ export const streamSse = (call: SseCall): Stream.Stream<AssistantMessageEvent, M
       if (response.status < 200 || response.status >= 300) {
         return yield* Effect.fail(yield* statusFailure(label, response, transport, scrub))
       }
-      const decoder = call.decoder()
+      const decoder = call.decoder(yield* Clock.currentTimeMillis)
       current = decoder
       let held: Array<AssistantMessageEvent> = []
       // `start` alone is not content: hold it so that a retry before content does not start twice.
@@ -480,7 +488,7 @@ export interface SseModelSpec<Body> {
   readonly authorize: (request: HttpClientRequest.HttpClientRequest) => HttpClientRequest.HttpClientRequest
   readonly bodySchema: Schema.Codec<Body, unknown>
   readonly toBody: (request: ModelRequest) => Body
-  readonly makeDecoder: (scrub: Scrub) => () => EventDecoder
+  readonly makeDecoder: (scrub: Scrub) => (now: number) => EventDecoder
 }
 
 /**

@@ -1,0 +1,204 @@
+/**
+ * `effect-agent serve`: a runner of durable agent runs behind the HTTP API of `src/server`. With
+ * `--store postgres://…` it joins the cluster of every runner on that database; without, it runs alone on
+ * the embedded SQLite store. SIGTERM (or Ctrl-C) stops it gracefully: the HTTP server stops first, then the
+ * runner hands its shards (and their runs) to the others.
+ */
+import { Console, Duration, Effect, Layer, Logger, Option, Redacted } from "effect"
+import { Command, Flag } from "effect/cli"
+import { HttpServer } from "effect/http"
+import { hostname } from "node:os"
+import { defaultTimings } from "../server/timings.ts"
+import * as BuiltinTools from "../tools/index.ts"
+import { approvalHook } from "./Approval.ts"
+import * as Demo from "./Demo.ts"
+import { providerLayer, providerSettings } from "./provider.ts"
+import { existingWorkspace, toolTimeoutSeconds, UsageError } from "./startup.ts"
+import { workspaceTools } from "./tools.ts"
+
+/** The flags `serve` shares with the main command (model, sandbox, tool timeout). */
+export interface SharedFlags {
+  readonly provider: Flag.Flag<Option.Option<"openai-compatible" | "anthropic" | "openai-responses" | "gemini">>
+  readonly baseUrl: Flag.Flag<Option.Option<string>>
+  readonly model: Flag.Flag<Option.Option<string>>
+  readonly apiKey: Flag.Flag<Option.Option<Redacted.Redacted>>
+  readonly sandbox: Flag.Flag<"auto" | "require" | "off">
+  readonly allowNetwork: Flag.Flag<boolean>
+  readonly bwrap: Flag.Flag<string>
+  readonly toolTimeout: Flag.Flag<number>
+  readonly sequential: Flag.Flag<boolean>
+}
+
+const millis = (name: string, what: string, fallback: Duration.Duration) =>
+  Flag.Int(name).pipe(
+    Flag.withDescription(`${what} in milliseconds (default ${Duration.toMillis(fallback)}).`),
+    Flag.withDefault(Duration.toMillis(fallback))
+  )
+
+const serveFlags = {
+  port: Flag.Int("port").pipe(Flag.withDescription("The HTTP port (0: any free port)."), Flag.withDefault(8787)),
+  host: Flag.String("host").pipe(
+    Flag.withDescription("The address the HTTP server binds."),
+    Flag.withDefault("127.0.0.1")
+  ),
+  token: Flag.Redacted("token").pipe(
+    Flag.withDescription("The bearer token clients must send. Default: EFFECT_AGENT_TOKEN."),
+    Flag.optional
+  ),
+  workspaces: Flag.String("workspaces").pipe(
+    Flag.withDescription("The folder under which every run's workspace must lie (default: the current folder)."),
+    Flag.optional
+  ),
+  store: Flag.String("store").pipe(
+    Flag.withDescription(
+      "postgres://… to join the cluster of runners on that database; else a SQLite file for one runner (default: $EFFECT_AGENT_HOME/runs.db)."
+    ),
+    Flag.optional
+  ),
+  runnerHost: Flag.String("runner-host").pipe(
+    Flag.withDescription("The host other runners reach this one at (cluster only)."),
+    Flag.withDefault("127.0.0.1")
+  ),
+  runnerPort: Flag.Int("runner-port").pipe(
+    Flag.withDescription("The port this runner listens on for the other runners (cluster only)."),
+    Flag.withDefault(34431)
+  ),
+  name: Flag.String("name").pipe(
+    Flag.withDescription("This runner's name in logs and events (default: host:port, or host:pid with --port 0)."),
+    Flag.optional
+  ),
+  shardLockExpiration: millis(
+    "shard-lock-expiration",
+    "How long a dead runner's shards stay locked",
+    defaultTimings.shardLockExpiration
+  ),
+  shardLockRefresh: millis(
+    "shard-lock-refresh",
+    "How often a runner renews its shard locks",
+    defaultTimings.shardLockRefreshInterval
+  ),
+  refreshAssignments: millis(
+    "refresh-assignments",
+    "How often shard assignments are recomputed",
+    defaultTimings.refreshAssignmentsInterval
+  ),
+  healthCheck: millis("health-check", "How often runners are pinged", defaultTimings.runnerHealthCheckInterval),
+  stallExit: Flag.Int("stall-exit").pipe(
+    Flag.withDescription(
+      "Exit with code 75 once a forced shard release has been reported pending this many milliseconds (reported after the lock expiration, then every 30 s; the runner cannot recover by itself: restart it). 0: only log it. Default 60000."
+    ),
+    Flag.withDefault(60_000)
+  )
+}
+
+/** The exit code of a runner that ended itself because it stalled (EX_TEMPFAIL: restart it). */
+const stalledExitCode = 75
+
+const SYSTEM_PROMPT = [
+  "You are a careful coding agent working in a workspace folder.",
+  "Use the tools to look before you change anything; prefer small, exact edits.",
+  "Paths are relative to the workspace root. Say plainly what you did and what failed."
+].join(" ")
+
+/** The `serve` subcommand. */
+export const makeCommand = (shared: SharedFlags) =>
+  Command.make("serve", { ...shared, ...serveFlags }, (options) =>
+    Effect.gen(function*() {
+      // Loaded on use: the cluster, PostgreSQL and SQLite clients are not needed by the other commands.
+      const [Engine, Server] = yield* Effect.promise(() =>
+        Promise.all([import("../server/Engine.ts"), import("../server/Server.ts")])
+      )
+      const token = Option.isSome(options.token)
+        ? Redacted.value(options.token.value)
+        : process.env.EFFECT_AGENT_TOKEN ?? ""
+      if (token === "") {
+        return yield* new UsageError({
+          flag: "--token",
+          message: "serve needs a token: pass --token or set EFFECT_AGENT_TOKEN."
+        })
+      }
+      yield* toolTimeoutSeconds(options.toolTimeout)
+      const root = yield* existingWorkspace(Option.getOrElse(options.workspaces, () => process.cwd()))
+      const settings = Option.isSome(options.provider)
+        ? yield* providerSettings(options.provider.value, {
+          baseUrl: Option.getOrUndefined(options.baseUrl),
+          model: Option.getOrUndefined(options.model),
+          apiKey: Option.getOrUndefined(options.apiKey)
+        })
+        : undefined
+      const sandboxSettings = {
+        mode: options.sandbox,
+        allowNetwork: options.allowNetwork,
+        bwrap: options.bwrap
+      } as const
+      const sandbox = yield* BuiltinTools.resolveSandbox(sandboxSettings, root)
+      if (sandbox._tag === "Unconfined" && options.sandbox === "auto") {
+        yield* Effect.logWarning(`bash runs without a sandbox: ${sandbox.reason}`)
+      }
+      const mode = sandbox._tag === "Sandboxed" ? "require" : "off"
+      const store = Option.getOrUndefined(options.store)
+      const cluster = store !== undefined && /^postgres(ql)?:\/\//.test(store)
+      const engine = cluster
+        ? Engine.cluster({
+          url: store,
+          runnerHost: options.runnerHost,
+          runnerPort: options.runnerPort,
+          timings: {
+            shardLockExpiration: Duration.millis(options.shardLockExpiration),
+            shardLockRefreshInterval: Duration.millis(options.shardLockRefresh),
+            refreshAssignmentsInterval: Duration.millis(options.refreshAssignments),
+            runnerHealthCheckInterval: Duration.millis(options.healthCheck)
+          },
+          stallBound: Duration.millis(options.stallExit),
+          onStall: options.stallExit <= 0 ? undefined : (pendingFor) => {
+            // The process's scope cannot close (the stuck release holds it), so no graceful shutdown: the
+            // runs are durable and continue elsewhere once this runner's locks are gone with its sessions.
+            process.stderr.write(
+              JSON.stringify({
+                message: "runner stalled in a forced shard release; exiting so its shards can move",
+                level: "FATAL",
+                timestamp: new Date().toISOString(),
+                pendingForMs: Duration.toMillis(pendingFor)
+              }) + "\n"
+            )
+            process.exit(stalledExitCode)
+          }
+        })
+        : Layer.unwrap(Effect.promise(async () => {
+          const durable = await import("./durable.ts")
+          return Engine.single(durable.storeFile(store))
+        }))
+      const server = Server.layer({
+        port: options.port,
+        host: options.host,
+        token,
+        workspaces: root,
+        runnerName: Option.getOrElse(
+          options.name,
+          () => `${hostname()}:${options.port === 0 ? process.pid : options.port}`
+        ),
+        systemPrompt: SYSTEM_PROMPT,
+        model: settings === undefined ? Demo.demoModel : providerLayer(settings),
+        tools: (workspace) => workspaceTools(workspace, { ...sandboxSettings, mode }),
+        approval: (approve) => approvalHook(approve === "all" ? { _tag: "AllowAll" } : { _tag: "NoTerminal" }),
+        toolExecution: options.sequential ? "sequential" : "parallel",
+        timeout: `${options.toolTimeout} seconds`,
+        engine
+      })
+      yield* Effect.gen(function*() {
+        const address = (yield* HttpServer.HttpServer).address
+        const port = "port" in address ? address.port : options.port
+        yield* Effect.logInfo("serving").pipe(
+          Effect.annotateLogs({ port, workspaces: root, store: cluster ? "postgres" : "sqlite" })
+        )
+        yield* Console.log(JSON.stringify({ listening: `http://${options.host}:${port}` }))
+        return yield* Effect.never
+      }).pipe(
+        Effect.provide(server),
+        Effect.onInterrupt(() => Effect.logInfo("stopped"))
+      )
+    }).pipe(Effect.provide(Logger.layer([Logger.consoleJson])))).pipe(
+      Command.withDescription(
+        "Serve durable agent runs over HTTP; with --store postgres://… several runners share the runs and take over a dead one's."
+      )
+    )

@@ -1,0 +1,214 @@
+/**
+ * Supervision of a tool batch and its settling after an abort (docs/tool-execution.md, TE 8): the work
+ * phase in a fiber that a signal or an interruption stops, running tools stopped (signal first, then
+ * interruption) within a grace period and abandoned if they ignore it, and the honest end of every call the
+ * abort caught.
+ *
+ * @internal
+ */
+import { Cause, Duration, Effect, Exit, Fiber, Option } from "effect"
+import type { ExecutionMode } from "../Tool.ts"
+import { whenAborted } from "./abort.ts"
+import {
+  Abandoned,
+  type Call,
+  errorResult,
+  type Finalized,
+  hasEndEvent,
+  hasStartEvent,
+  isBusy,
+  wasAbandoned,
+  wasStarted
+} from "./callState.ts"
+
+/** Aborts the signal of a call whose tool is running (so cleanup that waits on it can finish). */
+const abortRunning = (call: Call): void => {
+  if (call.state._tag === "Running") call.state.abort()
+}
+
+/** Marks every call whose work may still be going on as abandoned (TE 8.2). */
+const abandonBusy = (calls: Iterable<Call>): void => {
+  for (const call of calls) if (isBusy(call.state)) call.state = Abandoned
+}
+
+/**
+ * Stops one tool running in a fiber of its own (a timeout, or an abort reaching a call that runs apart):
+ * aborts its signal first, then interrupts its fiber, waiting at most the grace period. Returns whether it
+ * stopped; one that did not is abandoned (its fiber detached, nothing waits on it).
+ */
+export const stopTool = (
+  fiber: Fiber.Fiber<unknown, unknown>,
+  abortSignal: () => void,
+  grace: Duration.Duration
+): Effect.Effect<boolean> =>
+  Effect.sync(abortSignal).pipe(
+    Effect.andThen(Effect.interruptible(Fiber.interrupt(fiber))),
+    Effect.timeoutOption(grace),
+    Effect.map(Option.isSome)
+  )
+
+/**
+ * The execute phase of parallel mode (TE 6.2, TE 8.1): starts each prepared call, in source order, once a
+ * slot is free (at most `concurrency` at once). `isStopping` is checked at the very moment a call would
+ * start, so an abort raised by an earlier call (its tool, its hook, a subscriber of its events) stops every
+ * later one.
+ *
+ * A call whose handler and hooks return already-complete Effects needs no fiber; any other runs in one fiber
+ * of its own, registered in the same uninterruptible step that forks it, so that interrupting this phase
+ * always reaches every started call. Stopping gives the calls the grace period together; a call whose tool
+ * ignores cancellation is then abandoned, alone: its fiber is detached, so nothing of the batch waits on it,
+ * and being interrupted it never goes on to finalize.
+ */
+export const executeAll = <P extends { readonly call: Call }, R>(
+  prepared: ReadonlyArray<P>,
+  run: (p: P) => Effect.Effect<void, never, R>,
+  concurrency: number | "unbounded",
+  isStopping: () => boolean,
+  grace: Duration.Duration
+): Effect.Effect<void, never, R> =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.suspend(() => {
+      const limit = concurrency === "unbounded" ? Number.POSITIVE_INFINITY : Math.max(1, concurrency)
+      const running = new Map<Fiber.Fiber<void, never>, Call>()
+      let failure: Cause.Cause<never> | undefined
+      let wake: (() => void) | undefined
+      let index = 0
+      let forked = 0
+      const settled = (fiber: Fiber.Fiber<void, never>) => (exit: Exit.Exit<void, never>) => {
+        running.delete(fiber)
+        if (Exit.isFailure(exit) && !Cause.hasInterruptsOnly(exit.cause)) failure ??= exit.cause
+        const resume = wake
+        wake = undefined
+        resume?.()
+      }
+      // Only one waiter at a time: the loop, or the stop below once the loop is interrupted.
+      const change = Effect.callback<void>((resume) => {
+        wake = () => resume(Effect.void)
+      })
+      const stopAll = Effect.suspend(() => {
+        for (const [fiber, call] of running) {
+          abortRunning(call)
+          fiber.interruptUnsafe()
+        }
+        const drained: Effect.Effect<void> = Effect.suspend(() =>
+          running.size === 0 ? Effect.void : Effect.flatMap(change, () => drained)
+        )
+        return Effect.map(Effect.timeoutOption(Effect.interruptible(drained), grace), (stopped) => {
+          if (Option.isNone(stopped)) abandonBusy(running.values())
+        })
+      })
+      const loop = (): Effect.Effect<void, never, R> => {
+        while (failure === undefined) {
+          if (index === prepared.length || running.size >= limit) {
+            return running.size === 0 ? Effect.void : Effect.flatMap(restore(change), loop)
+          }
+          if (isStopping()) return Effect.interrupt
+          const p = prepared[index++]
+          const effect = run(p)
+          if (Exit.isExit(effect)) {
+            if (Exit.isFailure(effect)) return effect
+            // A huge batch of instant calls must not starve the other fibers.
+            if ((index & 2047) === 0) return Effect.flatMap(Effect.yieldNow, loop)
+            continue
+          }
+          return Effect.flatMap(Effect.forkDetach(effect, { startImmediately: true }), (fiber) => {
+            const exit = fiber.pollUnsafe()
+            if (exit === undefined) {
+              running.set(fiber, p.call)
+              fiber.addObserver(settled(fiber))
+              // Let the first timers and I/O of the started calls through while the later ones start.
+              if ((++forked & 63) === 0) return Effect.flatMap(Effect.yieldNow, loop)
+            } else {
+              settled(fiber)(exit)
+            }
+            return loop()
+          })
+        }
+        return Effect.andThen(stopAll, Effect.failCause(failure))
+      }
+      return loop().pipe(Effect.onInterrupt(() => stopAll))
+    })
+  )
+
+/**
+ * Runs the work phase in its own fiber until it finishes, the signal fires, or this fiber is interrupted
+ * (TE 8). On abort `stop` is called (no tool may start after it), the running tools' signals are aborted
+ * (so cleanup that waits on them can finish), then the work is interrupted and given the grace period to
+ * stop. Work that does not stop in time (a tool that ignores cancellation, a subscriber that never returns)
+ * is abandoned: `abandon` drops its later events. Returns how the work ended.
+ */
+export const supervise = Effect.fnUntraced(function*<R>(
+  work: Effect.Effect<void, never, R>,
+  calls: ReadonlyArray<Call>,
+  signal: AbortSignal | undefined,
+  grace: Duration.Duration,
+  stop: () => void,
+  abandon: () => void,
+  restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
+) {
+  // Detached: a child fiber would be awaited when this one exits, and abandoned work must not hold it.
+  // Not started immediately, so that an interruption arriving while it would run synchronously is seen.
+  const fiber = yield* Effect.forkDetach(Effect.interruptible(work))
+  const waiting = signal === undefined
+    ? Fiber.await(fiber)
+    : Effect.raceFirst(Fiber.await(fiber), Effect.as(whenAborted(signal), undefined))
+  const first = yield* Effect.exit(restore(waiting))
+  if (Exit.isSuccess(first) && first.value !== undefined) return first.value
+  stop()
+  for (const call of calls) abortRunning(call)
+  fiber.interruptUnsafe()
+  const stopped = yield* Effect.timeoutOption(Effect.interruptible(Fiber.await(fiber)), grace)
+  if (Option.isSome(stopped)) return stopped.value
+  abandonBusy(calls)
+  abandon()
+  return Exit.interrupt()
+})
+
+/** The honest result of a call the abort caught before it ended (TE 8.3). */
+const interruptedResult = (call: Call, reason: string): Finalized => {
+  const name = call.toolCall.name
+  if (!wasStarted(call.state)) {
+    return errorResult(`Tool ${name} was not executed: ${reason} before it started.`, {
+      aborted: true,
+      started: false
+    })
+  }
+  const abandoned = wasAbandoned(call.state)
+  return errorResult(
+    `Tool ${name} was interrupted after it started: ${reason}. It may have had side effects.${
+      abandoned ? " It did not stop when cancelled and was abandoned." : ""
+    }`,
+    { aborted: true, started: true, abandoned }
+  )
+}
+
+/** The events a settled call may still be owed, each a no-op once sent (bounded by the grace period). */
+export interface SettleSteps {
+  readonly start: (call: Call) => Effect.Effect<void>
+  readonly end: (call: Call, finalized: Finalized) => Effect.Effect<void>
+  /** `message_start` and `message_end`, or only the latter if the former went out. */
+  readonly message: (call: Call) => Effect.Effect<void>
+}
+
+/**
+ * Gives every call that the abort caught its start (if it had none), end and result message, keeping the
+ * order rules of the mode (TE 6, TE 8.3).
+ */
+export const settleRemaining = (
+  calls: ReadonlyArray<Call>,
+  mode: ExecutionMode,
+  reason: string,
+  steps: SettleSteps
+): Effect.Effect<void> => {
+  const start = (call: Call) => hasStartEvent(call.state) ? Effect.void : steps.start(call)
+  const end = (call: Call) => hasEndEvent(call.state) ? Effect.void : steps.end(call, interruptedResult(call, reason))
+  const message = (call: Call) => call.state._tag === "Done" ? Effect.void : steps.message(call)
+  return mode === "sequential"
+    ? Effect.forEach(calls, (call) => start(call).pipe(Effect.andThen(end(call)), Effect.andThen(message(call))), {
+      discard: true
+    })
+    : Effect.forEach(calls, start, { discard: true }).pipe(
+      Effect.andThen(Effect.forEach(calls, end, { discard: true })),
+      Effect.andThen(Effect.forEach(calls, message, { discard: true }))
+    )
+}

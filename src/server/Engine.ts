@@ -1,0 +1,107 @@
+/**
+ * The workflow engine under `serve`: a cluster runner on PostgreSQL (`--store postgres://…`), or one runner
+ * on the embedded SQLite store. Both are `DurableStore.engine` (the one composition of the durable runs'
+ * engine and state); the cluster adds a PostgreSQL client, socket transport between runners and its own
+ * timings. Both give the SQL client the server's own tables live in.
+ *
+ * @since 0.1.0
+ */
+import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
+import { PgClient } from "@effect/sql-pg"
+import { type Duration, Effect, Layer, Logger, Option, Redacted } from "effect"
+import { RunnerAddress, RunnerHealth, Runners, RunnerServer } from "effect/cluster"
+import { RpcSerialization, RpcServer } from "effect/rpc"
+import { SqlClient, type SqlError } from "effect/sql"
+import type { WorkflowEngine } from "effect/workflow"
+import * as DurableStore from "../durable/DurableStore.ts"
+import type { RunIndex, StartLedger } from "../durable/RunState.ts"
+import { createTables } from "./internal/ddl.ts"
+import * as StallWatch from "./internal/stallWatch.ts"
+import { type ClusterTimings, defaultTimings } from "./timings.ts"
+
+export { type ClusterTimings, defaultTimings } from "./timings.ts"
+
+/** What every engine layer of `serve` provides. */
+export type EngineServices =
+  | WorkflowEngine.WorkflowEngine
+  | StartLedger
+  | RunIndex
+  | SqlClient.SqlClient
+
+/** Where a cluster runner listens for the other runners, and what it tells them its address is. */
+export interface ClusterOptions {
+  /** `postgres://user:password@host:port/database`. */
+  readonly url: string
+  /** The host other runners reach this one at (default 127.0.0.1). */
+  readonly runnerHost?: string | undefined
+  /** The port this runner's socket server listens on for the other runners. */
+  readonly runnerPort: number
+  readonly timings?: Partial<ClusterTimings> | undefined
+  /** The PostgreSQL connection pool's size (default 20). */
+  readonly maxConnections?: number | undefined
+  /**
+   * Called (once) when a forced shard release has been pending for `stallBound` (SV 4.5, see
+   * `internal/stallWatch.ts`): this runner cannot recover its shards by itself; the caller should end the
+   * process so its locks go and the runs continue elsewhere. Default: none (the stall is only logged).
+   */
+  readonly onStall?: ((pendingFor: Duration.Duration) => void) | undefined
+  /** How long a forced shard release may be reported pending before `onStall` (default 60 s). */
+  readonly stallBound?: Duration.Input | undefined
+}
+
+/**
+ * A runner of the cluster whose runner and message storage are in PostgreSQL: runs are spread over the
+ * runners by shard, and a dead runner's shards (with their runs) move to the others. Runners send each
+ * other messages over sockets (effect's `RunnerServer` with binary RPC serialization).
+ */
+export const cluster = (options: ClusterOptions): Layer.Layer<EngineServices, unknown> => {
+  const { runnerHealthCheckInterval, ...timings } = { ...defaultTimings, ...options.timings }
+  const address = RunnerAddress.make(options.runnerHost ?? "127.0.0.1", options.runnerPort)
+  const serialization = RpcSerialization.layerSchemaBinary()
+  const clientProtocol = NodeClusterSocket.layerClientProtocol.pipe(Layer.provide(serialization))
+  const runners = Layer.merge(Runners.layerRpc, RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc))).pipe(
+    Layer.provide(clientProtocol)
+  )
+  const runnerServer = RunnerServer.layer.pipe(
+    Layer.provide(RpcServer.layerProtocolSocketServer),
+    Layer.provide(NodeClusterSocket.layerSocketServer),
+    Layer.provide(serialization),
+    // A port in use or not allowed: the runner cannot start.
+    Layer.orDie
+  )
+  // Runners starting together race to create the durable runs' own tables (PostgreSQL can fail one of two
+  // concurrent CREATE TABLE IF NOT EXISTS with a unique violation on its catalog): created here first, under
+  // an advisory lock, with the definitions of RunState.ts, whose own CREATE ... IF NOT EXISTS then finds them.
+  const tables = Layer.effectDiscard(Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    yield* createTables(sql, [
+      sql`CREATE TABLE IF NOT EXISTS effect_agent_step_starts (
+        run_id TEXT NOT NULL, step_id TEXT NOT NULL, attempts INTEGER NOT NULL, PRIMARY KEY (run_id, step_id))`,
+      sql`CREATE TABLE IF NOT EXISTS effect_agent_runs (
+        run_id TEXT PRIMARY KEY, started_at BIGINT NOT NULL, title TEXT NOT NULL)`
+    ])
+  }))
+  return DurableStore.engine({
+    runnerAddress: address,
+    timings,
+    runners,
+    runnerServer,
+    shardingConfig: { runnerListenAddress: Option.some(address), runnerHealthCheckInterval }
+  }).pipe(
+    Layer.provide(tables),
+    Layer.provide(
+      options.onStall === undefined
+        ? Layer.empty
+        : Logger.layer([StallWatch.logger(options.stallBound ?? "60 seconds", options.onStall)], {
+          mergeWithExisting: true
+        })
+    ),
+    Layer.provideMerge(
+      PgClient.layer({ url: Redacted.make(options.url), maxConnections: options.maxConnections ?? 20 })
+    )
+  ) as Layer.Layer<EngineServices, unknown>
+}
+
+/** One runner on the embedded SQLite store in `filename` (`:memory:` for nothing on disk). */
+export const single = (filename: string): Layer.Layer<EngineServices, SqlError.SqlError> =>
+  DurableStore.layer({ filename })
