@@ -600,16 +600,22 @@ const reportFailure = (cause: Cause.Cause<unknown>) => {
   return Console.error(`effect-agent: ${terminalSafe(error instanceof Error ? error.message : Cause.pretty(cause))}`)
 }
 
-/** Runs the command on `process.argv`. */
-export const main = Command.run(app, { version: "0.1.0" }).pipe(
+/**
+ * The whole command, run on the arguments of the `Stdio` service, with the platform's services (standard
+ * streams, terminal, files, processes) left to the caller: {@link main} gives Node's, tests give their own
+ * to run the command in-process.
+ */
+export const program = Command.run(app, { version: "0.1.0" }).pipe(
   Effect.tapCause(reportFailure),
   // Spans and metrics go to an OTLP collector only when OTEL_EXPORTER_OTLP_ENDPOINT is set (docs/telemetry.md OT 6).
   Effect.provide(TelemetryExport.layerFromEnvironment({ serviceName: "effect-agent", serviceVersion: "0.1.0" })),
   // Logs (the cluster engine's warnings among them) go to stderr: stdout carries only the run, so `--json`
   // and `--print` output stays parseable.
-  Effect.provideService(Logger.LogToStderr, true),
-  Effect.provide(NodeServices.layer)
+  Effect.provideService(Logger.LogToStderr, true)
 )
+
+/** Runs the command on `process.argv`. */
+export const main = program.pipe(Effect.provide(NodeServices.layer))
 
 /**
  * Runs {@link main} as the process. SIGINT, SIGTERM and SIGHUP each abort the run cleanly; the exit code is

@@ -3,37 +3,32 @@
  * its stdin), write/edit/bash ask y/n. A "y" runs the call, an "n" blocks it with the declined reason; and a
  * key typed while no question is on screen must not answer a later question.
  */
-import { execFileSync, spawn } from "node:child_process"
+import { execFileSync } from "node:child_process"
 import { existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { SAMPLE_FILES } from "../../src/cli/Demo.ts"
 import {
-  childEnv,
   defaultSessionFiles,
   loadSessionOrThrow,
-  MAIN,
-  NODE,
-  ROOT,
+  plainText,
   RUN_TIMEOUT_MS,
-  shellQuote,
+  SCRIPT,
+  spawnOnTerminal,
   tempDir,
   TEST_TIMEOUT_MS
 } from "./support.ts"
-
-const SCRIPT = "/usr/bin/script"
-// eslint-disable-next-line no-control-regex
-const stripAnsi = (text: string) => text.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "").replace(/\r/g, "")
 
 interface Session {
   /** The output so far, without escape codes. */
   readonly text: () => string
   /** Types keys on the terminal. */
   readonly type: (keys: string) => void
-  /** Types keys on the terminal; resolves once they are handed to `script`. */
-  readonly typed: (keys: string) => Promise<void>
-  /** The process group of the command on the terminal (`script` runs it in a session of its own). */
-  readonly group: () => number
+  /**
+   * Types keys while the command is frozen (SIGSTOP of its process group), so they wait in the terminal until
+   * it goes on; resolves once it runs again.
+   */
+  readonly typedWhileFrozen: (keys: string) => Promise<void>
   /** Resolves when the output satisfies `predicate` (checked on each chunk). */
   readonly until: (predicate: (text: string) => boolean, what: string) => Promise<string>
   readonly exit: Promise<number | null>
@@ -41,12 +36,11 @@ interface Session {
 
 /** Runs the demo on a pseudo-terminal without --yes. */
 const onTerminal = (workspace: string): Session => {
-  const command = [NODE, MAIN, "--workspace", workspace].map(shellQuote).join(" ")
-  const child = spawn(SCRIPT, ["-qfec", command, "/dev/null"], { cwd: ROOT, env: childEnv(), stdio: ["pipe", "pipe", "pipe"] })
+  const child = spawnOnTerminal(["--workspace", workspace])
   let raw = ""
   const waiters: Array<{ predicate: (text: string) => boolean; resolve: (text: string) => void }> = []
   const check = () => {
-    const text = stripAnsi(raw)
+    const text = plainText(raw)
     for (const waiter of [...waiters]) {
       if (waiter.predicate(text)) {
         waiters.splice(waiters.indexOf(waiter), 1)
@@ -70,17 +64,26 @@ const onTerminal = (workspace: string): Session => {
     })
   )
   return {
-    text: () => stripAnsi(raw),
+    text: () => plainText(raw),
     type: (keys) => void child.stdin.write(keys),
-    typed: (keys) =>
-      new Promise<void>((resolve, reject) => child.stdin.write(keys, (error) => error ? reject(error) : resolve())),
-    group: () => {
+    typedWhileFrozen: async (keys) => {
       const [pid] = execFileSync("ps", ["-o", "pid=", "--ppid", String(child.pid)], { encoding: "utf8" }).trim()
         .split(/\s+/).map(Number)
       const pgid = Number(execFileSync("ps", ["-o", "pgid=", "-p", String(pid)], { encoding: "utf8" }).trim())
       // Never signal a group this test runs in: the command must lead its own.
       if (!(pid > 0) || pgid !== pid) throw new Error(`the command on the terminal leads no process group of its own`)
-      return pgid
+      process.kill(-pgid, "SIGSTOP")
+      try {
+        if (!(await stateBecomes(pid, "T", RUN_TIMEOUT_MS))) throw new Error("the command on the terminal did not stop")
+        // util-linux's `script` stops itself when its child is stopped by SIGSTOP, and continues the child when
+        // it is continued: wait for that (the key is then relayed once it goes on), or it would stop later, with
+        // no one left to continue it, and the run would hang.
+        await stateBecomes(child.pid!, "T", 5_000)
+        await new Promise<void>((resolve, reject) => child.stdin.write(keys, (error) => error ? reject(error) : resolve()))
+      } finally {
+        process.kill(child.pid!, "SIGCONT")
+        process.kill(-pgid, "SIGCONT")
+      }
     },
     until: (predicate, what) =>
       Promise.race([
@@ -89,13 +92,32 @@ const onTerminal = (workspace: string): Session => {
           check()
         }),
         exit.then(() => {
-          const text = stripAnsi(raw)
+          const text = plainText(raw)
           if (predicate(text)) return text
           throw new Error(`the command ended before: ${what}\n${text.slice(-3000)}`)
         })
       ]),
     exit
   }
+}
+
+/** The state letter of a process (`R`, `S`, `T` stopped, ...), from /proc; undefined when it is gone. */
+const processState = (pid: number): string | undefined => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3)
+  } catch {
+    return undefined
+  }
+}
+
+/** Whether the process reaches the state within `ms` (checked every 10 ms). */
+const stateBecomes = async (pid: number, state: string, ms: number): Promise<boolean> => {
+  for (const end = Date.now() + ms; Date.now() < end;) {
+    if (processState(pid) === state) return true
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  return processState(pid) === state
 }
 
 const EDIT_QUESTION = /\? Allow edit \{[\s\S]*\(y\/N\)/
@@ -134,7 +156,6 @@ describe.skipIf(!existsSync(SCRIPT))("approvals on a terminal (no --yes)", () =>
     try {
       const session = onTerminal(ws.dir)
       await session.until((t) => EDIT_QUESTION.test(t), "the edit question")
-      const cli = session.group()
       session.type("y")
       await session.until((t) => /✓ edit src\/math\.ts/.test(t), "the edit ran")
       // The stray key comes once the model's next response streams: the edit question has released the terminal
@@ -143,12 +164,7 @@ describe.skipIf(!existsSync(SCRIPT))("approvals on a terminal (no --yes)", () =>
       // the question somehow on screen already, the "y" would answer it and the test would fail on "check 1/3":
       // it can fail for a wrong reason, never pass without checking (it used to skip itself then).
       await session.until((t) => /Now le/.test(t), "the next response")
-      process.kill(-cli, "SIGSTOP")
-      try {
-        await session.typed("y")
-      } finally {
-        process.kill(-cli, "SIGCONT")
-      }
+      await session.typedWhileFrozen("y")
       await session.until((t) => BASH_QUESTION.test(t), "the bash question")
       // A "y" kept in the buffer would reach the question before this "n" (it was typed first).
       session.type("n")

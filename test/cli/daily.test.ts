@@ -1,34 +1,33 @@
 /**
- * The command line as a person and a program use it every day, run as a real subprocess (docs/cli.md):
+ * The command line as a person and a program use it every day (docs/cli.md), in-process where the process
+ * itself is not the point and as a real subprocess for a real pipe, a pseudo-terminal and the RPC mode:
  * the task from a pipe and from words (CLI 8.1, 8.2), `--print` (CLI 8.3), context files on the start-up
  * line (CLI 6.5), sessions in the state folder (CLI 7.1), `--continue` (CLI 7.2), the picker of a bare
  * `--resume` on a pseudo-terminal (CLI 7.3), `--fork` (CLI 7.4), and the RPC mode (CLI 11.x).
  */
-import { spawn } from "node:child_process"
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import {
-  childEnv,
   defaultSessionFiles,
   endedMessages,
+  type InProcessStdin,
   loadSessionOrThrow,
   MAIN,
   NODE,
   parseJsonLines,
-  ROOT,
-  runCli,
+  plainText,
+  runCliInProcess,
   runProcess,
   RUN_TIMEOUT_MS,
+  SCRIPT,
   sessionFolder,
   shellQuote,
+  spawnOnTerminal,
   tempDir,
   TEST_TIMEOUT_MS
 } from "./support.ts"
 
-const SCRIPT = "/usr/bin/script"
-// eslint-disable-next-line no-control-regex
-const stripAnsi = (text: string) => text.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "").replace(/\r/g, "")
 const textOfMessage = (message: any): string =>
   typeof message.content === "string"
     ? message.content
@@ -59,7 +58,7 @@ describe("sessions: words as the task, context files, --continue, the picker, --
   let first = ""
 
   it("CLI 8.1, 7.1: words after the flags are the task; the session is in the state folder, not the workspace", async () => {
-    const run = await runCli(["--json", "-y", "-w", ws.dir, "Fix", "the", "add", "function"])
+    const run = await runCliInProcess(["--json", "-y", "-w", ws.dir, "Fix", "the", "add", "function"])
     expect(run.code, run.stderr).toBe(0)
     const events = parseJsonLines(run.stdout)
     expect(textOfMessage(endedMessages(events)[0])).toBe("Fix the add function")
@@ -72,7 +71,7 @@ describe("sessions: words as the task, context files, --continue, the picker, --
   it("CLI 7.2, 6.5: --continue appends to that session; the start-up line names the context files", async () => {
     const before = (await loadSessionOrThrow(first)).length
     writeFileSync(join(ws.dir, "AGENTS.md"), "Always run the tests.\n")
-    const run = await runCli(["--continue", "-y", "-w", ws.dir, "Second task"])
+    const run = await runCliInProcess(["--continue", "-y", "-w", ws.dir, "Second task"])
     expect(run.code, run.stderr).toBe(0)
     const lines = run.stdout.split("\n")
     expect(lines).toContain(`session:   ${first} (continued, ${before} messages)`)
@@ -85,15 +84,14 @@ describe("sessions: words as the task, context files, --continue, the picker, --
 
   it.skipIf(!existsSync(SCRIPT))("CLI 7.3: a bare --resume on a terminal opens the picker; Enter continues the latest", async () => {
     const before = (await loadSessionOrThrow(first)).length
-    const command = [NODE, MAIN, "--resume", "-y", "-w", ws.dir, "Third task"].map(shellQuote).join(" ")
-    const child = spawn(SCRIPT, ["-qfec", command, "/dev/null"], { cwd: ROOT, env: childEnv(), stdio: ["pipe", "pipe", "pipe"] })
+    const child = spawnOnTerminal(["--resume", "-y", "-w", ws.dir, "Third task"])
     let raw = ""
     let answered = false
     const timer = setTimeout(() => child.kill("SIGKILL"), RUN_TIMEOUT_MS)
     child.stdout.setEncoding("utf8")
     child.stdout.on("data", (chunk: string) => {
       raw += chunk
-      const text = stripAnsi(raw)
+      const text = plainText(raw)
       // The picker lists the session with its first prompt: pick it.
       if (!answered && text.includes("Pick a session") && text.includes("msg  Fix the a")) {
         answered = true
@@ -102,7 +100,7 @@ describe("sessions: words as the task, context files, --continue, the picker, --
     })
     const code = await new Promise<number | null>((resolve) => child.on("close", (c) => resolve(c)))
     clearTimeout(timer)
-    const text = stripAnsi(raw)
+    const text = plainText(raw)
     expect(answered, text.slice(-2000)).toBe(true)
     expect(code, text.slice(-2000)).toBe(0)
     expect(text).toContain(`session:   ${first} (resumed, ${before} messages)`)
@@ -112,7 +110,7 @@ describe("sessions: words as the task, context files, --continue, the picker, --
 
   it("CLI 7.3: without a terminal a bare --resume is refused with one line, and nothing is written", async () => {
     const size = readFileSync(first, "utf8")
-    const run = await runCli(["--resume", "-y", "-w", ws.dir, "Nope"])
+    const run = await runCliInProcess(["--resume", "-y", "-w", ws.dir, "Nope"])
     expect(run.code).not.toBe(0)
     expect(run.stderr).toContain("--resume without a file opens a picker, which needs a terminal")
     expect(readFileSync(first, "utf8")).toBe(size)
@@ -121,7 +119,7 @@ describe("sessions: words as the task, context files, --continue, the picker, --
 
   it("CLI 7.4: --fork=FILE starts a new session from the old one and leaves the old one as it was", async () => {
     const old = readFileSync(first, "utf8")
-    const run = await runCli([`--fork=${first}`, "--json", "-y", "-w", ws.dir, "Fourth task"])
+    const run = await runCliInProcess([`--fork=${first}`, "--json", "-y", "-w", ws.dir, "Fourth task"])
     expect(run.code, run.stderr).toBe(0)
     expect(readFileSync(first, "utf8")).toBe(old)
     const files = defaultSessionFiles(ws.dir)
@@ -137,43 +135,35 @@ describe("--mode rpc", () => {
   afterAll(() => ws.cleanup())
 
   it("CLI 11.1-11.4: commands in, one response each, the run's events, clear error lines; exits when stdin ends", async () => {
-    const child = spawn(NODE, [MAIN, "--mode", "rpc", "-y", "-w", ws.dir], { cwd: ROOT, env: childEnv(), stdio: ["pipe", "pipe", "pipe"] })
-    const timer = setTimeout(() => child.kill("SIGKILL"), RUN_TIMEOUT_MS)
-    const send = (line: string) => void child.stdin.write(line + "\n")
-    let stdout = ""
-    let stderr = ""
-    let pending = ""
     const lines: Array<any> = []
     let sentAfterRun = false
-    child.stderr.on("data", (chunk: Buffer) => void (stderr += chunk.toString("utf8")))
-    child.stdout.setEncoding("utf8")
-    child.stdout.on("data", (chunk: string) => {
-      stdout += chunk
-      pending += chunk
-      for (let nl = pending.indexOf("\n"); nl >= 0; nl = pending.indexOf("\n")) {
-        const line = JSON.parse(pending.slice(0, nl))
-        pending = pending.slice(nl + 1)
+    const send = (stdin: InProcessStdin, line: string) => stdin.write(line + "\n")
+    const run = await runCliInProcess(["--mode", "rpc", "-y", "-w", ws.dir], {
+      stdin: "open",
+      onStart: (stdin) => {
+        send(stdin, JSON.stringify({ type: "get_state", id: "s0" }))
+        send(stdin, "this is not json")
+        send(stdin, JSON.stringify({ type: "dance", id: "d1" }))
+        send(stdin, JSON.stringify({ type: "prompt", id: "bad" }))
+        send(stdin, JSON.stringify({ type: "prompt", id: "p1", message: "Fix the add function" }))
+      },
+      onLine: (text, stdin) => {
+        const line = JSON.parse(text)
         lines.push(line)
         if (line.type === "response" && line.id === "p1") {
           // While the run goes: a second prompt is refused, a steer is queued.
-          send(JSON.stringify({ type: "prompt", id: "p2", message: "again" }))
-          send(JSON.stringify({ type: "steer", id: "st", message: "also check the README" }))
+          send(stdin, JSON.stringify({ type: "prompt", id: "p2", message: "again" }))
+          send(stdin, JSON.stringify({ type: "steer", id: "st", message: "also check the README" }))
         }
         if (line.type === "agent_end" && !sentAfterRun) {
           sentAfterRun = true
-          send(JSON.stringify({ type: "get_state", id: "s1" }))
-          send(JSON.stringify({ type: "abort", id: "a1" }))
-          child.stdin.end()
+          send(stdin, JSON.stringify({ type: "get_state", id: "s1" }))
+          send(stdin, JSON.stringify({ type: "abort", id: "a1" }))
+          stdin.end()
         }
       }
     })
-    send(JSON.stringify({ type: "get_state", id: "s0" }))
-    send("this is not json")
-    send(JSON.stringify({ type: "dance", id: "d1" }))
-    send(JSON.stringify({ type: "prompt", id: "bad" }))
-    send(JSON.stringify({ type: "prompt", id: "p1", message: "Fix the add function" }))
-    const code = await new Promise<number | null>((resolve) => child.on("close", (c) => resolve(c)))
-    clearTimeout(timer)
+    const { code, stderr, stdout } = run
     expect(code, stderr).toBe(0)
     expect(stdout.endsWith("\n")).toBe(true)
     const responses = lines.filter((l) => l.type === "response")

@@ -1,7 +1,7 @@
 /**
  * The command line end to end (issue 5): the embedded demo run as a real subprocess with `--json`, checked
  * event by event, on the files it changed and on the session file it saved. Then the same demo without
- * `--yes` and without a terminal, where every call that needs approval is blocked.
+ * `--yes` and without a terminal (in-process), where every call that needs approval is blocked.
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
@@ -15,6 +15,7 @@ import {
   parseJsonLines,
   resultText,
   runCli,
+  runCliInProcess,
   type RunResult,
   tempDir,
   TEST_TIMEOUT_MS
@@ -214,7 +215,7 @@ describe("demo --json without --yes and without a terminal", () => {
 
   beforeAll(async () => {
     // stdin is a pipe (not a terminal) and stdout a pipe: no one can be asked.
-    run = await runCli(["--json", "--workspace", ws.dir])
+    run = await runCliInProcess(["--json", "--workspace", ws.dir])
     events = parseJsonLines(run.stdout)
   }, TEST_TIMEOUT_MS)
   afterAll(() => ws.cleanup())

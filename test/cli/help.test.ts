@@ -1,6 +1,6 @@
 /** `--help` documents every flag of the command, each with a description; `--sequential` and the aliases work. */
 import { beforeAll, describe, expect, it } from "vitest"
-import { parseJsonLines, runCli, type RunResult, tempDir, TEST_TIMEOUT_MS } from "./support.ts"
+import { parseJsonLines, runCliInProcess, type RunResult, tempDir, TEST_TIMEOUT_MS } from "./support.ts"
 
 const FLAGS: ReadonlyArray<{ readonly name: string; readonly alias?: string }> = [
   { name: "--provider" },
@@ -26,7 +26,7 @@ const FLAGS: ReadonlyArray<{ readonly name: string; readonly alias?: string }> =
 describe("--help", () => {
   let run: RunResult
   beforeAll(async () => {
-    run = await runCli(["--help"])
+    run = await runCliInProcess(["--help"])
   }, TEST_TIMEOUT_MS)
 
   it("exits 0 and prints the description", () => {
@@ -54,7 +54,7 @@ describe("--sequential (with the -w and -y aliases)", () => {
   it("runs the demo's first batch one call at a time", async () => {
     const ws = tempDir("sequential")
     try {
-      const result = await runCli(["--json", "--sequential", "-y", "-w", ws.dir])
+      const result = await runCliInProcess(["--json", "--sequential", "-y", "-w", ws.dir])
       expect(result.code).toBe(0)
       const events = parseJsonLines(result.stdout)
       const ids = ["demo-ls", "demo-find", "demo-grep", "demo-read"]

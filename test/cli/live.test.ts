@@ -11,16 +11,25 @@ import type { AgentEvent } from "../../src/AgentEvent.ts"
 import * as LiveView from "../../src/cli/LiveView.ts"
 import * as Usage from "../../src/cli/Usage.ts"
 import { type AssistantMessage, emptyUsage, type ToolResultMessage } from "../../src/Message.ts"
-import { MAIN, NODE, runCli, runProcess, type RunResult, sessionFolder, shellQuote, tempDir, TEST_TIMEOUT_MS } from "./support.ts"
+import {
+  assistantMessage,
+  MAIN,
+  NODE,
+  plainText,
+  runCliInProcess,
+  runProcess,
+  type RunResult,
+  SCRIPT,
+  sessionFolder,
+  shellQuote,
+  stripAnsi,
+  tempDir,
+  TEST_TIMEOUT_MS
+} from "./support.ts"
 
 const ESC = "\x1b"
-// eslint-disable-next-line no-control-regex
-const ANSI = /\x1b\[[0-9;?]*[A-Za-z]/g
-const stripAnsi = (text: string) => text.replace(ANSI, "")
 /** Output as lines with escape codes and carriage returns removed. */
-const plainLines = (text: string) => stripAnsi(text).split("\n").map((l) => l.replace(/\r/g, ""))
-
-const SCRIPT = "/usr/bin/script"
+const plainLines = (text: string) => plainText(text).split("\n")
 
 /** The checks every rendering of the demo passes, live or not. */
 const assertDemoRendering = (output: string) => {
@@ -84,7 +93,7 @@ describe("live view forced with EFFECT_AGENT_LIVE=1 (no terminal)", () => {
   const ws = tempDir("live-env")
   let run: RunResult
   beforeAll(async () => {
-    run = await runCli(["--workspace", ws.dir, "--yes"], { env: { EFFECT_AGENT_LIVE: "1" } })
+    run = await runCliInProcess(["--workspace", ws.dir, "--yes"], { env: { EFFECT_AGENT_LIVE: "1" } })
   }, TEST_TIMEOUT_MS)
   afterAll(() => ws.cleanup())
 
@@ -102,7 +111,7 @@ describe("plain lines without a terminal", () => {
   const ws = tempDir("plain")
   let run: RunResult
   beforeAll(async () => {
-    run = await runCli(["--workspace", ws.dir, "--yes"])
+    run = await runCliInProcess(["--workspace", ws.dir, "--yes"])
   }, TEST_TIMEOUT_MS)
   afterAll(() => ws.cleanup())
 
@@ -251,16 +260,7 @@ describe("keyArgument", () => {
 
 // LiveView.make, fed events by hand under the TestClock.
 
-const assistant = (content: AssistantMessage["content"]): AssistantMessage => ({
-  role: "assistant",
-  content,
-  api: "test",
-  provider: "test",
-  model: "test",
-  usage: emptyUsage,
-  stopReason: "toolUse",
-  timestamp: 0
-})
+const assistant = (content: AssistantMessage["content"]): AssistantMessage => assistantMessage(content)
 const toolResult = (id: string, name: string, textValue: string, isError: boolean): ToolResultMessage => ({
   role: "toolResult",
   toolCallId: id,

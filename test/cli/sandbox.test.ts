@@ -1,11 +1,11 @@
 /**
- * The command line's sandbox flags (issue 16, item 5), on real subprocesses: where bubblewrap does not work
+ * The command line's sandbox flags (issue 16, item 5), run in-process: where bubblewrap does not work
  * (simulated with `--bwrap` naming a program that is not there) the command says so once, before the run,
  * and the demo still runs with `bash` unconfined; with `--sandbox=require` it refuses to start, in one line.
  * The sandboxed default is what the demo tests run.
  */
 import { afterAll, describe, expect, it } from "vitest"
-import { parseJsonLines, runCli, tempDir, TEST_TIMEOUT_MS } from "./support.ts"
+import { parseJsonLines, runCliInProcess, tempDir, TEST_TIMEOUT_MS } from "./support.ts"
 
 const MISSING = "/nonexistent/effect-agent/bwrap"
 
@@ -14,7 +14,7 @@ describe("--sandbox, --bwrap", () => {
   afterAll(() => ws.cleanup())
 
   it("says once that bash runs unconfined when bubblewrap is missing, and the demo still runs", async () => {
-    const run = await runCli(["--json", "--yes", "--bwrap", MISSING, "--workspace", ws.dir])
+    const run = await runCliInProcess(["--json", "--yes", "--bwrap", MISSING, "--workspace", ws.dir])
     expect(run.code, run.stderr).toBe(0)
     const notices = run.stderr.split("\n").filter((line) => line.includes("without a sandbox"))
     expect(notices).toEqual([`effect-agent: bash runs without a sandbox: ${MISSING} was not found (it comes with the bubblewrap package)`])
@@ -25,7 +25,7 @@ describe("--sandbox, --bwrap", () => {
   }, TEST_TIMEOUT_MS)
 
   it("--sandbox=require refuses to start without a working bubblewrap", async () => {
-    const run = await runCli(["--json", "--yes", "--sandbox", "require", "--bwrap", MISSING, "--workspace", ws.dir])
+    const run = await runCliInProcess(["--json", "--yes", "--sandbox", "require", "--bwrap", MISSING, "--workspace", ws.dir])
     expect(run.code).toBe(1)
     expect(run.stdout).toBe("")
     expect(run.stderr.trim().split("\n")).toEqual([

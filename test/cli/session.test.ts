@@ -15,7 +15,7 @@ import {
   loadSessionOrThrow,
   nonBlankLines,
   parseJsonLines,
-  runCli,
+  runCliInProcess,
   type RunResult,
   tempDir,
   TEST_TIMEOUT_MS
@@ -31,7 +31,7 @@ describe("--session and --resume", () => {
 
   beforeAll(async () => {
     sessionFile = join(ws.dir, "nested", "folder", "run.jsonl")
-    first = await runCli(["--json", "--yes", "--workspace", ws.dir, "--session", sessionFile])
+    first = await runCliInProcess(["--json", "--yes", "--workspace", ws.dir, "--session", sessionFile])
     firstEvents = parseJsonLines(first.stdout)
     firstText = readFileSync(sessionFile, "utf8")
   }, TEST_TIMEOUT_MS)
@@ -50,7 +50,7 @@ describe("--session and --resume", () => {
   it("--resume FILE loads the saved messages, keeps the old lines unchanged and appends the new ones", async () => {
     const resumed = join(ws.dir, "resumed.jsonl")
     copyFileSync(sessionFile, resumed)
-    const run = await runCli(["--json", "--yes", "--workspace", ws.dir, "--resume", resumed, "--prompt", "Again please"])
+    const run = await runCliInProcess(["--json", "--yes", "--workspace", ws.dir, "--resume", resumed, "--prompt", "Again please"])
     expect(run.stderr.trim()).toBe("")
     expect(run.code).toBe(0)
     const events = parseJsonLines(run.stdout)
@@ -80,7 +80,7 @@ describe("--session and --resume", () => {
   it("says in plain mode how many messages were resumed", async () => {
     const resumed = join(ws.dir, "resumed-plain.jsonl")
     copyFileSync(sessionFile, resumed)
-    const run = await runCli(["--yes", "-w", ws.dir, "--resume", resumed, "-p", "Once more"])
+    const run = await runCliInProcess(["--yes", "-w", ws.dir, "--resume", resumed, "-p", "Once more"])
     expect(run.code).toBe(0)
     expect(run.stdout).toContain(`session:   ${resumed} (resumed, 13 messages)`)
     expect(run.stdout).toContain("› Once more")
@@ -95,7 +95,7 @@ describe("--session and --resume", () => {
     const a = join(ws.dir, "fork-a.jsonl")
     const b = join(ws.dir, "fork-b.jsonl")
     copyFileSync(sessionFile, a)
-    const run = await runCli(["--json", "--yes", "--workspace", ws.dir, "--resume", a, "--session", b, "-p", "Fork"])
+    const run = await runCliInProcess(["--json", "--yes", "--workspace", ws.dir, "--resume", a, "--session", b, "-p", "Fork"])
     expect(run.code).toBe(0)
     expect(readFileSync(a, "utf8")).toBe(firstText) // the resumed file is left alone
     const added = endedMessages(parseJsonLines(run.stdout))
@@ -112,7 +112,7 @@ describe("--session and --resume", () => {
       const lines = nonBlankLines(sessionFile)
       const text = [lines[0], lines[1], third, ...lines.slice(2)].join("\n") + "\n"
       writeFileSync(file, text)
-      const run = await runCli(["--json", "--yes", "--workspace", ws.dir, "--resume", file, "-p", "go on"])
+      const run = await runCliInProcess(["--json", "--yes", "--workspace", ws.dir, "--resume", file, "-p", "go on"])
       const result = { file, text, run }
       runs.set(name, result)
       return result
@@ -157,7 +157,7 @@ describe("--session and --resume", () => {
     const lines = nonBlankLines(sessionFile)
     const kept = lines.slice(0, 5).join("\n") + "\n"
     writeFileSync(file, kept + lines[5].slice(0, 40))
-    const run = await runCli(["--json", "--yes", "--workspace", ws.dir, "--resume", file, "-p", "go on"])
+    const run = await runCliInProcess(["--json", "--yes", "--workspace", ws.dir, "--resume", file, "-p", "go on"])
     expect(run.code).toBe(0)
     expect(run.stderr.trim()).toBe(
       `effect-agent: warning: Session file ${file}, line 6: the last line was cut short (a crash while it was written) and was dropped (40 characters).`
@@ -189,7 +189,7 @@ describe("--session and --resume", () => {
 
   it("a missing session file to resume is a clear, non-zero error", async () => {
     const missing = join(ws.dir, "no-such-session.jsonl")
-    const run = await runCli(["--json", "--yes", "--workspace", ws.dir, "--resume", missing, "-p", "hi"])
+    const run = await runCliInProcess(["--json", "--yes", "--workspace", ws.dir, "--resume", missing, "-p", "hi"])
     expect(run.code).not.toBe(0)
     expect(run.code).not.toBeNull()
     const output = run.stdout + run.stderr

@@ -1,18 +1,36 @@
 /**
- * Shared set-up of the command-line tests: runs `src/cli/main.ts` as a real subprocess (on Node 22), makes
- * temporary workspaces, parses `--json` output and loads session files with `Session.load`.
+ * Shared set-up of the command-line tests: runs `src/cli/main.ts` as a real subprocess (on Node 22) or
+ * in-process on test streams ({@link runCliInProcess}), makes temporary workspaces, parses `--json` output
+ * and loads session files with `Session.load`.
  *
  * Nothing here asserts on timing: the machine may be loaded, so every wait is bounded only by a generous
  * timeout that kills the child (and fails the test) instead of hanging.
  */
 import { NodeServices } from "@effect/platform-node"
-import { Effect, Exit } from "effect"
-import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import {
+  type Cause,
+  Clock,
+  ConfigProvider,
+  Console,
+  Duration,
+  Effect,
+  Exit,
+  FileSystem,
+  Layer,
+  Queue,
+  Runtime,
+  Sink,
+  Stdio,
+  Stream,
+  Terminal
+} from "effect"
+import { type ChildProcess, type ChildProcessWithoutNullStreams, execFileSync, spawn } from "node:child_process"
 import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
+import { format } from "node:util"
 import { projectSlug } from "../../src/cli/SessionStore.ts"
-import type { Message } from "../../src/Message.ts"
+import { type AssistantMessage, emptyUsage, type Message } from "../../src/Message.ts"
 import * as Session from "../../src/Session.ts"
 
 /**
@@ -127,8 +145,184 @@ export const runProcess = (command: string, args: ReadonlyArray<string>, options
 export const runCli = (args: ReadonlyArray<string>, options: RunOptions = {}) =>
   runProcess(NODE, [MAIN, ...args], options)
 
+/** The open standard input of an in-process run. */
+export interface InProcessStdin {
+  readonly write: (text: string) => void
+  readonly end: () => void
+}
+
+export interface InProcessOptions {
+  readonly env?: Record<string, string | undefined>
+  /**
+   * Standard input: what a pipe holds before it closes (default: nothing, as {@link runProcess} gives), or
+   * `"open"`: a pipe the test writes to and ends through the `stdin` handed to `onStart` and `onLine`.
+   */
+  readonly stdin?: string | "open"
+  /** Called once before the command starts, with its open standard input. */
+  readonly onStart?: (stdin: InProcessStdin) => void
+  /** Called with each complete stdout line as it is written (and the open standard input). */
+  readonly onLine?: (line: string, stdin: InProcessStdin) => void
+  readonly timeoutMs?: number
+  /** Every pause as long as it is written; by default short ones take no time (see {@link runCliInProcess}). */
+  readonly realTime?: boolean
+}
+
+/** Pauses shorter than this take no time in-process: the demo model's streaming pace (15 ms a chunk). */
+const QUICK_BELOW = Duration.millis(50)
+
+/**
+ * The clock of in-process runs: the real one, except that a pause shorter than {@link QUICK_BELOW} only
+ * yields. The demo streams ~240 chunks 15 ms apart (3.6 s of waiting a run, the same events in the same
+ * order); timeouts, the live view's redraw tick and real programs (bash's `sleep`) keep their real time.
+ */
+const quickClock = (real: Clock.Clock): Clock.Clock =>
+  Object.assign(Object.create(real), {
+    sleep: (duration: Duration.Duration) => Duration.isLessThan(duration, QUICK_BELOW) ? Effect.yieldNow : real.sleep(duration)
+  })
+
+/**
+ * Runs `effect-agent` with these arguments inside this process, as {@link runCli} runs it in a child: the
+ * whole command (`program` of `src/cli/main.ts`, parsing and failure report included) on Node's services,
+ * but with standard input a closed pipe holding `stdin`, standard output and error (the `Stdio` streams, the
+ * `Terminal`'s display and the `Console`) captured, no terminal, and the environment of {@link childEnv} as
+ * the configuration; pauses shorter than {@link QUICK_BELOW} take no time unless `realTime`. The exit code
+ * is the one the process would exit with. For what does not depend on the process itself: signals, exit on
+ * a signal, the installed bin, pseudo-terminals, a real pipe, and what the CLI still writes to
+ * `process.stdout` itself (the durable-run commands) need {@link runCli}. Programs the run starts (bash, MCP
+ * servers) inherit this process's environment, not `env`.
+ */
+export const runCliInProcess = async (args: ReadonlyArray<string>, options: InProcessOptions = {}): Promise<RunResult> => {
+  const { program } = await import("../../src/cli/main.ts")
+  const input = Effect.runSync(Queue.unbounded<Uint8Array, Cause.Done>())
+  if (options.stdin !== "open") {
+    if (options.stdin !== undefined && options.stdin !== "") Queue.offerUnsafe(input, new TextEncoder().encode(options.stdin))
+    Queue.endUnsafe(input)
+  }
+  const stdin: InProcessStdin = {
+    write: (text) => void Queue.offerUnsafe(input, new TextEncoder().encode(text)),
+    end: () => void Queue.endUnsafe(input)
+  }
+  let stdout = ""
+  let stderr = ""
+  let lineStart = 0
+  const text = (chunk: string | Uint8Array) => typeof chunk === "string" ? chunk : Buffer.from(chunk).toString("utf8")
+  const write = (chunk: string) => {
+    stdout += chunk
+    if (options.onLine === undefined) return
+    for (let newline = stdout.indexOf("\n", lineStart); newline >= 0; newline = stdout.indexOf("\n", lineStart)) {
+      const line = stdout.slice(lineStart, newline)
+      lineStart = newline + 1
+      options.onLine(line, stdin)
+    }
+  }
+  const toStdout = (...values: ReadonlyArray<unknown>) => write(format(...values) + "\n")
+  const toStderr = (...values: ReadonlyArray<unknown>) => void (stderr += format(...values) + "\n")
+  // Node's console: log, info and debug write to stdout, error, warn and trace to stderr.
+  const console: Console.Console = Object.assign(Object.create(globalThis.console), {
+    log: toStdout,
+    info: toStdout,
+    debug: toStdout,
+    error: toStderr,
+    warn: toStderr,
+    trace: toStderr
+  })
+  const stdio = Stdio.make({
+    args: Effect.succeed(args),
+    stdin: Stream.fromQueue(input),
+    stdout: () => Sink.forEach((chunk) => Effect.sync(() => write(text(chunk)))),
+    stderr: () => Sink.forEach((chunk) => Effect.sync(() => void (stderr += text(chunk)))),
+    stdinIsTerminal: Effect.succeed(false),
+    stdoutIsTerminal: Effect.succeed(false),
+    stderrIsTerminal: Effect.succeed(false)
+  })
+  // No terminal: input ends at once, as a closed pipe does.
+  const ended = <A>() => Effect.tap(Queue.unbounded<A, Cause.Done>(), Queue.end)
+  const terminal = Terminal.make({
+    columns: Effect.succeed(0),
+    rows: Effect.succeed(0),
+    size: ended<Terminal.Size>(),
+    readInput: ended<Terminal.UserInput>(),
+    readLine: Effect.fail(new Terminal.QuitError()),
+    display: (chunk) => Effect.sync(() => write(chunk))
+  })
+  // Standard input is a pipe (as for a child of runProcess), whatever this process's own is.
+  const files = Layer.effect(
+    FileSystem.FileSystem,
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      return FileSystem.make({
+        ...fs,
+        stat: (path) =>
+          path === "/dev/stdin" ? Effect.map(fs.stat(ROOT), (info) => ({ ...info, type: "FIFO" as const })) : fs.stat(path)
+      })
+    })
+  )
+  const timeoutMs = options.timeoutMs ?? RUN_TIMEOUT_MS
+  let timedOut = false
+  options.onStart?.(stdin)
+  const exit = await Effect.runPromiseExit(
+    program.pipe(
+      Effect.provide(Layer.mergeAll(Layer.succeed(Stdio.Stdio, stdio), Layer.succeed(Terminal.Terminal, terminal), files)),
+      Effect.provide(NodeServices.layer),
+      Effect.provideService(Console.Console, console),
+      options.realTime === true ? (effect) => effect : Effect.updateService(Clock.Clock, quickClock),
+      Effect.provideService(
+        ConfigProvider.ConfigProvider,
+        ConfigProvider.fromEnv({ env: childEnv(options.env) as Record<string, string> })
+      ),
+      Effect.timeoutOrElse({ duration: Duration.millis(timeoutMs), orElse: () => Effect.sync(() => void (timedOut = true)) })
+    )
+  )
+  if (timedOut) {
+    throw new Error(`effect-agent ${args.join(" ")} did not finish in ${timeoutMs}ms\nstdout:\n${stdout}\nstderr:\n${stderr}`)
+  }
+  let code = 0
+  Runtime.defaultTeardown(exit, (c) => void (code = c))
+  return { code, signal: null, stdout, stderr }
+}
+
 /** Quotes a word for `sh -c` (used for `script -c`). */
 export const shellQuote = (word: string): string => `'${word.replace(/'/g, `'\\''`)}'`
+
+/** `script` from util-linux: runs a command on a pseudo-terminal (the terminal tests skip without it). */
+export const SCRIPT = "/usr/bin/script"
+
+/**
+ * Starts `effect-agent` with these arguments on a pseudo-terminal: `script -qfec` (quiet, flush, the child's
+ * exit code, a command), the typescript to /dev/null and the terminal's output on the child's stdout; what is
+ * written to its stdin is typed on the terminal. The caller stops it (a kill on timeout is the caller's).
+ */
+export const spawnOnTerminal = (args: ReadonlyArray<string>): ChildProcessWithoutNullStreams =>
+  spawn(SCRIPT, ["-qfec", [NODE, MAIN, ...args].map(shellQuote).join(" "), "/dev/null"], {
+    cwd: ROOT,
+    env: childEnv(),
+    stdio: ["pipe", "pipe", "pipe"]
+  })
+
+// eslint-disable-next-line no-control-regex
+const ANSI = /\x1b\[[0-9;?]*[A-Za-z]/g
+
+/** Text without its escape sequences (CSI: colours, cursor moves, clears); carriage returns are kept. */
+export const stripAnsi = (text: string): string => text.replace(ANSI, "")
+
+/** Terminal output as plain text: no escape sequences, no carriage returns. */
+export const plainText = (text: string): string => stripAnsi(text).replace(/\r/g, "")
+
+/** An assistant message of the test model (a tool-use stop unless `extra` says otherwise). */
+export const assistantMessage = (
+  content: AssistantMessage["content"],
+  extra: Partial<AssistantMessage> = {}
+): AssistantMessage => ({
+  role: "assistant",
+  content,
+  api: "test",
+  provider: "test",
+  model: "test",
+  usage: emptyUsage,
+  stopReason: "toolUse",
+  timestamp: 0,
+  ...extra
+})
 
 /**
  * A fresh temporary folder, made when `dir` is first read (so a skipped or filtered-out suite leaves

@@ -1,13 +1,13 @@
 /**
  * The OTLP export of a real command-line run (docs/telemetry.md OT 6, with the span tree of OT 2): the
- * embedded demo runs as a subprocess with `OTEL_EXPORTER_OTLP_ENDPOINT` pointing at an HTTP server of this
+ * embedded demo runs in-process with `OTEL_EXPORTER_OTLP_ENDPOINT` pointing at an HTTP server of this
  * test, which receives the OTLP/HTTP JSON export; the test checks the span tree, the attributes, the
  * overlapping tool spans of the parallel batch, and the metrics.
  */
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { runCli, type RunResult, tempDir, TEST_TIMEOUT_MS } from "./support.ts"
+import { runCliInProcess, type RunResult, tempDir, TEST_TIMEOUT_MS } from "./support.ts"
 
 interface Received {
   readonly path: string
@@ -82,7 +82,7 @@ describe("OT 6: export of a real command-line run over OTLP/HTTP", () => {
 
   beforeAll(async () => {
     receiver = await startReceiver()
-    run = await runCli(["--json", "--yes", "--workspace", ws.dir], {
+    run = await runCliInProcess(["--json", "--yes", "--workspace", ws.dir], {
       env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: "telemetry-test" }
     })
     spans = spansOf(receiver.received)

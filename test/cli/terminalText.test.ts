@@ -9,7 +9,7 @@ import { TestClock } from "effect/testing"
 import type { AgentEvent } from "../../src/AgentEvent.ts"
 import { terminalSafe } from "../../src/cli/internal/terminalText.ts"
 import * as LiveView from "../../src/cli/LiveView.ts"
-import { type AssistantMessage, emptyUsage } from "../../src/Message.ts"
+import { assistantMessage } from "./support.ts"
 
 // eslint-disable-next-line no-control-regex
 const FORBIDDEN = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/
@@ -52,17 +52,7 @@ describe("terminalSafe", () => {
   })
 })
 
-const assistant = (content: AssistantMessage["content"], extra: Partial<AssistantMessage> = {}): AssistantMessage => ({
-  role: "assistant",
-  content,
-  api: "test",
-  provider: "test",
-  model: "test",
-  usage: emptyUsage,
-  stopReason: "toolUse",
-  timestamp: 0,
-  ...extra
-})
+const assistant = assistantMessage
 
 /** Every place a view prints something a model or a tool chose, each carrying `hostile`. */
 const hostileEvents = (hostile: string): Array<AgentEvent> => {

@@ -1,7 +1,7 @@
 /**
- * The command line with an MCP server (MCP 4): `effect-agent --mcp "<command> <args>"` run as a real
- * subprocess against a scripted OpenAI-compatible endpoint on 127.0.0.1, the everything server as the MCP
- * server. Plus the flag parsing and the approval rule, in-process.
+ * The command line with an MCP server (MCP 4): `effect-agent --mcp "<command> <args>"` run in-process
+ * against a scripted OpenAI-compatible endpoint on 127.0.0.1, the everything server (a real subprocess) as
+ * the MCP server. Plus the flag parsing and the approval rule.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
@@ -10,7 +10,7 @@ import { randomUUID } from "node:crypto"
 import { approvalHook, NEEDS_APPROVAL } from "../../src/cli/Approval.ts"
 import { httpServer, mcpServers, stdioServer } from "../../src/cli/mcp.ts"
 import { emptyUsage } from "../../src/Message.ts"
-import { parseJsonLines, resultText, runCli, shellQuote, tempDir } from "../cli/support.ts"
+import { parseJsonLines, resultText, runCliInProcess, shellQuote, tempDir } from "../cli/support.ts"
 import { chunk, openAiSse, openAiTextStream, usageChunk } from "../providers/support/fixtures.ts"
 import { startServer } from "../providers/support/server.ts"
 import { EVERYTHING, NODE } from "./support.ts"
@@ -44,7 +44,7 @@ const runWithMcp = (extra: ReadonlyArray<string>) =>
     yield* Effect.addFinalizer(() => Effect.sync(workspace.cleanup))
     let runningDuringCalls = false
     const run = yield* Effect.promise(() =>
-      runCli([
+      runCliInProcess([
         "--provider", "openai-compatible", "--base-url", endpoint.url, "--model", "test-model", "--api-key", "k",
         "--workspace", workspace.dir, "--json", "--prompt", "use the tools",
         "--mcp", [NODE, EVERYTHING, "stdio", marker].map(shellQuote).join(" "),
@@ -106,7 +106,7 @@ describe("effect-agent --mcp", () => {
       const workspace = tempDir("mcp-missing")
       yield* Effect.addFinalizer(() => Effect.sync(workspace.cleanup))
       const run = yield* Effect.promise(() =>
-        runCli([
+        runCliInProcess([
           "--provider", "openai-compatible", "--base-url", endpoint.url, "--model", "test-model",
           "--workspace", workspace.dir, "--json", "--prompt", "hi", "--mcp", "/nonexistent/mcp-server --stdio"
         ])
