@@ -114,6 +114,12 @@ export const proposedText = (toolName: string, args: unknown, before: string | u
 /** Lines of a diff shown, at most; the rest is counted. */
 export const PREVIEW_LINES = 40
 const CONTEXT_LINES = 3
+/**
+ * The most line edits the diff looks for (CLI 12.1). Finding a diff costs about the texts' length times the
+ * edits, done while the terminal waits: two unrelated texts of 20 000 lines took 90 s. Beyond this the
+ * preview counts the lines instead.
+ */
+export const MAX_DIFF_EDITS = 1000
 
 /**
  * What a call would do, as lines for the person: a unified-style diff (red removed, green added, three
@@ -147,7 +153,12 @@ export const preview = (
 
 const diffPreview = (from: string, to: string, paint: (text: string, code: string) => string): Array<string> => {
   const lines: Array<{ readonly mark: " " | "-" | "+"; readonly text: string }> = []
-  for (const part of diffLines(from, to)) {
+  const parts = diffLines(from, to, { maxEditLength: MAX_DIFF_EDITS })
+  if (parts === undefined) {
+    const count = (text: string) => text === "" ? 0 : text.split("\n").length - (text.endsWith("\n") ? 1 : 0)
+    return [paint(`  (too many changes to show: ${count(from)} lines now, ${count(to)} lines after)`, "2")]
+  }
+  for (const part of parts) {
     const body = part.value.endsWith("\n") ? part.value.slice(0, -1) : part.value
     const mark = part.added ? "+" : part.removed ? "-" : " "
     for (const text of body.split("\n")) lines.push({ mark, text })
