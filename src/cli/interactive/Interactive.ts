@@ -7,15 +7,13 @@
  */
 import { Effect, Fiber, Option, Queue, Stream, SubscriptionRef } from "effect"
 import { spawn } from "node:child_process"
-import { readFileSync } from "node:fs"
-import { isAbsolute, relative, resolve } from "node:path"
 import type { AgentShape } from "../../Agent.ts"
 import type { AgentEvent } from "../../AgentEvent.ts"
 import { type AgentMessage, type AssistantMessage, emptyUsage, isMessage } from "../../Message.ts"
 import { Model, type ModelShape } from "../../Model.ts"
 import { providerNames, type ProviderName } from "../../providers/index.ts"
 import type { BeforeToolCallContext, BeforeToolCallResult } from "../../ToolExecution.ts"
-import { type ApprovalRequest, approvalHook, type Decision, preview } from "../Approval.ts"
+import { type ApprovalRequest, approvalHook, currentFile, type Decision, preview } from "../Approval.ts"
 import { terminalSafe } from "../internal/terminalText.ts"
 import * as LiveView from "../LiveView.ts"
 import { providerLayer, providerSettings, type ProviderSettings } from "../provider.ts"
@@ -181,18 +179,6 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
   let stopAnswer: Effect.Effect<void> = Effect.void
 
   // --- Approvals ---------------------------------------------------------------------------------------
-  const currentText = (args: unknown): string | undefined => {
-    const path = (args as { readonly path?: unknown } | undefined)?.path
-    if (typeof path !== "string") return undefined
-    const full = resolve(options.root, path)
-    const rel = relative(options.root, full)
-    if (rel.startsWith("..") || isAbsolute(rel)) return undefined
-    try {
-      return readFileSync(full, "utf8")
-    } catch {
-      return undefined
-    }
-  }
   /** The answer to a question on screen: keys come from the question's queue while `asking` (CLI 4.2-4.6). */
   const answerKey: Effect.Effect<Decision> = Effect.gen(function*() {
     while (true) {
@@ -230,7 +216,7 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
   })
   const judge = (request: ApprovalRequest): Effect.Effect<Decision> =>
     view.pause(Effect.gen(function*() {
-      const before = request.toolName === "edit" || request.toolName === "write" ? currentText(request.args) : undefined
+      const before = request.toolName === "edit" || request.toolName === "write" ? currentFile(options.root, request.args) : undefined
       say(preview(request, before, { color }).join("\n"))
       // Keys typed before the question was on screen answer nothing.
       yield* questionSource.discard
