@@ -121,6 +121,7 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
 
   const view: LiveView.LiveView = {
     handle: (event: AgentEvent) => {
+      if (event.type === "tool_execution_end") snapshots.after(event.toolCallId, event.isError)
       if (event.type === "turn_start") waitingSince = Date.now()
       else if (
         event.type === "message_update" || event.type === "agent_end" ||
@@ -230,7 +231,7 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
   const beforeToolCall = (context: BeforeToolCallContext) =>
     Effect.tap(approvals(context), (result) =>
       Effect.sync(() => {
-        if (result?.block !== true) snapshots.before(context.toolCall.name, context.args)
+        if (result?.block !== true) snapshots.before(context.toolCall.name, context.args, context.toolCall.id)
       }))
 
   // --- Running an answer ---------------------------------------------------------------------------------
@@ -408,7 +409,10 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
           const lines = [
             ...report.restored.map((f) => `restored ${terminalSafe(f)}`),
             ...report.removed.map((f) => `removed  ${terminalSafe(f)} (it did not exist before)`),
-            ...report.failed.map((f) => paint(`could not restore ${terminalSafe(f)}`, "31"))
+            ...report.failed.map((f) => paint(`could not restore ${terminalSafe(f)}`, "31")),
+            ...report.changed.map((f) =>
+              paint(`left ${terminalSafe(f)} as it is: it changed since that turn (or now leads outside the workspace)`, "33")
+            )
           ]
           return say(lines.length === 0 ? "Nothing to undo." : lines.join("\n"))
         }
