@@ -6,7 +6,6 @@
  * Rules: docs/cli.md, CLI 1.x-4.x.
  */
 import { Effect, Fiber, Option, Queue, Stream, SubscriptionRef } from "effect"
-import { spawn } from "node:child_process"
 import type { AgentShape } from "../../Agent.ts"
 import type { AgentEvent } from "../../AgentEvent.ts"
 import { type AgentMessage, type AssistantMessage, emptyUsage, isMessage } from "../../Message.ts"
@@ -22,6 +21,7 @@ import * as Editor from "./Editor.ts"
 import * as History from "./History.ts"
 import * as Keys from "./Keys.ts"
 import * as Markdown from "./Markdown.ts"
+import * as Shell from "./Shell.ts"
 import * as Undo from "./Undo.ts"
 import type { AttachedPrompt } from "../Task.ts"
 import * as Usage from "../Usage.ts"
@@ -268,30 +268,16 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
   // --- `!command` ---------------------------------------------------------------------------------------
   const shell = (command: string) =>
     Effect.gen(function*() {
-      const child = spawn("sh", ["-c", command], { cwd: options.root, stdio: ["ignore", "pipe", "pipe"], detached: true })
       let midLine = false
-      const show = (chunk: Buffer) => {
-        const textChunk = terminalSafe(chunk.toString("utf8"))
-        write(textChunk.replace(/\n/g, "\r\n"))
-        midLine = !textChunk.endsWith("\n")
-      }
-      child.stdout.on("data", show)
-      child.stderr.on("data", show)
-      const kill = Effect.sync(() => {
-        try {
-          if (child.pid !== undefined) process.kill(-child.pid, "SIGTERM")
-        } catch {
-          // already gone
-        }
+      const code = yield* Shell.run(command, {
+        cwd: options.root,
+        output: (chunk) => {
+          const textChunk = terminalSafe(chunk.toString("utf8"))
+          write(textChunk.replace(/\n/g, "\r\n"))
+          midLine = !textChunk.endsWith("\n")
+        },
+        stopRequested: Effect.asVoid(Effect.repeat(keys.take, { until: Keys.isStop }))
       })
-      const watcher = yield* Effect.forkChild(
-        Effect.forever(Effect.flatMap(keys.take, (key) => Keys.isStop(key) ? kill : Effect.void))
-      )
-      const code = yield* Effect.callback<number | string>((resume) => {
-        child.on("close", (code, signal) => resume(Effect.succeed(code ?? signal ?? "?")))
-        child.on("error", (error) => resume(Effect.succeed(error.message)))
-      }).pipe(Effect.onInterrupt(() => kill))
-      yield* Fiber.interrupt(watcher)
       if (midLine) write("\r\n")
       say(paint(code === 0 ? "✓ exit 0" : `✗ exit ${code}`, code === 0 ? "32" : "31"))
     })
