@@ -6,15 +6,19 @@
 import { createHash } from "node:crypto"
 import { appendFileSync, mkdirSync, readFileSync } from "node:fs"
 import { homedir } from "node:os"
-import { basename, join } from "node:path"
+import { basename, join, resolve } from "node:path"
 
 /** How many entries are loaded (the newest). */
 export const HISTORY_LIMIT = 1000
 
-/** The state folder: `$EFFECT_AGENT_HOME`, else `~/.effect-agent`. */
+/**
+ * The state folder, read as the sessions' is (`SessionStore.stateFolder`, CLI 12.9): `$EFFECT_AGENT_HOME`
+ * resolved to an absolute path when set and not blank, else `~/.effect-agent`. A blank value used to be a
+ * folder named by its spaces, relative to the current folder: the history was written into the workspace.
+ */
 export const stateHome = (): string => {
   const home = process.env.EFFECT_AGENT_HOME
-  return home !== undefined && home !== "" ? home : join(homedir(), ".effect-agent")
+  return home !== undefined && home.trim() !== "" ? resolve(home) : join(homedir(), ".effect-agent")
 }
 
 /** The history file of a project folder. */
