@@ -11,6 +11,7 @@ import { createHash } from "node:crypto"
 import { homedir } from "node:os"
 import * as Session from "../Session.ts"
 import type { Message } from "../Message.ts"
+import { displayWidth, graphemes } from "./interactive/internal/text.ts"
 import { terminalSafe } from "./internal/terminalText.ts"
 import { UsageError } from "./startup.ts"
 
@@ -102,8 +103,29 @@ export const describe = (session: SessionSummary, width = 100): string => {
   const head = `${date}  ${formatBytes(session.bytes).padStart(8)}  ${String(session.messages).padStart(3)} msg  `
   const room = Math.max(10, width - head.length)
   const prompt = session.firstPrompt === "" ? "(no prompt)" : terminalSafe(session.firstPrompt)
-  return head + (prompt.length > room ? prompt.slice(0, room - 1) + "…" : prompt)
+  return head + fitCells(prompt, room)
 }
+
+/**
+ * The text cut to at most `cells` display cells (CLI 12.10): measured by grapheme cluster and display width,
+ * so a wide character counts two cells and no emoji or surrogate pair is split; `…` marks a cut.
+ */
+const fitCells = (text: string, cells: number): string => {
+  if (displayWidth(text) <= cells) return text
+  let used = 0
+  let end = 0
+  for (const { index, segment } of graphemes(text)) {
+    const width = displayWidth(segment)
+    if (used + width > cells - 1) break
+    used += width
+    end = index + segment.length
+  }
+  return text.slice(0, end) + "…"
+}
+
+/** The picker's question (CLI 7.3); the folder's name is terminal-safe (CLI 12.10). */
+export const pickerMessage = (root: string, flag: string): string =>
+  `Pick a session of ${terminalSafe(root)} (${flag === "--fork" ? "forked into a new file" : "continued in place"})`
 
 /** The session flags of the command (`--session`, `--resume`, `--continue`, `--fork`). */
 export interface SessionFlags {
@@ -169,7 +191,7 @@ export const pick = Effect.fn("SessionStore.pick")(function*(root: string, flag:
   const terminal = yield* Terminal.Terminal
   const columns = yield* terminal.columns
   return yield* Prompt.run(Prompt.Select({
-    message: `Pick a session of ${root} (${flag === "--fork" ? "forked into a new file" : "continued in place"})`,
+    message: pickerMessage(root, flag),
     choices: sessions.map((session) => ({ title: describe(session, Math.max(40, columns - 6)), value: session.path })),
     maxPerPage: 10
   })).pipe(
