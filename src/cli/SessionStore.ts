@@ -209,6 +209,7 @@ export const pick = Effect.fn("SessionStore.pick")(function*(root: string, flag:
  */
 export const plan = Effect.fn("SessionStore.plan")(function*(flags: SessionFlags, root: string, canPick: boolean) {
   const path = yield* Path.Path
+  const fs = yield* FileSystem.FileSystem
   const chosen = [Option.isSome(flags.resume) && "--resume", flags.continue && "--continue", Option.isSome(flags.fork) && "--fork"]
     .filter((x): x is string => x !== false)
   if (chosen.length > 1) {
@@ -217,7 +218,19 @@ export const plan = Effect.fn("SessionStore.plan")(function*(flags: SessionFlags
   const fromFlag = (flag: Option.Option<string>, name: string) =>
     Effect.gen(function*() {
       if (Option.isNone(flag)) return undefined
-      if (flag.value !== "") return path.resolve(flag.value)
+      if (flag.value !== "") {
+        const file = path.resolve(flag.value)
+        // A FIFO or a device is refused before it is read (CLI 12.13): reading `--fork=fifo` waited for a
+        // writer for ever, past SIGTERM, and `/dev/zero` would fill the memory.
+        const info = yield* Effect.option(fs.stat(file))
+        if (Option.isSome(info) && info.value.type !== "File") {
+          return yield* new UsageError({
+            flag: name,
+            message: `${name}=${terminalSafe(flag.value)}: not a regular file (${info.value.type}); give a session file.`
+          })
+        }
+        return file
+      }
       if (!canPick) {
         return yield* new UsageError({
           flag: name,
@@ -241,6 +254,16 @@ export const plan = Effect.fn("SessionStore.plan")(function*(flags: SessionFlags
     else {
       source = found.path
       how = "continued"
+    }
+  }
+  if (Option.isSome(flags.session)) {
+    // The writer reads the file it appends to: a FIFO there would stall the start as `--fork=fifo` did.
+    const info = yield* Effect.option(fs.stat(path.resolve(flags.session.value)))
+    if (Option.isSome(info) && info.value.type !== "File") {
+      return yield* new UsageError({
+        flag: "--session",
+        message: `--session ${terminalSafe(flags.session.value)}: not a regular file (${info.value.type}); give a session file.`
+      })
     }
   }
   const target = Option.isSome(flags.session)
