@@ -70,3 +70,34 @@ export const realInside = (root: string, path: string): string | undefined => {
 
 /** Whether bytes look like binary data rather than text: a NUL byte in the first 8 KB (as git decides). */
 export const looksBinary = (bytes: Uint8Array): boolean => bytes.subarray(0, 8192).includes(0)
+
+/**
+ * The last `maxBytes` bytes of the regular file at `path` as text, starting at a line (a line cut by the
+ * start of the window is dropped); read as {@link readBounded} reads, so a FIFO gives `undefined` at once.
+ */
+export const readTailLines = (path: string, maxBytes: number): string | undefined => {
+  let fd: number
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY)
+  } catch {
+    return undefined
+  }
+  try {
+    const info = fstatSync(fd)
+    if (!info.isFile()) return undefined
+    const start = Math.max(0, info.size - maxBytes)
+    const buffer = Buffer.alloc(Math.min(maxBytes, info.size))
+    let filled = 0
+    while (filled < buffer.length) {
+      const count = readSync(fd, buffer, filled, buffer.length - filled, start + filled)
+      if (count === 0) break
+      filled += count
+    }
+    const text = buffer.subarray(0, filled).toString("utf8")
+    return start === 0 ? text : text.slice(text.indexOf("\n") + 1)
+  } catch {
+    return undefined
+  } finally {
+    closeSync(fd)
+  }
+}
