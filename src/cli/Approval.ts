@@ -9,6 +9,9 @@ import { diffLines } from "diff"
 import { Effect } from "effect"
 import type { BeforeToolCallContext, BeforeToolCallResult } from "../ToolExecution.ts"
 import { refusal } from "./CommandPolicy.ts"
+import { existsSync } from "node:fs"
+import { isAbsolute, relative, resolve } from "node:path"
+import { looksBinary, readBounded, realInside } from "./internal/files.ts"
 import { terminalSafe } from "./internal/terminalText.ts"
 
 /** The tools that need a yes before they run. */
@@ -111,9 +114,50 @@ const proposedText = (toolName: string, args: unknown, before: string | undefine
   return undefined
 }
 
+/** The largest file a preview diffs against (CLI 12.4). */
+export const PREVIEW_MAX_BYTES = 1024 * 1024
+
+/** A file that is there but is not diffed: why, for the person. */
+export interface Unshown {
+  readonly unshown: string
+}
+
+/**
+ * The text of the file an `edit` or `write` call names, for its preview (CLI 12.4): `undefined` when there is
+ * no such file, the text when it is a text file of at most {@link PREVIEW_MAX_BYTES} whose real location is in
+ * the workspace, else why it is not shown. Read without blocking: a FIFO the call names does not freeze the
+ * terminal, a link out of the workspace is not shown.
+ */
+export const currentFile = (root: string, args: unknown): string | Unshown | undefined => {
+  const given = (args as { readonly path?: unknown } | undefined)?.path
+  if (typeof given !== "string") return undefined
+  const full = resolve(root, given)
+  const rel = relative(root, full)
+  if (rel.startsWith("..") || isAbsolute(rel)) return { unshown: "outside the workspace" }
+  const real = realInside(root, full)
+  if (real === undefined) return existsSync(full) ? { unshown: "a link out of the workspace" } : undefined
+  const read = readBounded(real, PREVIEW_MAX_BYTES)
+  switch (read._tag) {
+    case "Unreadable":
+      return undefined
+    case "NotAFile":
+      return { unshown: "not a regular file" }
+    case "File":
+      if (read.truncated) return { unshown: `a file of ${read.size} bytes, too large to diff here` }
+      if (looksBinary(read.bytes)) return { unshown: "a binary file" }
+      return new TextDecoder().decode(read.bytes)
+  }
+}
+
 /** Lines of a diff shown, at most; the rest is counted. */
 const PREVIEW_LINES = 40
 const CONTEXT_LINES = 3
+/**
+ * The most line edits the diff looks for (CLI 12.1). Finding a diff costs about the texts' length times the
+ * edits, done while the terminal waits: two unrelated texts of 20 000 lines took 90 s. Beyond this the
+ * preview counts the lines instead.
+ */
+const MAX_DIFF_EDITS = 1000
 
 /**
  * What a call would do, as lines for the person: a unified-style diff (red removed, green added, three
@@ -122,9 +166,11 @@ const CONTEXT_LINES = 3
  */
 export const preview = (
   request: ApprovalRequest,
-  before: string | undefined,
+  current: string | Unshown | undefined,
   options: { readonly color: boolean }
 ): Array<string> => {
+  const unshown = typeof current === "object" ? current.unshown : undefined
+  const before = typeof current === "string" ? current : undefined
   const paint = (text: string, code: string) => options.color ? `\x1b[${code}m${text}\x1b[0m` : text
   const record = (typeof request.args === "object" && request.args !== null ? request.args : {}) as Record<string, unknown>
   const path = typeof record.path === "string" ? terminalSafe(record.path) : ""
@@ -135,8 +181,15 @@ export const preview = (
   if (request.toolName === "edit" || request.toolName === "write") {
     const after = proposedText(request.toolName, request.args, before)
     const header = request.toolName === "write"
-      ? paint(`${before === undefined ? "new file" : "overwrite"} ${path}`, "1")
+      ? paint(`${current === undefined ? "new file" : "overwrite"} ${path}`, "1")
       : paint(`edit ${path}`, "1")
+    // The file is there but not diffed: say why, then the call's own text (CLI 12.4).
+    if (unshown !== undefined) {
+      const note = paint(`  (the file now is ${unshown}: not shown)`, "2")
+      return request.toolName === "write"
+        ? [header, note, ...diffPreview("", String(record.content ?? ""), paint)]
+        : [header, note, ...diffPreview(String(record.oldText ?? ""), String(record.newText ?? ""), paint)]
+    }
     const [from, to] = after !== undefined
       ? [before ?? "", after]
       : [String(record.oldText ?? ""), String(record.newText ?? "")]
@@ -147,7 +200,12 @@ export const preview = (
 
 const diffPreview = (from: string, to: string, paint: (text: string, code: string) => string): Array<string> => {
   const lines: Array<{ readonly mark: " " | "-" | "+"; readonly text: string }> = []
-  for (const part of diffLines(from, to)) {
+  const parts = diffLines(from, to, { maxEditLength: MAX_DIFF_EDITS })
+  if (parts === undefined) {
+    const count = (text: string) => text === "" ? 0 : text.split("\n").length - (text.endsWith("\n") ? 1 : 0)
+    return [paint(`  (too many changes to show: ${count(from)} lines now, ${count(to)} lines after)`, "2")]
+  }
+  for (const part of parts) {
     const body = part.value.endsWith("\n") ? part.value.slice(0, -1) : part.value
     const mark = part.added ? "+" : part.removed ? "-" : " "
     for (const text of body.split("\n")) lines.push({ mark, text })

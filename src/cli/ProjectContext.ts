@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 import { Effect, FileSystem, Option, Path } from "effect"
+import { looksBinary, readBounded } from "./internal/files.ts"
 
 /** The instructions used when `--system-prompt` is not given. */
 export const DEFAULT_INSTRUCTIONS = [
@@ -20,6 +21,9 @@ const CONTEXT_FILE_NAMES: ReadonlyArray<string> = ["AGENTS.md", "CLAUDE.md"]
 /** The most characters of one context file put in the prompt; the rest is cut with a note (CLI 6.3). */
 export const CONTEXT_FILE_MAX_CHARS = 64 * 1024
 
+/** The most bytes read of one context file: enough for {@link CONTEXT_FILE_MAX_CHARS} UTF-16 units of UTF-8. */
+const CONTEXT_FILE_MAX_BYTES = CONTEXT_FILE_MAX_CHARS * 3 + 4
+
 /** A context file as loaded. */
 export interface ContextFile {
   /** Absolute path. */
@@ -33,7 +37,7 @@ export interface ContextFile {
  * The context files for a workspace: `<state>/AGENTS.md` (the person's own, for every project) first, then
  * from the outermost folder (the file system root) down to the workspace, `AGENTS.md` then `CLAUDE.md` in
  * each, so the most specific file comes last (CLI 6.1). A file whose real path or text was already taken
- * (`CLAUDE.md` as a link to `AGENTS.md`) is taken once; an unreadable one is skipped (CLI 6.2).
+ * (`CLAUDE.md` as a link to `AGENTS.md`) is taken once; an unreadable or binary one is skipped (CLI 6.2, 12.5).
  */
 export const load = Effect.fn("ProjectContext.load")(function*(root: string, stateFolder?: string) {
   const fs = yield* FileSystem.FileSystem
@@ -56,12 +60,14 @@ export const load = Effect.fn("ProjectContext.load")(function*(root: string, sta
     const real = yield* fs.realPath(candidate).pipe(Effect.orElseSucceed(() => candidate))
     if (seenPaths.has(real)) continue
     seenPaths.add(real)
-    const text = yield* Effect.option(fs.readFileString(candidate))
-    if (Option.isNone(text)) continue
-    const trimmed = text.value.trim()
+    // Read bounded and without blocking (CLI 12.5): a 3 GB or sparse file is not loaded to keep 64 KB of it,
+    // a file swapped for a FIFO since the check above does not stall the start.
+    const read = readBounded(real, CONTEXT_FILE_MAX_BYTES)
+    if (read._tag !== "File" || looksBinary(read.bytes)) continue
+    const trimmed = new TextDecoder().decode(read.bytes).trim()
     if (trimmed === "" || seenTexts.has(trimmed)) continue
     seenTexts.add(trimmed)
-    const truncated = trimmed.length > CONTEXT_FILE_MAX_CHARS
+    const truncated = read.truncated || trimmed.length > CONTEXT_FILE_MAX_CHARS
     files.push({ path: candidate, text: truncated ? trimmed.slice(0, CONTEXT_FILE_MAX_CHARS) : trimmed, truncated })
   }
   return files as ReadonlyArray<ContextFile>

@@ -85,10 +85,62 @@ export const parseCommand = (line: string, lineNumber: number): RpcCommand | Rpc
 }
 
 /** What the RPC mode needs around the agent. */
+/** The longest command line read (CLI 12.7), in UTF-16 units: as large as a task on standard input may be. */
+const MAX_LINE_CHARS = 10 * 1024 * 1024
+
+/** A command line longer than {@link MAX_LINE_CHARS}: dropped as it came, only its length kept. */
+export interface LineTooLong {
+  readonly _tag: "LineTooLong"
+  readonly length: number
+}
+
+interface SplitState {
+  readonly parts: Array<string>
+  readonly length: number
+  /** Set while the current line is past the limit: its length so far (its text is not kept). */
+  readonly overflow: number | undefined
+}
+
+/**
+ * Text split into lines (`\n` or `\r\n`), with no line held in memory past `maxChars` (CLI 12.7): a longer
+ * line becomes a {@link LineTooLong} once it ends, and the lines after it are read as usual. A last line
+ * without its newline is a line too.
+ */
+export const splitCommandLines = (maxChars: number = MAX_LINE_CHARS) =>
+<E, R>(text: Stream.Stream<string, E, R>): Stream.Stream<string | LineTooLong, E, R> => {
+  const finish = (state: SplitState, last: string): string | LineTooLong => {
+    const length = state.length + last.length
+    if (state.overflow !== undefined || length > maxChars) {
+      return { _tag: "LineTooLong", length: (state.overflow ?? 0) + (state.overflow === undefined ? length : last.length) }
+    }
+    const line = state.parts.join("") + last
+    return line.endsWith("\r") ? line.slice(0, -1) : line
+  }
+  const empty: SplitState = { parts: [], length: 0, overflow: undefined }
+  return text.pipe(
+    Stream.mapAccum((): SplitState => empty, (state, chunk) => {
+      const pieces = chunk.split("\n")
+      const out: Array<string | LineTooLong> = []
+      let current = state
+      for (let i = 0; i < pieces.length - 1; i++) {
+        out.push(finish(current, pieces[i]!))
+        current = empty
+      }
+      const rest = pieces[pieces.length - 1]!
+      if (current.overflow !== undefined) current = { ...current, overflow: current.overflow + rest.length }
+      else if (current.length + rest.length > maxChars) current = { parts: [], length: 0, overflow: current.length + rest.length }
+      else if (rest !== "") current = { parts: [...current.parts, rest], length: current.length + rest.length, overflow: undefined }
+      return [current, out] as const
+    }, {
+      onHalt: (state) => state.overflow === undefined && state.length === 0 ? [] : [finish(state, "")]
+    })
+  )
+}
+
 export interface RpcOptions {
   readonly agent: AgentShape
   /** The command lines (standard input, split in lines). */
-  readonly lines: Stream.Stream<string, unknown, never>
+  readonly lines: Stream.Stream<string | LineTooLong, unknown, never>
   /** Writes one line (without its newline) to the output. */
   readonly writeLine: (line: string) => Effect.Effect<void>
   /** Expands a prompt's `@path` attachments (CLI 10.1); the text as it is when absent. */
@@ -185,6 +237,14 @@ export const serve = Effect.fn("Rpc.serve")(function*(options: RpcOptions) {
   yield* options.lines.pipe(
     Stream.runForEach((line) => {
       lineNumber++
+      if (typeof line !== "string") {
+        return respond({
+          type: "response",
+          command: undefined,
+          success: false,
+          error: `line ${lineNumber}: longer than ${MAX_LINE_CHARS / 1024 / 1024} MB (${line.length} characters): not read`
+        })
+      }
       if (line.trim() === "") return Effect.void
       const parsed = parseCommand(line, lineNumber)
       return "success" in parsed ? respond(parsed) : handle(parsed)

@@ -11,6 +11,7 @@ import { createHash } from "node:crypto"
 import { homedir } from "node:os"
 import * as Session from "../Session.ts"
 import type { Message } from "../Message.ts"
+import { displayWidth, graphemes } from "./interactive/internal/text.ts"
 import { terminalSafe } from "./internal/terminalText.ts"
 import { UsageError } from "./startup.ts"
 
@@ -102,8 +103,29 @@ export const describe = (session: SessionSummary, width = 100): string => {
   const head = `${date}  ${formatBytes(session.bytes).padStart(8)}  ${String(session.messages).padStart(3)} msg  `
   const room = Math.max(10, width - head.length)
   const prompt = session.firstPrompt === "" ? "(no prompt)" : terminalSafe(session.firstPrompt)
-  return head + (prompt.length > room ? prompt.slice(0, room - 1) + "…" : prompt)
+  return head + fitCells(prompt, room)
 }
+
+/**
+ * The text cut to at most `cells` display cells (CLI 12.10): measured by grapheme cluster and display width,
+ * so a wide character counts two cells and no emoji or surrogate pair is split; `…` marks a cut.
+ */
+const fitCells = (text: string, cells: number): string => {
+  if (displayWidth(text) <= cells) return text
+  let used = 0
+  let end = 0
+  for (const { index, segment } of graphemes(text)) {
+    const width = displayWidth(segment)
+    if (used + width > cells - 1) break
+    used += width
+    end = index + segment.length
+  }
+  return text.slice(0, end) + "…"
+}
+
+/** The picker's question (CLI 7.3); the folder's name is terminal-safe (CLI 12.10). */
+export const pickerMessage = (root: string, flag: string): string =>
+  `Pick a session of ${terminalSafe(root)} (${flag === "--fork" ? "forked into a new file" : "continued in place"})`
 
 /** The session flags of the command (`--session`, `--resume`, `--continue`, `--fork`). */
 export interface SessionFlags {
@@ -169,7 +191,7 @@ const pick = Effect.fn("SessionStore.pick")(function*(root: string, flag: string
   const terminal = yield* Terminal.Terminal
   const columns = yield* terminal.columns
   return yield* Prompt.run(Prompt.Select({
-    message: `Pick a session of ${root} (${flag === "--fork" ? "forked into a new file" : "continued in place"})`,
+    message: pickerMessage(root, flag),
     choices: sessions.map((session) => ({ title: describe(session, Math.max(40, columns - 6)), value: session.path })),
     maxPerPage: 10
   })).pipe(
@@ -187,6 +209,7 @@ const pick = Effect.fn("SessionStore.pick")(function*(root: string, flag: string
  */
 export const plan = Effect.fn("SessionStore.plan")(function*(flags: SessionFlags, root: string, canPick: boolean) {
   const path = yield* Path.Path
+  const fs = yield* FileSystem.FileSystem
   const chosen = [Option.isSome(flags.resume) && "--resume", flags.continue && "--continue", Option.isSome(flags.fork) && "--fork"]
     .filter((x): x is string => x !== false)
   if (chosen.length > 1) {
@@ -195,7 +218,19 @@ export const plan = Effect.fn("SessionStore.plan")(function*(flags: SessionFlags
   const fromFlag = (flag: Option.Option<string>, name: string) =>
     Effect.gen(function*() {
       if (Option.isNone(flag)) return undefined
-      if (flag.value !== "") return path.resolve(flag.value)
+      if (flag.value !== "") {
+        const file = path.resolve(flag.value)
+        // A FIFO or a device is refused before it is read (CLI 12.13): reading `--fork=fifo` waited for a
+        // writer for ever, past SIGTERM, and `/dev/zero` would fill the memory.
+        const info = yield* Effect.option(fs.stat(file))
+        if (Option.isSome(info) && info.value.type !== "File") {
+          return yield* new UsageError({
+            flag: name,
+            message: `${name}=${terminalSafe(flag.value)}: not a regular file (${info.value.type}); give a session file.`
+          })
+        }
+        return file
+      }
       if (!canPick) {
         return yield* new UsageError({
           flag: name,
@@ -219,6 +254,16 @@ export const plan = Effect.fn("SessionStore.plan")(function*(flags: SessionFlags
     else {
       source = found.path
       how = "continued"
+    }
+  }
+  if (Option.isSome(flags.session)) {
+    // The writer reads the file it appends to: a FIFO there would stall the start as `--fork=fifo` did.
+    const info = yield* Effect.option(fs.stat(path.resolve(flags.session.value)))
+    if (Option.isSome(info) && info.value.type !== "File") {
+      return yield* new UsageError({
+        flag: "--session",
+        message: `--session ${terminalSafe(flags.session.value)}: not a regular file (${info.value.type}); give a session file.`
+      })
     }
   }
   const target = Option.isSome(flags.session)

@@ -8,7 +8,8 @@
 import { Effect, FileSystem, Option, Path, Stdio, Stream } from "effect"
 import { Base64 } from "effect/encoding"
 import type { ImageContent } from "../Message.ts"
-import { detectImage } from "../tools/image.ts"
+import { detectImage, ImageReading } from "../tools/image.ts"
+import { looksBinary, readBounded, realInside } from "./internal/files.ts"
 import { UsageError } from "./startup.ts"
 
 /** The most of standard input read as a task (CLI 8.2); more is refused rather than cut silently. */
@@ -112,8 +113,18 @@ export interface AttachedPrompt {
   readonly attached: ReadonlyArray<string>
 }
 
+/** A size for a person: `9 B`, `12.0 KB`, `6.0 MB`, `3.0 GB`. */
+const formatSize = (bytes: number): string =>
+  bytes < 1024
+    ? `${bytes} B`
+    : bytes < 1024 ** 2
+    ? `${(bytes / 1024).toFixed(1)} KB`
+    : bytes < 1024 ** 3
+    ? `${(bytes / 1024 ** 2).toFixed(1)} MB`
+    : `${(bytes / 1024 ** 3).toFixed(1)} GB`
+
 /** The most bytes of one attached text file; a longer file is cut with a note (CLI 10.2). */
-const ATTACHMENT_MAX_BYTES = 256 * 1024
+export const ATTACHMENT_MAX_BYTES = 256 * 1024
 
 // `@` at the start or after white space, then a path without spaces; a trailing comma, full stop, colon,
 // semicolon, question or exclamation mark or closing bracket ends the sentence, not the path.
@@ -127,27 +138,41 @@ const MENTION = /(^|\s)@([^\s@]+?)(?=[,.;:!?)\]]*(?:\s|$))/g
  * file is attached once.
  */
 export const attachFiles = Effect.fn("attachFiles")(function*(text: string, root: string) {
-  const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
+  const imageReading = yield* ImageReading
   const blocks: Array<string> = []
   const images: Array<ImageContent> = []
   const attached: Array<string> = []
+  const named = new Set<string>()
   for (const match of text.matchAll(MENTION)) {
     const mention = match[2]
     const absolute = path.resolve(root, mention)
     const relative = path.relative(root, absolute)
     if (relative === "" || relative.startsWith("..") || path.isAbsolute(relative)) continue
-    if (attached.includes(relative)) continue
-    const info = yield* Effect.option(fs.stat(absolute))
-    if (Option.isNone(info) || info.value.type !== "File") continue
-    const bytes = yield* Effect.option(fs.readFile(absolute))
-    if (Option.isNone(bytes)) continue
-    const mimeType = detectImage(bytes.value)
+    if (named.has(relative)) continue
+    // The real location, links followed, must be inside the workspace too: a link in a cloned project
+    // must not attach `~/.ssh/id_rsa` (CLI 12.2).
+    const real = realInside(root, absolute)
+    if (real === undefined) continue
+    // Read without blocking and only as much as can be used: a FIFO attaches nothing, a 3 GB log is not
+    // loaded to keep its first 256 KB.
+    const read = readBounded(real, Math.max(ATTACHMENT_MAX_BYTES, imageReading.maxBytes))
+    if (read._tag !== "File") continue
+    named.add(relative)
+    const note = (why: string) => blocks.push(`<file path="${relative}">\n[not attached: ${why}]\n</file>`)
+    const mimeType = detectImage(read.bytes)
     if (mimeType !== undefined) {
-      images.push({ type: "image", data: Base64.encode(bytes.value), mimeType })
+      if (read.truncated || read.bytes.length > imageReading.maxBytes) {
+        note(`an ${mimeType} image of ${formatSize(read.size)}, larger than ${formatSize(imageReading.maxBytes)}`)
+        continue
+      }
+      images.push({ type: "image", data: Base64.encode(read.bytes), mimeType })
+    } else if (looksBinary(read.bytes)) {
+      note(`a binary file of ${formatSize(read.size)}`)
+      continue
     } else {
-      const cut = bytes.value.length > ATTACHMENT_MAX_BYTES
-      const body = new TextDecoder().decode(cut ? bytes.value.subarray(0, ATTACHMENT_MAX_BYTES) : bytes.value)
+      const cut = read.bytes.length > ATTACHMENT_MAX_BYTES || read.truncated
+      const body = new TextDecoder().decode(read.bytes.subarray(0, ATTACHMENT_MAX_BYTES))
       blocks.push(
         `<file path="${relative}">\n${body}${body.endsWith("\n") ? "" : "\n"}${
           cut ? `[cut at ${ATTACHMENT_MAX_BYTES / 1024} KB: read the file for the rest]\n` : ""

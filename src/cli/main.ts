@@ -431,7 +431,7 @@ const session = Effect.fn("session")(function*(options: Options, prepared: Prepa
   if (mode === "rpc") {
     return yield* Rpc.serve({
       agent,
-      lines: stdio.stdin.pipe(Stream.decodeText(), Stream.splitLines),
+      lines: stdio.stdin.pipe(Stream.decodeText(), Rpc.splitCommandLines()),
       writeLine: (line) => display(line + "\n"),
       attach,
       stateExtras: { sessionFile: plan.target, workspace: root }

@@ -14,6 +14,27 @@ import { ToolLimits } from "./limits.ts"
 import { shownPath, Workspace } from "./Workspace.ts"
 
 /** The parameters of `read`. */
+/** At most `size` bytes from the start of the file at `path`, read on one opened descriptor. */
+const readAtMost = (fs: FileSystem.FileSystem, path: string, size: number) =>
+  Effect.scoped(Effect.gen(function*() {
+    const file = yield* fs.open(path, { flag: "r" })
+    const parts: Array<Uint8Array> = []
+    let total = 0
+    while (total < size) {
+      const chunk = yield* file.readAlloc(size - total)
+      if (chunk._tag === "None" || chunk.value.length === 0) break
+      parts.push(chunk.value)
+      total += chunk.value.length
+    }
+    const all = new Uint8Array(total)
+    let at = 0
+    for (const part of parts) {
+      all.set(part, at)
+      at += part.length
+    }
+    return all
+  }))
+
 export const ReadParameters = Schema.Struct({
   path: Schema.NonEmptyString.annotate({
     description: "Path of the file to read, relative to the workspace root (or absolute inside it)"
@@ -231,7 +252,17 @@ export const readLayer = read.toLayer(Effect.gen(function*() {
             `Use bash to make a smaller copy (e.g. convert -resize) and read that.`
         })
       }
-      const bytes = yield* fs.readFile(absolute).pipe(Effect.mapError(fromPlatformError(args.path, "read")))
+      // Read once more, bounded on the opened file: a file that grew (or was swapped) since the stat above
+      // must not be loaded whole, nor sent past the limit (docs/cli.md CLI 12.12).
+      const bytes = yield* readAtMost(fs, absolute, images.maxBytes + 1).pipe(Effect.mapError(fromPlatformError(args.path, "read")))
+      if (bytes.length > images.maxBytes || detectImage(bytes) !== imageType) {
+        return yield* new BinaryFile({
+          path: shown,
+          sizeBytes: bytes.length,
+          message: `${shown} changed while it was read (now over ${formatBytes(images.maxBytes)}, or no longer a ${imageType} image). ` +
+            `Read it again once it is no longer being written.`
+        })
+      }
       return {
         content: [
           { type: "text" as const, text: `${described}:` },

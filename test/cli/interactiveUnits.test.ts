@@ -358,7 +358,7 @@ describe("/undo snapshots (CLI 2.8)", () => {
     writeFileSync(file("src/a.ts"), "v4")
     writeFileSync(file("new.ts"), "created")
     snapshots.beginTurn() // a turn that changed nothing is skipped
-    expect(snapshots.undo()).toEqual({ restored: ["src/a.ts"], removed: ["new.ts"], failed: [] })
+    expect(snapshots.undo()).toEqual({ restored: ["src/a.ts"], removed: ["new.ts"], failed: [], changed: [] })
     expect(readFileSync(file("src/a.ts"), "utf8")).toBe("v2")
     expect(existsSync(file("new.ts"))).toBe(false)
     expect(snapshots.undo()?.restored).toEqual(["src/a.ts"])

@@ -4,21 +4,29 @@
  * entry, so multi-line prompts survive and the project folder is never written to (CLI 1.2).
  */
 import { createHash } from "node:crypto"
-import { appendFileSync, mkdirSync, readFileSync } from "node:fs"
+import { appendFileSync, mkdirSync } from "node:fs"
 import { homedir } from "node:os"
-import { basename, join } from "node:path"
+import { basename, join, resolve } from "node:path"
+import { readTailLines } from "../internal/files.ts"
 
 /** How many entries are loaded (the newest). */
 const HISTORY_LIMIT = 1000
 
-/** The state folder: `$EFFECT_AGENT_HOME`, else `~/.effect-agent`. */
-const stateHome = (): string => {
+/** How much of the end of the history file is read: room for the newest entries, however long it grew. */
+const HISTORY_TAIL_BYTES = 4 * 1024 * 1024
+
+/**
+ * The state folder, read as the sessions' is (`SessionStore.stateFolder`, CLI 12.9): `$EFFECT_AGENT_HOME`
+ * resolved to an absolute path when set and not blank, else `~/.effect-agent`. A blank value used to be a
+ * folder named by its spaces, relative to the current folder: the history was written into the workspace.
+ */
+export const stateHome = (): string => {
   const home = process.env.EFFECT_AGENT_HOME
-  return home !== undefined && home !== "" ? home : join(homedir(), ".effect-agent")
+  return home !== undefined && home.trim() !== "" ? resolve(home) : join(homedir(), ".effect-agent")
 }
 
 /** The history file of a project folder. */
-const historyFile = (root: string): string => {
+export const historyFile = (root: string): string => {
   const hash = createHash("sha256").update(root).digest("hex").slice(0, 12)
   const name = basename(root).replace(/[^A-Za-z0-9._-]/g, "_") || "root"
   return join(stateHome(), "history", `${name}-${hash}.jsonl`)
@@ -37,7 +45,9 @@ export const load = (root: string): History => {
   const file = historyFile(root)
   let entries: Array<string> = []
   try {
-    for (const line of readFileSync(file, "utf8").split("\n")) {
+    // Only the end is read (CLI 12.14): the file only grows, and a 3 GB one used to be read whole, fail,
+    // and give no history at all; a FIFO there used to block the start for ever.
+    for (const line of (readTailLines(file, HISTORY_TAIL_BYTES) ?? "").split("\n")) {
       if (line.trim() === "") continue
       try {
         const entry: unknown = JSON.parse(line)

@@ -6,16 +6,13 @@
  * Rules: docs/cli.md, CLI 1.x-4.x.
  */
 import { Effect, Fiber, Option, Queue, Stream, SubscriptionRef } from "effect"
-import { spawn } from "node:child_process"
-import { readFileSync } from "node:fs"
-import { isAbsolute, relative, resolve } from "node:path"
 import type { AgentShape } from "../../Agent.ts"
 import type { AgentEvent } from "../../AgentEvent.ts"
 import { type AgentMessage, type AssistantMessage, emptyUsage, isMessage } from "../../Message.ts"
 import { Model, type ModelShape } from "../../Model.ts"
 import { providerNames, type ProviderName } from "../../providers/index.ts"
 import type { BeforeToolCallContext, BeforeToolCallResult } from "../../ToolExecution.ts"
-import { type ApprovalRequest, approvalHook, type Decision, preview } from "../Approval.ts"
+import { type ApprovalRequest, approvalHook, currentFile, type Decision, preview } from "../Approval.ts"
 import { terminalSafe } from "../internal/terminalText.ts"
 import * as LiveView from "../LiveView.ts"
 import { providerLayer, providerSettings, type ProviderSettings } from "../provider.ts"
@@ -24,6 +21,7 @@ import * as Editor from "./Editor.ts"
 import * as History from "./History.ts"
 import * as Keys from "./Keys.ts"
 import * as Markdown from "./Markdown.ts"
+import * as Shell from "./Shell.ts"
 import * as Undo from "./Undo.ts"
 import type { AttachedPrompt } from "../Task.ts"
 import * as Usage from "../Usage.ts"
@@ -123,6 +121,7 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
 
   const view: LiveView.LiveView = {
     handle: (event: AgentEvent) => {
+      if (event.type === "tool_execution_end") snapshots.after(event.toolCallId, event.isError)
       if (event.type === "turn_start") waitingSince = Date.now()
       else if (
         event.type === "message_update" || event.type === "agent_end" ||
@@ -181,18 +180,6 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
   let stopAnswer: Effect.Effect<void> = Effect.void
 
   // --- Approvals ---------------------------------------------------------------------------------------
-  const currentText = (args: unknown): string | undefined => {
-    const path = (args as { readonly path?: unknown } | undefined)?.path
-    if (typeof path !== "string") return undefined
-    const full = resolve(options.root, path)
-    const rel = relative(options.root, full)
-    if (rel.startsWith("..") || isAbsolute(rel)) return undefined
-    try {
-      return readFileSync(full, "utf8")
-    } catch {
-      return undefined
-    }
-  }
   /** The answer to a question on screen: keys come from the question's queue while `asking` (CLI 4.2-4.6). */
   const answerKey: Effect.Effect<Decision> = Effect.gen(function*() {
     while (true) {
@@ -230,7 +217,7 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
   })
   const judge = (request: ApprovalRequest): Effect.Effect<Decision> =>
     view.pause(Effect.gen(function*() {
-      const before = request.toolName === "edit" || request.toolName === "write" ? currentText(request.args) : undefined
+      const before = request.toolName === "edit" || request.toolName === "write" ? currentFile(options.root, request.args) : undefined
       say(preview(request, before, { color }).join("\n"))
       // Keys typed before the question was on screen answer nothing.
       yield* questionSource.discard
@@ -244,7 +231,7 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
   const beforeToolCall = (context: BeforeToolCallContext) =>
     Effect.tap(approvals(context), (result) =>
       Effect.sync(() => {
-        if (result?.block !== true) snapshots.before(context.toolCall.name, context.args)
+        if (result?.block !== true) snapshots.before(context.toolCall.name, context.args, context.toolCall.id)
       }))
 
   // --- Running an answer ---------------------------------------------------------------------------------
@@ -281,30 +268,16 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
   // --- `!command` ---------------------------------------------------------------------------------------
   const shell = (command: string) =>
     Effect.gen(function*() {
-      const child = spawn("sh", ["-c", command], { cwd: options.root, stdio: ["ignore", "pipe", "pipe"], detached: true })
       let midLine = false
-      const show = (chunk: Buffer) => {
-        const textChunk = terminalSafe(chunk.toString("utf8"))
-        write(textChunk.replace(/\n/g, "\r\n"))
-        midLine = !textChunk.endsWith("\n")
-      }
-      child.stdout.on("data", show)
-      child.stderr.on("data", show)
-      const kill = Effect.sync(() => {
-        try {
-          if (child.pid !== undefined) process.kill(-child.pid, "SIGTERM")
-        } catch {
-          // already gone
-        }
+      const code = yield* Shell.run(command, {
+        cwd: options.root,
+        output: (chunk) => {
+          const textChunk = terminalSafe(chunk.toString("utf8"))
+          write(textChunk.replace(/\n/g, "\r\n"))
+          midLine = !textChunk.endsWith("\n")
+        },
+        stopRequested: Effect.asVoid(Effect.repeat(keys.take, { until: Keys.isStop }))
       })
-      const watcher = yield* Effect.forkChild(
-        Effect.forever(Effect.flatMap(keys.take, (key) => Keys.isStop(key) ? kill : Effect.void))
-      )
-      const code = yield* Effect.callback<number | string>((resume) => {
-        child.on("close", (code, signal) => resume(Effect.succeed(code ?? signal ?? "?")))
-        child.on("error", (error) => resume(Effect.succeed(error.message)))
-      }).pipe(Effect.onInterrupt(() => kill))
-      yield* Fiber.interrupt(watcher)
       if (midLine) write("\r\n")
       say(paint(code === 0 ? "✓ exit 0" : `✗ exit ${code}`, code === 0 ? "32" : "31"))
     })
@@ -422,7 +395,10 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
           const lines = [
             ...report.restored.map((f) => `restored ${terminalSafe(f)}`),
             ...report.removed.map((f) => `removed  ${terminalSafe(f)} (it did not exist before)`),
-            ...report.failed.map((f) => paint(`could not restore ${terminalSafe(f)}`, "31"))
+            ...report.failed.map((f) => paint(`could not restore ${terminalSafe(f)}`, "31")),
+            ...report.changed.map((f) =>
+              paint(`left ${terminalSafe(f)} as it is: it changed since that turn (or now leads outside the workspace)`, "33")
+            )
           ]
           return say(lines.length === 0 ? "Nothing to undo." : lines.join("\n"))
         }

@@ -38,6 +38,19 @@ const rendererFor = (columns: number, color: boolean): Marked | undefined => {
   if (marked === undefined) {
     marked = new libraries.Marked()
     marked.use(libraries.markedTerminal({ width: columns, reflowText: true, tab: 2, emoji: false, showSectionPrefix: false }))
+    // A link always shows where it goes (CLI 12.11). On a terminal that supports OSC 8 hyperlinks,
+    // marked-terminal prints only the link's text, clickable: the model could label https://evil.example
+    // "the docs" and the person could not see it.
+    marked.use({
+      renderer: {
+        link(token) {
+          const text = this.parser.parseInline(token.tokens)
+          const href = `\x1b[4m${token.href}\x1b[24m`
+          const shown = text.replace(ANSI, "")
+          return `\x1b[34m${shown === "" || shown === token.href ? href : `${text} (${href})`}\x1b[39m`
+        }
+      }
+    })
     renderers.set(key, marked)
   }
   return marked
