@@ -7,10 +7,10 @@
  */
 import { diffLines } from "diff"
 import { Effect } from "effect"
-import type { BeforeToolCallContext, BeforeToolCallResult } from "../ToolExecution.ts"
-import { refusal } from "./CommandPolicy.ts"
 import { existsSync } from "node:fs"
 import { isAbsolute, relative, resolve } from "node:path"
+import type { BeforeToolCallContext, BeforeToolCallResult } from "../ToolExecution.ts"
+import { refusal } from "./CommandPolicy.ts"
 import { looksBinary, readBounded, realInside } from "./internal/files.ts"
 import { terminalSafe } from "./internal/terminalText.ts"
 
@@ -45,8 +45,7 @@ export type ApprovalMode =
   | { readonly _tag: "NoTerminal" }
 
 /** The question shown for a call: the tool and its exact arguments. */
-const question = (toolName: string, args: unknown): string =>
-  `Allow ${toolName} ${JSON.stringify(args, null, 2)}?`
+const question = (toolName: string, args: unknown): string => `Allow ${toolName} ${JSON.stringify(args, null, 2)}?`
 
 /** The blocked result of a call the person declined, with their reason when they gave one (CLI 4.4). */
 const declinedReason = (toolName: string, reason?: string): string =>
@@ -82,21 +81,26 @@ export const approvalHook = (mode: ApprovalMode, needsApproval: ReadonlySet<stri
             `${name} needs the user's approval, but there is no terminal to ask. It was not run. The user can rerun with --yes to allow it.`
         })
       case "Ask":
-        return Effect.map(mode.ask(question(name, context.args)), (yes) =>
-          yes ? undefined : { block: true, reason: declinedReason(name) })
+        return Effect.map(
+          mode.ask(question(name, context.args)),
+          (yes) => yes ? undefined : { block: true, reason: declinedReason(name) }
+        )
       case "Judge":
         if (always.has(name)) return Effect.succeed(undefined)
-        return Effect.map(mode.judge({ toolName: name, toolCallId: context.toolCall.id, args: context.args }), (decision) => {
-          switch (decision._tag) {
-            case "Allow":
-              return undefined
-            case "AllowAlways":
-              always.add(name)
-              return undefined
-            case "Deny":
-              return { block: true, reason: declinedReason(name, decision.reason) }
+        return Effect.map(
+          mode.judge({ toolName: name, toolCallId: context.toolCall.id, args: context.args }),
+          (decision) => {
+            switch (decision._tag) {
+              case "Allow":
+                return undefined
+              case "AllowAlways":
+                always.add(name)
+                return undefined
+              case "Deny":
+                return { block: true, reason: declinedReason(name, decision.reason) }
+            }
           }
-        })
+        )
     }
   }
 }
@@ -105,7 +109,10 @@ export const approvalHook = (mode: ApprovalMode, needsApproval: ReadonlySet<stri
 const proposedText = (toolName: string, args: unknown, before: string | undefined): string | undefined => {
   const record = (typeof args === "object" && args !== null ? args : {}) as Record<string, unknown>
   if (toolName === "write") return typeof record.content === "string" ? record.content : undefined
-  if (toolName === "edit" && before !== undefined && typeof record.oldText === "string" && typeof record.newText === "string") {
+  if (
+    toolName === "edit" && before !== undefined && typeof record.oldText === "string" &&
+    typeof record.newText === "string"
+  ) {
     const at = before.indexOf(record.oldText)
     // The tool refuses a text found zero or several times; the preview then shows the two texts instead.
     if (at === -1 || before.indexOf(record.oldText, at + 1) !== -1) return undefined
@@ -172,7 +179,10 @@ export const preview = (
   const unshown = typeof current === "object" ? current.unshown : undefined
   const before = typeof current === "string" ? current : undefined
   const paint = (text: string, code: string) => options.color ? `\x1b[${code}m${text}\x1b[0m` : text
-  const record = (typeof request.args === "object" && request.args !== null ? request.args : {}) as Record<string, unknown>
+  const record = (typeof request.args === "object" && request.args !== null ? request.args : {}) as Record<
+    string,
+    unknown
+  >
   const path = typeof record.path === "string" ? terminalSafe(record.path) : ""
   if (request.toolName === "bash") {
     const command = typeof record.command === "string" ? record.command : JSON.stringify(request.args)

@@ -106,36 +106,43 @@ interface SplitState {
  * line becomes a {@link LineTooLong} once it ends, and the lines after it are read as usual. A last line
  * without its newline is a line too.
  */
-export const splitCommandLines = (maxChars: number = MAX_LINE_CHARS) =>
-<E, R>(text: Stream.Stream<string, E, R>): Stream.Stream<string | LineTooLong, E, R> => {
-  const finish = (state: SplitState, last: string): string | LineTooLong => {
-    const length = state.length + last.length
-    if (state.overflow !== undefined || length > maxChars) {
-      return { _tag: "LineTooLong", length: (state.overflow ?? 0) + (state.overflow === undefined ? length : last.length) }
-    }
-    const line = state.parts.join("") + last
-    return line.endsWith("\r") ? line.slice(0, -1) : line
-  }
-  const empty: SplitState = { parts: [], length: 0, overflow: undefined }
-  return text.pipe(
-    Stream.mapAccum((): SplitState => empty, (state, chunk) => {
-      const pieces = chunk.split("\n")
-      const out: Array<string | LineTooLong> = []
-      let current = state
-      for (let i = 0; i < pieces.length - 1; i++) {
-        out.push(finish(current, pieces[i]!))
-        current = empty
+export const splitCommandLines =
+  (maxChars: number = MAX_LINE_CHARS) =>
+  <E, R>(text: Stream.Stream<string, E, R>): Stream.Stream<string | LineTooLong, E, R> => {
+    const finish = (state: SplitState, last: string): string | LineTooLong => {
+      const length = state.length + last.length
+      if (state.overflow !== undefined || length > maxChars) {
+        return {
+          _tag: "LineTooLong",
+          length: (state.overflow ?? 0) + (state.overflow === undefined ? length : last.length)
+        }
       }
-      const rest = pieces[pieces.length - 1]!
-      if (current.overflow !== undefined) current = { ...current, overflow: current.overflow + rest.length }
-      else if (current.length + rest.length > maxChars) current = { parts: [], length: 0, overflow: current.length + rest.length }
-      else if (rest !== "") current = { parts: [...current.parts, rest], length: current.length + rest.length, overflow: undefined }
-      return [current, out] as const
-    }, {
-      onHalt: (state) => state.overflow === undefined && state.length === 0 ? [] : [finish(state, "")]
-    })
-  )
-}
+      const line = state.parts.join("") + last
+      return line.endsWith("\r") ? line.slice(0, -1) : line
+    }
+    const empty: SplitState = { parts: [], length: 0, overflow: undefined }
+    return text.pipe(
+      Stream.mapAccum((): SplitState => empty, (state, chunk) => {
+        const pieces = chunk.split("\n")
+        const out: Array<string | LineTooLong> = []
+        let current = state
+        for (let i = 0; i < pieces.length - 1; i++) {
+          out.push(finish(current, pieces[i]!))
+          current = empty
+        }
+        const rest = pieces[pieces.length - 1]!
+        if (current.overflow !== undefined) current = { ...current, overflow: current.overflow + rest.length }
+        else if (current.length + rest.length > maxChars) {
+          current = { parts: [], length: 0, overflow: current.length + rest.length }
+        } else if (rest !== "") {
+          current = { parts: [...current.parts, rest], length: current.length + rest.length, overflow: undefined }
+        }
+        return [current, out] as const
+      }, {
+        onHalt: (state) => state.overflow === undefined && state.length === 0 ? [] : [finish(state, "")]
+      })
+    )
+  }
 
 export interface RpcOptions {
   readonly agent: AgentShape
@@ -144,7 +151,9 @@ export interface RpcOptions {
   /** Writes one line (without its newline) to the output. */
   readonly writeLine: (line: string) => Effect.Effect<void>
   /** Expands a prompt's `@path` attachments (CLI 10.1); the text as it is when absent. */
-  readonly attach?: ((text: string) => Effect.Effect<{ readonly text: string; readonly images: ReadonlyArray<ImageContent> }>) | undefined
+  readonly attach?:
+    | ((text: string) => Effect.Effect<{ readonly text: string; readonly images: ReadonlyArray<ImageContent> }>)
+    | undefined
   /** Extra fields of the `get_state` answer (e.g. the session file). */
   readonly stateExtras?: Record<string, unknown> | undefined
 }
@@ -242,7 +251,9 @@ export const serve = Effect.fn("Rpc.serve")(function*(options: RpcOptions) {
           type: "response",
           command: undefined,
           success: false,
-          error: `line ${lineNumber}: longer than ${MAX_LINE_CHARS / 1024 / 1024} MB (${line.length} characters): not read`
+          error: `line ${lineNumber}: longer than ${
+            MAX_LINE_CHARS / 1024 / 1024
+          } MB (${line.length} characters): not read`
         })
       }
       if (line.trim() === "") return Effect.void

@@ -14,9 +14,9 @@
  */
 import * as NodeCrypto from "@effect/platform-node/NodeCrypto"
 import { Duration, Layer, Option } from "effect"
+import type { MessageStorage } from "effect/cluster"
 import {
   ClusterWorkflowEngine,
-  MessageStorage,
   RunnerAddress,
   RunnerHealth,
   Runners,
@@ -40,8 +40,7 @@ export const stateFolder = (env: NodeJS.ProcessEnv = process.env): string =>
     : path.join(os.homedir(), ".effect-agent")
 
 /** The default store file: `runs.db` in the state folder. */
-export const defaultStoreFile = (env: NodeJS.ProcessEnv = process.env): string =>
-  path.join(stateFolder(env), "runs.db")
+export const defaultStoreFile = (env: NodeJS.ProcessEnv = process.env): string => path.join(stateFolder(env), "runs.db")
 
 /**
  * How the engine keeps shard leases and polls its storage (DR 5.1). Every field is a `ShardingConfig` field

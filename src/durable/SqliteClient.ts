@@ -8,7 +8,8 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Layer, Scope, Semaphore, Stream } from "effect"
+import type { Scope } from "effect"
+import { Context, Effect, Layer, Semaphore, Stream } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient as Sql, SqlError as SqlErrors, Statement } from "effect/sql"
 import type { SqlConnection } from "effect/sql"
@@ -184,4 +185,6 @@ export const make = Effect.fnUntraced(function*(config: SqliteClientConfig) {
       : undefined
   })
   return Object.assign(client, { config }) as SqliteClientShape
-}) as (config: SqliteClientConfig) => Effect.Effect<SqliteClientShape, SqlErrors.SqlError, Scope.Scope | Reactivity.Reactivity>
+}) as (
+  config: SqliteClientConfig
+) => Effect.Effect<SqliteClientShape, SqlErrors.SqlError, Scope.Scope | Reactivity.Reactivity>

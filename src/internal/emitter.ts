@@ -3,7 +3,8 @@
  * a synchronous sink (see `syncSink.ts`) gets each event without an Effect; after an abort a subscriber gets at
  * most a grace period per event; an abandoned work phase can be closed off.
  */
-import { Duration, Effect } from "effect"
+import type { Duration } from "effect"
+import { Effect } from "effect"
 import type { AgentEvent } from "../AgentEvent.ts"
 import * as EventSink from "../EventSink.ts"
 import { contain } from "./contain.ts"
@@ -33,7 +34,14 @@ export const makeEmitter = (sink: EventSink.EventSinkShape): Emitter => {
   const close = () => {
     closed = true
   }
-  if (sink === EventSink.discard) return { emit: () => Effect.void, bounded: () => () => Effect.void, close, sync: true }
+  if (sink === EventSink.discard) {
+    return {
+      emit: () => Effect.void,
+      bounded: () => () => Effect.void,
+      close,
+      sync: true
+    }
+  }
   const emitUnsafe = synchronousDelivery(sink)
   if (emitUnsafe !== undefined) {
     const now = (event: AgentEvent): Effect.Effect<void> => {

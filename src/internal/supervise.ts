@@ -6,7 +6,8 @@
  *
  * @internal
  */
-import { Cause, Duration, Effect, Exit, Fiber, Option } from "effect"
+import type { Duration } from "effect"
+import { Cause, Effect, Exit, Fiber, Option } from "effect"
 import type { ExecutionMode } from "../Tool.ts"
 import { whenAborted } from "./abort.ts"
 import {

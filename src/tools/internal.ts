@@ -4,7 +4,8 @@
  *
  * Internal: no entry point exports it.
  */
-import { Effect, FileSystem, Glob, Option, type Path } from "effect"
+import type { FileSystem } from "effect"
+import { Effect, Glob, Option, type Path } from "effect"
 import type { DirectLister } from "./directRead.ts"
 import { type IgnoreRules, rulesInside } from "./gitignore.ts"
 
@@ -181,7 +182,8 @@ export const walk = <E>(
         }
         const entries = [...listed].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
         // The start's own .gitignore is already in `rules`; below it, each directory may add one.
-        const hasOwn = !isStart && inherited !== undefined && entries.some((e) => e.name === ".gitignore" && e.type === "File")
+        const hasOwn = !isStart && inherited !== undefined &&
+          entries.some((e) => e.name === ".gitignore" && e.type === "File")
         return Effect.map(
           hasOwn ? rulesInside(fs, path, inherited, absolute) : Effect.succeed(inherited),
           (frameRules): Frame => ({ absolute, relative, entries, rules: frameRules, index: 0 })

@@ -240,7 +240,10 @@ export const readLayer = read.toLayer(Effect.gen(function*() {
       const described = `${shown} is a ${imageType} image (${formatBytes(sizeBytes)})`
       if (!images.enabled) {
         return {
-          content: [{ type: "text" as const, text: `${described}; the model in use does not take images, so it is not shown.` }],
+          content: [{
+            type: "text" as const,
+            text: `${described}; the model in use does not take images, so it is not shown.`
+          }],
           details: { ...details, image: undefined }
         }
       }
@@ -254,12 +257,17 @@ export const readLayer = read.toLayer(Effect.gen(function*() {
       }
       // Read once more, bounded on the opened file: a file that grew (or was swapped) since the stat above
       // must not be loaded whole, nor sent past the limit (docs/cli.md CLI 12.12).
-      const bytes = yield* readAtMost(fs, absolute, images.maxBytes + 1).pipe(Effect.mapError(fromPlatformError(args.path, "read")))
+      const bytes = yield* readAtMost(fs, absolute, images.maxBytes + 1).pipe(
+        Effect.mapError(fromPlatformError(args.path, "read"))
+      )
       if (bytes.length > images.maxBytes || detectImage(bytes) !== imageType) {
         return yield* new BinaryFile({
           path: shown,
           sizeBytes: bytes.length,
-          message: `${shown} changed while it was read (now over ${formatBytes(images.maxBytes)}, or no longer a ${imageType} image). ` +
+          message:
+            `${shown} changed while it was read (now over ${
+              formatBytes(images.maxBytes)
+            }, or no longer a ${imageType} image). ` +
             `Read it again once it is no longer being written.`
         })
       }

@@ -8,9 +8,10 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, truncateSync
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { currentFile, PREVIEW_MAX_BYTES, preview } from "../../src/cli/Approval.ts"
+import { currentFile, preview, PREVIEW_MAX_BYTES } from "../../src/cli/Approval.ts"
 
-const lines = (prefix: string, count: number) => Array.from({ length: count }, (_, i) => `${prefix}${i}`).join("\n") + "\n"
+const lines = (prefix: string, count: number) =>
+  Array.from({ length: count }, (_, i) => `${prefix}${i}`).join("\n") + "\n"
 
 describe("approval preview (CLI 12.1)", () => {
   it("a write replacing 20 000 lines by 20 000 others is summarised, not diffed line by line", () => {
@@ -32,7 +33,19 @@ describe("approval preview (CLI 12.1)", () => {
       before,
       { color: false }
     )
-    expect(shown).toEqual(["edit big.txt", "  …", "  a497", "  a498", "  a499", "- a500", "+ x", "  a501", "  a502", "  a503", "  …"])
+    expect(shown).toEqual([
+      "edit big.txt",
+      "  …",
+      "  a497",
+      "  a498",
+      "  a499",
+      "- a500",
+      "+ x",
+      "  a501",
+      "  a502",
+      "  a503",
+      "  …"
+    ])
   })
 })
 
@@ -46,7 +59,9 @@ describe("the file a preview diffs against (CLI 12.4)", () => {
   it("a FIFO is not read (a blocking read froze the whole terminal)", () => {
     execFileSync("mkfifo", [join(root, "fifo")])
     expect(currentFile(root, { path: "fifo" })).toEqual({ unshown: "not a regular file" })
-    const shown = preview({ toolName: "write", toolCallId: "w", args: { path: "fifo", content: "x\n" } }, { unshown: "not a regular file" }, {
+    const shown = preview({ toolName: "write", toolCallId: "w", args: { path: "fifo", content: "x\n" } }, {
+      unshown: "not a regular file"
+    }, {
       color: false
     })
     expect(shown).toEqual(["overwrite fifo", "  (the file now is not a regular file: not shown)", "+ x"])

@@ -3,15 +3,15 @@
  * attachments whose real location is outside the workspace, huge, binary or not regular files; the bounded
  * reader under them, which never blocks on a FIFO.
  */
-import { assert, describe, it } from "@effect/vitest"
 import { NodeServices } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { execFileSync } from "node:child_process"
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, truncateSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { readBounded } from "../../src/cli/internal/files.ts"
-import { ATTACHMENT_MAX_BYTES, attachFiles } from "../../src/cli/Task.ts"
+import { attachFiles, ATTACHMENT_MAX_BYTES } from "../../src/cli/Task.ts"
 
 const PNG_SIGNATURE = Uint8Array.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
 
@@ -76,7 +76,10 @@ describe("@path attachments (CLI 12.2)", () => {
         writeFileSync(join(root, "a.out"), Uint8Array.from([0x7f, 0x45, 0x4c, 0x46, 0, 1, 2, 0x1b, 0x5b]))
         const prompt = yield* attachFiles("why does @a.out crash", root)
         assert.deepStrictEqual(prompt.attached, [])
-        assert.strictEqual(prompt.text, "why does @a.out crash\n\n<file path=\"a.out\">\n[not attached: a binary file of 9 B]\n</file>")
+        assert.strictEqual(
+          prompt.text,
+          "why does @a.out crash\n\n<file path=\"a.out\">\n[not attached: a binary file of 9 B]\n</file>"
+        )
       })
     ))
 

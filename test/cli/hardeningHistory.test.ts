@@ -3,8 +3,8 @@
  * sessions' is, so a blank `EFFECT_AGENT_HOME` never puts the history in the workspace; only the end of
  * the file is read (CLI 12.14), so a huge file still gives its newest entries and a FIFO gives none at once.
  */
-import { ConfigProvider, Effect, Layer } from "effect"
 import { NodeServices } from "@effect/platform-node"
+import { ConfigProvider, Effect, Layer } from "effect"
 import { execFileSync } from "node:child_process"
 import { appendFileSync, mkdirSync, mkdtempSync, rmSync, truncateSync, writeFileSync } from "node:fs"
 import { homedir, tmpdir } from "node:os"
@@ -21,7 +21,9 @@ afterEach(() => {
 
 const sessionsState = (value: string) =>
   Effect.runSync(stateFolder.pipe(
-    Effect.provide(Layer.mergeAll(NodeServices.layer, ConfigProvider.layer(ConfigProvider.fromUnknown({ EFFECT_AGENT_HOME: value }))))
+    Effect.provide(
+      Layer.mergeAll(NodeServices.layer, ConfigProvider.layer(ConfigProvider.fromUnknown({ EFFECT_AGENT_HOME: value })))
+    )
   ))
 
 describe("history file (CLI 12.9)", () => {
@@ -48,7 +50,10 @@ describe("reading the history file (CLI 12.14)", () => {
       mkdirSync(dirname(file), { recursive: true })
       writeFileSync(file, JSON.stringify("oldest") + "\n")
       truncateSync(file, 3 * 1024 * 1024 * 1024) // sparse: reads as NUL bytes
-      appendFileSync(file, "\n" + JSON.stringify("second newest") + "\n" + JSON.stringify("newest\nof two lines") + "\n")
+      appendFileSync(
+        file,
+        "\n" + JSON.stringify("second newest") + "\n" + JSON.stringify("newest\nof two lines") + "\n"
+      )
       expect(History.load("/w/big").entries()).toEqual(["second newest", "newest\nof two lines"])
       const fifo = History.historyFile("/w/fifo")
       execFileSync("mkfifo", [fifo])

@@ -18,22 +18,25 @@ const measuredSmall = Layer.effect(
     const fs = yield* FileSystem.FileSystem
     return {
       ...fs,
-      stat: (path: string) => Effect.map(fs.stat(path), (info): FileSystem.File.Info => ({ ...info, size: ByteSize.bytes(20) }))
+      stat: (path: string) =>
+        Effect.map(fs.stat(path), (info): FileSystem.File.Info => ({ ...info, size: ByteSize.bytes(20) }))
     }
   })
 ).pipe(Layer.provide(NodeServices.layer))
 
 describe("read of a growing image (CLI 12.12)", () => {
   it.effect("an image over the limit by the time it is read is refused, not sent", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const box = yield* sandbox().pipe(Effect.provideService(ImageReading, { enabled: true, maxBytes: 100 }))
-      yield* box.put("shot.png", Uint8Array.from([...PNG_SIGNATURE, ...new Array(992).fill(7)]))
-      const error = yield* box.fail(read, { path: "shot.png" })
-      assert.instanceOf(error, BinaryFile)
-      assert.include((error as BinaryFile).message, "changed while it was read")
-      // Within the limit it is still an image.
-      yield* box.put("small.png", Uint8Array.from([...PNG_SIGNATURE, 1, 2, 3]))
-      const result = yield* box.run(read, { path: "small.png" })
-      assert.strictEqual(result.content[1]?.type, "image")
-    }).pipe(Effect.provide(Layer.provideMerge(measuredSmall, NodeServices.layer)))))
+    Effect.scoped(
+      Effect.gen(function*() {
+        const box = yield* sandbox().pipe(Effect.provideService(ImageReading, { enabled: true, maxBytes: 100 }))
+        yield* box.put("shot.png", Uint8Array.from([...PNG_SIGNATURE, ...new Array(992).fill(7)]))
+        const error = yield* box.fail(read, { path: "shot.png" })
+        assert.instanceOf(error, BinaryFile)
+        assert.include((error as BinaryFile).message, "changed while it was read")
+        // Within the limit it is still an image.
+        yield* box.put("small.png", Uint8Array.from([...PNG_SIGNATURE, 1, 2, 3]))
+        const result = yield* box.run(read, { path: "small.png" })
+        assert.strictEqual(result.content[1]?.type, "image")
+      }).pipe(Effect.provide(Layer.provideMerge(measuredSmall, NodeServices.layer)))
+    ))
 })

@@ -10,9 +10,8 @@ process.env.FORCE_HYPERLINK = "1"
 const Markdown = await import("../../src/cli/interactive/Markdown.ts")
 beforeAll(() => Markdown.load())
 
-// eslint-disable-next-line no-control-regex
 const SGR = /\x1b\[[0-9;]*m/g
-// eslint-disable-next-line no-control-regex
+
 const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/
 
 describe("links and controls in markdown (CLI 12.11)", () => {

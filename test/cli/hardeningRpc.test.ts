@@ -38,7 +38,11 @@ describe("Rpc.splitCommandLines (CLI 12.7)", () => {
       const mb = "x".repeat(1024 * 1024)
       const before = process.memoryUsage().heapUsed
       const out = yield* Stream.runCollect(
-        Stream.range(1, 50).pipe(Stream.map(() => mb), Stream.concat(Stream.make("\n{}\n")), Rpc.splitCommandLines(1024))
+        Stream.range(1, 50).pipe(
+          Stream.map(() => mb),
+          Stream.concat(Stream.make("\n{}\n")),
+          Rpc.splitCommandLines(1024)
+        )
       )
       assert.deepStrictEqual(out, [{ _tag: "LineTooLong", length: 50 * 1024 * 1024 }, "{}"])
       // Generous: the old splitter kept the whole 50 MB (100 MB of UTF-16) line.
@@ -57,7 +61,10 @@ describe("Rpc.serve with a too long line (CLI 12.7)", () => {
       const out: Array<any> = []
       yield* Rpc.serve({
         agent,
-        lines: Stream.make<ReadonlyArray<string | Rpc.LineTooLong>>({ _tag: "LineTooLong", length: 20_000_000 }, `{"type":"get_state","id":"s"}`),
+        lines: Stream.make<ReadonlyArray<string | Rpc.LineTooLong>>(
+          { _tag: "LineTooLong", length: 20_000_000 },
+          `{"type":"get_state","id":"s"}`
+        ),
         writeLine: (line) => Effect.sync(() => void out.push(JSON.parse(line)))
       })
       assert.deepStrictEqual(out[0], {

@@ -41,9 +41,18 @@ describe("session picker rows (CLI 12.10)", () => {
 })
 
 describe("session flags naming no regular file (CLI 12.13)", () => {
-  const NO_FLAGS: SessionStore.SessionFlags = { session: Option.none(), resume: Option.none(), continue: false, fork: Option.none() }
+  const NO_FLAGS: SessionStore.SessionFlags = {
+    session: Option.none(),
+    resume: Option.none(),
+    continue: false,
+    fork: Option.none()
+  }
   const planOf = (flags: Partial<SessionStore.SessionFlags>) =>
-    Effect.runPromise(Effect.exit(SessionStore.plan({ ...NO_FLAGS, ...flags }, tmpdir(), false).pipe(Effect.provide(NodeServices.layer))))
+    Effect.runPromise(
+      Effect.exit(
+        SessionStore.plan({ ...NO_FLAGS, ...flags }, tmpdir(), false).pipe(Effect.provide(NodeServices.layer))
+      )
+    )
 
   it("--fork=FIFO, --resume=/dev/zero, a folder and --session FIFO are usage errors, not reads that never end", async () => {
     const base = mkdtempSync(join(tmpdir(), "effect-agent-flags-"))

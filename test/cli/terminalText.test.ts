@@ -11,7 +11,6 @@ import { terminalSafe } from "../../src/cli/internal/terminalText.ts"
 import * as LiveView from "../../src/cli/LiveView.ts"
 import { assistantMessage } from "./support.ts"
 
-// eslint-disable-next-line no-control-regex
 const FORBIDDEN = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/
 
 const CLEAR_SCREEN = "\x1b[2J\x1b[H"
@@ -22,7 +21,10 @@ const HOSTILE = `a${CLEAR_SCREEN}b${SET_TITLE}c${CLIPBOARD}d${C1_CSI}e\rf\x7f`
 
 /** Text mixing arbitrary strings with control characters (plain random strings rarely hold any). */
 const Mixed = Schema.Array(
-  Schema.Union([Schema.String, Schema.Literals(["\x1b", "\x07", "\x9b", "\x85", "\r", "\n", "\t", "\x7f", "\x00", "\x1b]52;c;"])])
+  Schema.Union([
+    Schema.String,
+    Schema.Literals(["\x1b", "\x07", "\x9b", "\x85", "\r", "\n", "\t", "\x7f", "\x00", "\x1b]52;c;"])
+  ])
 )
 
 describe("terminalSafe", () => {
@@ -58,9 +60,21 @@ const assistant = assistantMessage
 const hostileEvents = (hostile: string): Array<AgentEvent> => {
   const partial = assistant([{ type: "text", text: hostile }])
   return [
-    { type: "message_update", message: partial, assistantMessageEvent: { type: "text_delta", contentIndex: 0, delta: hostile, partial } },
-    { type: "message_update", message: partial, assistantMessageEvent: { type: "thinking_delta", contentIndex: 1, delta: hostile, partial } },
-    { type: "message_update", message: partial, assistantMessageEvent: { type: "text_end", contentIndex: 0, content: hostile, partial } },
+    {
+      type: "message_update",
+      message: partial,
+      assistantMessageEvent: { type: "text_delta", contentIndex: 0, delta: hostile, partial }
+    },
+    {
+      type: "message_update",
+      message: partial,
+      assistantMessageEvent: { type: "thinking_delta", contentIndex: 1, delta: hostile, partial }
+    },
+    {
+      type: "message_update",
+      message: partial,
+      assistantMessageEvent: { type: "text_end", contentIndex: 0, content: hostile, partial }
+    },
     { type: "tool_execution_start", toolCallId: "a", toolName: `bash${hostile}`, args: { command: hostile } },
     {
       type: "tool_execution_update",
@@ -112,7 +126,7 @@ describe("the views print no control sequence from a model or a tool", () => {
       }
       // Remove the view's own sequences (SGR colours, cursor up, erase line/below, carriage return at the
       // start of a redraw): nothing else is left.
-      // eslint-disable-next-line no-control-regex
+
       const own = out.replace(/\x1b\[(\d+(;\d+)*)?[mAJK]/g, "").replace(/\r/g, "")
       assert.notMatch(own.replace(/\n/g, ""), FORBIDDEN)
       assert.include(own, "progress a␛[2J")

@@ -10,12 +10,14 @@ import type { AgentShape } from "../../Agent.ts"
 import type { AgentEvent } from "../../AgentEvent.ts"
 import { type AgentMessage, type AssistantMessage, emptyUsage, isMessage } from "../../Message.ts"
 import { Model, type ModelShape } from "../../Model.ts"
-import { providerNames, type ProviderName } from "../../providers/index.ts"
+import { type ProviderName, providerNames } from "../../providers/index.ts"
 import type { BeforeToolCallContext, BeforeToolCallResult } from "../../ToolExecution.ts"
-import { type ApprovalRequest, approvalHook, currentFile, type Decision, preview } from "../Approval.ts"
+import { approvalHook, type ApprovalRequest, currentFile, type Decision, preview } from "../Approval.ts"
 import { terminalSafe } from "../internal/terminalText.ts"
 import * as LiveView from "../LiveView.ts"
-import { providerLayer, providerSettings, type ProviderSettings } from "../provider.ts"
+import { providerLayer, type ProviderSettings, providerSettings } from "../provider.ts"
+import type { AttachedPrompt } from "../Task.ts"
+import * as Usage from "../Usage.ts"
 import * as Commands from "./Commands.ts"
 import * as Editor from "./Editor.ts"
 import * as History from "./History.ts"
@@ -23,8 +25,6 @@ import * as Keys from "./Keys.ts"
 import * as Markdown from "./Markdown.ts"
 import * as Shell from "./Shell.ts"
 import * as Undo from "./Undo.ts"
-import type { AttachedPrompt } from "../Task.ts"
-import * as Usage from "../Usage.ts"
 
 /** What the command line gives the interactive mode. */
 export interface InteractiveOptions {
@@ -157,10 +157,13 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
         }),
         lanes.pause(effect)
       ),
-    close: Effect.andThen(Effect.sync(() => {
-      clearWaiting()
-      endText()
-    }), lanes.close)
+    close: Effect.andThen(
+      Effect.sync(() => {
+        clearWaiting()
+        endText()
+      }),
+      lanes.close
+    )
   }
 
   // --- Keys while an answer runs: Esc/Ctrl-C stop it; a question on screen gets the keys -----------------
@@ -217,15 +220,22 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
   })
   const judge = (request: ApprovalRequest): Effect.Effect<Decision> =>
     view.pause(Effect.gen(function*() {
-      const before = request.toolName === "edit" || request.toolName === "write" ? currentFile(options.root, request.args) : undefined
+      const before = request.toolName === "edit" || request.toolName === "write"
+        ? currentFile(options.root, request.args)
+        : undefined
       say(preview(request, before, { color }).join("\n"))
       // Keys typed before the question was on screen answer nothing.
       yield* questionSource.discard
-      write(`${paint(`Allow ${terminalSafe(request.toolName)}?`, "1;33")} ${paint("[y]es [n]o [a]lways [e]xplain", "2")} `)
+      write(
+        `${paint(`Allow ${terminalSafe(request.toolName)}?`, "1;33")} ${paint("[y]es [n]o [a]lways [e]xplain", "2")} `
+      )
       asking = true
-      return yield* Effect.ensuring(answerKey, Effect.sync(() => {
-        asking = false
-      }))
+      return yield* Effect.ensuring(
+        answerKey,
+        Effect.sync(() => {
+          asking = false
+        })
+      )
     }))
   const approvals = approvalHook(options.yes ? { _tag: "AllowAll" } : { _tag: "Judge", judge }, options.needsApproval)
   const beforeToolCall = (context: BeforeToolCallContext) =>
@@ -304,7 +314,9 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
         return yield* Model
       }).pipe(Effect.provide(providerLayer(next)))
       settings = next
-      say(`model: ${terminalSafe(current.info.provider)} / ${terminalSafe(current.info.model)} (from the next prompt on)`)
+      say(
+        `model: ${terminalSafe(current.info.provider)} / ${terminalSafe(current.info.model)} (from the next prompt on)`
+      )
     })
 
   const compact = (agent: AgentShape) =>
@@ -321,13 +333,16 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
         systemPrompt: "You summarise a coding session so that it can go on without its transcript.",
         messages: [...older, {
           role: "user" as const,
-          content: "Summarise the conversation above for yourself: the task, what was done, files changed, decisions and open questions. Be brief; keep paths, names and numbers exact.",
+          content:
+            "Summarise the conversation above for yourself: the task, what was done, files changed, decisions and open questions. Be brief; keep paths, names and numbers exact.",
           timestamp: Date.now()
         }],
         tools: []
       }
       const events = yield* Stream.runCollect(current.stream(request)).pipe(
-        Effect.catch((error) => Effect.sync(() => void say(paint(`compact failed: ${terminalSafe(error.message)}`, "31"))))
+        Effect.catch((error) =>
+          Effect.sync(() => void say(paint(`compact failed: ${terminalSafe(error.message)}`, "31")))
+        )
       )
       if (events === undefined) return
       const done = Array.from(events).find((e) => e.type === "done")
@@ -358,7 +373,11 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
       ]
       yield* agent.setMessages(replaced).pipe(Effect.catch(() => Effect.void))
       say(`Compacted ${older.length} older messages into a summary; ${kept.length} recent messages kept.`)
-      say(Markdown.renderMarkdown(summary, { columns: columns() - 3, color }).map((row) => paint("│ ", "2") + row).join("\n"))
+      say(
+        Markdown.renderMarkdown(summary, { columns: columns() - 3, color }).map((row) => paint("│ ", "2") + row).join(
+          "\n"
+        )
+      )
     })
 
   const sessionInfo = (agent: AgentShape, sessionPath: string) =>
@@ -385,7 +404,9 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
           const count = (yield* SubscriptionRef.get(agent.state)).messages.length
           yield* agent.setMessages([]).pipe(Effect.catch(() => Effect.void))
           write("\x1b[2J\x1b[3J\x1b[H")
-          return say(`Context cleared: the model no longer sees the ${count} earlier messages (the session file keeps them).`)
+          return say(
+            `Context cleared: the model no longer sees the ${count} earlier messages (the session file keeps them).`
+          )
         }
         case "/compact":
           return yield* compact(agent)
@@ -397,7 +418,10 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
             ...report.removed.map((f) => `removed  ${terminalSafe(f)} (it did not exist before)`),
             ...report.failed.map((f) => paint(`could not restore ${terminalSafe(f)}`, "31")),
             ...report.changed.map((f) =>
-              paint(`left ${terminalSafe(f)} as it is: it changed since that turn (or now leads outside the workspace)`, "33")
+              paint(
+                `left ${terminalSafe(f)} as it is: it changed since that turn (or now leads outside the workspace)`,
+                "33"
+              )
             )
           ]
           return say(lines.length === 0 ? "Nothing to undo." : lines.join("\n"))

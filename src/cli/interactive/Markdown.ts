@@ -6,12 +6,13 @@
  * mode, so the screen does not flicker and the scrollback keeps exactly what was said (CLI 1.7).
  */
 import type { Marked } from "marked"
+import type { markedTerminal } from "marked-terminal"
 import { terminalSafe } from "../internal/terminalText.ts"
 import { toRows } from "./internal/text.ts"
 
 type Libraries = {
   readonly Marked: typeof Marked
-  readonly markedTerminal: typeof import("marked-terminal").markedTerminal
+  readonly markedTerminal: typeof markedTerminal
 }
 let libraries: Libraries | undefined
 let loading: Promise<void> | undefined
@@ -37,7 +38,9 @@ const rendererFor = (columns: number, color: boolean): Marked | undefined => {
   let marked = renderers.get(key)
   if (marked === undefined) {
     marked = new libraries.Marked()
-    marked.use(libraries.markedTerminal({ width: columns, reflowText: true, tab: 2, emoji: false, showSectionPrefix: false }))
+    marked.use(
+      libraries.markedTerminal({ width: columns, reflowText: true, tab: 2, emoji: false, showSectionPrefix: false })
+    )
     // A link always shows where it goes (CLI 12.11). On a terminal that supports OSC 8 hyperlinks,
     // marked-terminal prints only the link's text, clickable: the model could label https://evil.example
     // "the docs" and the person could not see it.
@@ -64,7 +67,10 @@ const ANSI = /\x1b\[[0-9;]*m/g
  * terminal-safe first, so escape sequences in it are shown, never obeyed; tabs become spaces so that widths
  * are known.
  */
-export const renderMarkdown = (source: string, options: { readonly columns: number; readonly color: boolean }): Array<string> => {
+export const renderMarkdown = (
+  source: string,
+  options: { readonly columns: number; readonly color: boolean }
+): Array<string> => {
   const safe = terminalSafe(source).replace(/\t/g, "    ")
   let out: string
   try {

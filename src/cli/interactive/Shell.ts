@@ -5,7 +5,8 @@
  * the group gets SIGKILL at once, so no process of it outlives the command line (CLI 12.8). After a stop,
  * whatever of the group outlived the shell is killed too.
  */
-import { Duration, Effect, Fiber } from "effect"
+import type { Duration } from "effect"
+import { Effect, Fiber } from "effect"
 import { spawn } from "node:child_process"
 
 /** How a `!command` runs. */

@@ -96,7 +96,14 @@ export const make = (root: string): Snapshots => {
       const turn = turns[turns.length - 1]!
       let snapshot = turn.get(full)
       if (snapshot === undefined) {
-        snapshot = { path: full, bytes: readIfFile(full), pending: new Set(), succeeded: false, after: undefined, afterKnown: false }
+        snapshot = {
+          path: full,
+          bytes: readIfFile(full),
+          pending: new Set(),
+          succeeded: false,
+          after: undefined,
+          afterKnown: false
+        }
         turn.set(full, snapshot)
       }
       snapshot.pending.add(toolCallId)
@@ -129,7 +136,9 @@ export const make = (root: string): Snapshots => {
         const shown = relative(root, snapshot.path)
         // Changed since the turn ended, or now a link out of the workspace: putting the old bytes back
         // would destroy work that is not the turn's, or write outside.
-        if (!reallyInside(snapshot.path) || (snapshot.afterKnown && !sameBytes(readIfFile(snapshot.path), snapshot.after))) {
+        if (
+          !reallyInside(snapshot.path) || (snapshot.afterKnown && !sameBytes(readIfFile(snapshot.path), snapshot.after))
+        ) {
           changed.push(shown)
           continue
         }

@@ -11,13 +11,7 @@ import { Sse } from "effect/encoding"
 import { HttpClient, type HttpClientError, HttpClientRequest, type HttpClientResponse } from "effect/http"
 import type { AssistantMessageEvent } from "../../AssistantMessageEvent.ts"
 import type { AssistantMessage } from "../../Message.ts"
-import {
-  ModelError,
-  type ModelErrorReason,
-  type ModelInfo,
-  type ModelRequest,
-  type ModelShape
-} from "../../Model.ts"
+import { ModelError, type ModelErrorReason, type ModelInfo, type ModelRequest, type ModelShape } from "../../Model.ts"
 import type { ResponseBuilder } from "./builder.ts"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -213,7 +207,7 @@ const statusFailure = (
       const status = response.status
       const info = parseErrorBody(body)
       const detail = errorBodyMessage(body) || `status ${status}`
-      let [reason, retryable]: [ModelErrorReason, boolean] = status === 401 || status === 403
+      const [reason, retryableByStatus]: [ModelErrorReason, boolean] = status === 401 || status === 403
         ? ["auth", false]
         : status === 429
         ? ["rate-limit", true]
@@ -224,6 +218,7 @@ const statusFailure = (
         : status >= 500
         ? ["http", true]
         : ["http", false]
+      let retryable = retryableByStatus
       // The server knows better than its status code (the official clients obey this header too).
       const shouldRetry = response.headers["x-should-retry"]?.trim().toLowerCase()
       if (shouldRetry === "false") retryable = false
@@ -421,9 +416,7 @@ const streamSse = (call: SseCall): Stream.Stream<AssistantMessageEvent, ModelErr
         ).pipe(Stream.flattenIterable)
         : sseEvents(
           response.stream.pipe(
-            Stream.mapError((error) =>
-              networkFailure(label, "the connection was lost while streaming", error, scrub)
-            ),
+            Stream.mapError((error) => networkFailure(label, "the connection was lost while streaming", error, scrub)),
             Stream.timeoutOrElse({
               duration: transport.idleTimeout,
               orElse: () =>
