@@ -41,7 +41,9 @@ const message: Message.AssistantMessage = {
 }
 
 const log = EventSink.fromCallback((event) => {
-  if (event.type.startsWith("tool_execution")) console.log(`  ${event.type} ${"toolCallId" in event ? event.toolCallId : ""}`)
+  if (event.type.startsWith("tool_execution")) {
+    console.log(`  ${event.type} ${"toolCallId" in event ? event.toolCallId : ""}`)
+  }
 })
 
 export const program = Effect.gen(function*() {

@@ -83,6 +83,8 @@ const width = pad * 2 + Math.max(columns, 100) * cell
 const height = pad * 2 + lines.length * row
 writeFileSync(
   output!,
-  `<svg xmlns="http://www.w3.org/2000/svg" width="${width.toFixed(0)}" height="${height}" font-family="DejaVu Sans Mono, monospace" font-size="14">` +
+  `<svg xmlns="http://www.w3.org/2000/svg" width="${
+    width.toFixed(0)
+  }" height="${height}" font-family="DejaVu Sans Mono, monospace" font-size="14">` +
     `<rect width="100%" height="100%" rx="8" fill="#1e1e1e"/>${body.join("")}</svg>\n`
 )

@@ -29,7 +29,11 @@ const namesOf = (file) => {
       names.push(item.replace(/^type\s+/, "").split(/\s+as\s+/).pop())
     }
   }
-  for (const m of text.matchAll(/export\s+(?:declare\s+)?(?:abstract\s+)?(?:const|let|function\*?|class|type|interface|enum|namespace)\s+(\w+)/g)) {
+  for (
+    const m of text.matchAll(
+      /export\s+(?:declare\s+)?(?:abstract\s+)?(?:const|let|function\*?|class|type|interface|enum|namespace)\s+(\w+)/g
+    )
+  ) {
     names.push(m[1])
   }
   const unique = [...new Set(names)]

@@ -10,7 +10,9 @@ for (const n of p.nodes) {
   const t = dt.get(n.id) ?? 0
   total += t
   const cf = n.callFrame
-  const key = `${cf.functionName || "(anon)"} ${cf.url.replace(/.*node_modules\//, "").replace(/.*\/(src|bench|test)\//, "$1/")}:${cf.lineNumber + 1}`
+  const key = `${cf.functionName || "(anon)"} ${
+    cf.url.replace(/.*node_modules\//, "").replace(/.*\/(src|bench|test)\//, "$1/")
+  }:${cf.lineNumber + 1}`
   self.set(key, (self.get(key) ?? 0) + t)
 }
 const rows = [...self].sort((a, b) => b[1] - a[1]).slice(0, top)

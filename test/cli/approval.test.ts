@@ -79,7 +79,9 @@ const onTerminal = (workspace: string): Session => {
         // it is continued: wait for that (the key is then relayed once it goes on), or it would stop later, with
         // no one left to continue it, and the run would hang.
         await stateBecomes(child.pid!, "T", 5_000)
-        await new Promise<void>((resolve, reject) => child.stdin.write(keys, (error) => error ? reject(error) : resolve()))
+        await new Promise<void>((resolve, reject) =>
+          child.stdin.write(keys, (error) => error ? reject(error) : resolve())
+        )
       } finally {
         process.kill(child.pid!, "SIGCONT")
         process.kill(-pgid, "SIGCONT")

@@ -17,7 +17,9 @@ describe("--sandbox, --bwrap", () => {
     const run = await runCliInProcess(["--json", "--yes", "--bwrap", MISSING, "--workspace", ws.dir])
     expect(run.code, run.stderr).toBe(0)
     const notices = run.stderr.split("\n").filter((line) => line.includes("without a sandbox"))
-    expect(notices).toEqual([`effect-agent: bash runs without a sandbox: ${MISSING} was not found (it comes with the bubblewrap package)`])
+    expect(notices).toEqual([
+      `effect-agent: bash runs without a sandbox: ${MISSING} was not found (it comes with the bubblewrap package)`
+    ])
     const events = parseJsonLines(run.stdout)
     const check = events.find((e) => e.type === "tool_execution_end" && e.toolCallId === "demo-check")
     expect(check.isError).toBe(false)
@@ -25,7 +27,16 @@ describe("--sandbox, --bwrap", () => {
   }, TEST_TIMEOUT_MS)
 
   it("--sandbox=require refuses to start without a working bubblewrap", async () => {
-    const run = await runCliInProcess(["--json", "--yes", "--sandbox", "require", "--bwrap", MISSING, "--workspace", ws.dir])
+    const run = await runCliInProcess([
+      "--json",
+      "--yes",
+      "--sandbox",
+      "require",
+      "--bwrap",
+      MISSING,
+      "--workspace",
+      ws.dir
+    ])
     expect(run.code).toBe(1)
     expect(run.stdout).toBe("")
     expect(run.stderr.trim().split("\n")).toEqual([

@@ -128,8 +128,12 @@ export const runProcess = (command: string, args: ReadonlyArray<string>, options
     })
     const timer = setTimeout(() => {
       child.kill("SIGKILL")
-      reject(new Error(`${command} ${args.join(" ")} did not finish in ${options.timeoutMs ?? RUN_TIMEOUT_MS}ms\n` +
-        `stdout:\n${stdout}\nstderr:\n${stderr}`))
+      reject(
+        new Error(
+          `${command} ${args.join(" ")} did not finish in ${options.timeoutMs ?? RUN_TIMEOUT_MS}ms\n` +
+            `stdout:\n${stdout}\nstderr:\n${stderr}`
+        )
+      )
     }, options.timeoutMs ?? RUN_TIMEOUT_MS)
     child.on("error", (error) => {
       clearTimeout(timer)
@@ -177,7 +181,8 @@ const QUICK_BELOW = Duration.millis(50)
  */
 const quickClock = (real: Clock.Clock): Clock.Clock =>
   Object.assign(Object.create(real), {
-    sleep: (duration: Duration.Duration) => Duration.isLessThan(duration, QUICK_BELOW) ? Effect.yieldNow : real.sleep(duration)
+    sleep: (duration: Duration.Duration) =>
+      Duration.isLessThan(duration, QUICK_BELOW) ? Effect.yieldNow : real.sleep(duration)
   })
 
 /**
@@ -191,11 +196,16 @@ const quickClock = (real: Clock.Clock): Clock.Clock =>
  * `process.stdout` itself (the durable-run commands) need {@link runCli}. Programs the run starts (bash, MCP
  * servers) inherit this process's environment, not `env`.
  */
-export const runCliInProcess = async (args: ReadonlyArray<string>, options: InProcessOptions = {}): Promise<RunResult> => {
+export const runCliInProcess = async (
+  args: ReadonlyArray<string>,
+  options: InProcessOptions = {}
+): Promise<RunResult> => {
   const { program } = await import("../../src/cli/main.ts")
   const input = Effect.runSync(Queue.unbounded<Uint8Array, Cause.Done>())
   if (options.stdin !== "open") {
-    if (options.stdin !== undefined && options.stdin !== "") Queue.offerUnsafe(input, new TextEncoder().encode(options.stdin))
+    if (options.stdin !== undefined && options.stdin !== "") {
+      Queue.offerUnsafe(input, new TextEncoder().encode(options.stdin))
+    }
     Queue.endUnsafe(input)
   }
   const stdin: InProcessStdin = {
@@ -253,7 +263,9 @@ export const runCliInProcess = async (args: ReadonlyArray<string>, options: InPr
       return FileSystem.make({
         ...fs,
         stat: (path) =>
-          path === "/dev/stdin" ? Effect.map(fs.stat(ROOT), (info) => ({ ...info, type: "FIFO" as const })) : fs.stat(path)
+          path === "/dev/stdin"
+            ? Effect.map(fs.stat(ROOT), (info) => ({ ...info, type: "FIFO" as const }))
+            : fs.stat(path)
       })
     })
   )
@@ -262,7 +274,9 @@ export const runCliInProcess = async (args: ReadonlyArray<string>, options: InPr
   options.onStart?.(stdin)
   const exit = await Effect.runPromiseExit(
     program.pipe(
-      Effect.provide(Layer.mergeAll(Layer.succeed(Stdio.Stdio, stdio), Layer.succeed(Terminal.Terminal, terminal), files)),
+      Effect.provide(
+        Layer.mergeAll(Layer.succeed(Stdio.Stdio, stdio), Layer.succeed(Terminal.Terminal, terminal), files)
+      ),
       Effect.provide(NodeServices.layer),
       Effect.provideService(Console.Console, console),
       options.realTime === true ? (effect) => effect : Effect.updateService(Clock.Clock, quickClock),
@@ -270,11 +284,16 @@ export const runCliInProcess = async (args: ReadonlyArray<string>, options: InPr
         ConfigProvider.ConfigProvider,
         ConfigProvider.fromEnv({ env: childEnv(options.env) as Record<string, string> })
       ),
-      Effect.timeoutOrElse({ duration: Duration.millis(timeoutMs), orElse: () => Effect.sync(() => void (timedOut = true)) })
+      Effect.timeoutOrElse({
+        duration: Duration.millis(timeoutMs),
+        orElse: () => Effect.sync(() => void (timedOut = true))
+      })
     )
   )
   if (timedOut) {
-    throw new Error(`effect-agent ${args.join(" ")} did not finish in ${timeoutMs}ms\nstdout:\n${stdout}\nstderr:\n${stderr}`)
+    throw new Error(
+      `effect-agent ${args.join(" ")} did not finish in ${timeoutMs}ms\nstdout:\n${stdout}\nstderr:\n${stderr}`
+    )
   }
   let code = 0
   Runtime.defaultTeardown(exit, (c) => void (code = c))
