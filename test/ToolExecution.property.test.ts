@@ -16,7 +16,7 @@
  * - `PROP_STATS=1` prints what the generated cases exercised.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Effect, Exit, Fiber, References, Schema } from "effect"
+import { Clock, Duration, Effect, Exit, Fiber, References, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import type { AgentEvent } from "../src/AgentEvent.ts"
 import type { EventSinkShape } from "../src/EventSink.ts"
@@ -447,10 +447,50 @@ const settle = Effect.gen(function*() {
   for (let k = 0; k < 32; k++) yield* Effect.yieldNow
 })
 
+/**
+ * The test clock, with the wake-up time of every pending sleep recorded, so that the driver can move time
+ * from one timer to the next and let every runnable fiber run in between. `TestClock.adjust` alone may
+ * pass several timers in one go: it waits only for the fibers it woke through the scheduler, and a fiber
+ * resumed by a promise (a `Tool.tryPromise` tool) is not one of them, so a timer registered by that fiber
+ * (a grace period) could expire while the work it bounds was still runnable, which real time never does.
+ */
+const trackTimers = (clock: Clock.Clock) => {
+  const pending: Array<number> = []
+  const tracked: Clock.Clock = {
+    currentTimeMillisUnsafe: () => clock.currentTimeMillisUnsafe(),
+    currentTimeMillis: clock.currentTimeMillis,
+    currentTimeNanosUnsafe: () => clock.currentTimeNanosUnsafe(),
+    currentTimeNanos: clock.currentTimeNanos,
+    monotonicTimeNanosUnsafe: () => clock.monotonicTimeNanosUnsafe(),
+    monotonicTimeNanos: clock.monotonicTimeNanos,
+    sleep: (duration) =>
+      Effect.suspend(() => {
+        const at = clock.currentTimeMillisUnsafe() + Duration.toMillis(duration)
+        pending.push(at)
+        return Effect.ensuring(
+          clock.sleep(duration),
+          Effect.sync(() => {
+            const index = pending.indexOf(at)
+            if (index !== -1) pending.splice(index, 1)
+          })
+        )
+      })
+  }
+  /** The earliest pending timer in (now, end], if any. */
+  const next = (end: number): number | undefined => {
+    const now = clock.currentTimeMillisUnsafe()
+    let earliest: number | undefined
+    for (const at of pending) if (at > now && at <= end && (earliest === undefined || at < earliest)) earliest = at
+    return earliest
+  }
+  return { tracked, next }
+}
+
 const runCase = (c: BatchCase): Effect.Effect<Run> =>
   Effect.gen(function*() {
     const rec = new Recorder()
     const clock = yield* Clock.Clock
+    const timers = trackTimers(clock)
     const message = makeMessage(c)
     const snapshot = structuredClone(message)
     const replaced = c.calls.map((_, i) => ({ i, replaced: true }))
@@ -505,7 +545,8 @@ const runCase = (c: BatchCase): Effect.Effect<Run> =>
         )
       ),
       Effect.provideService(ToolRegistry, makeRegistry(c, rec)),
-      Effect.provideService(EventSink.EventSink, sink)
+      Effect.provideService(EventSink.EventSink, sink),
+      Effect.provideService(Clock.Clock, timers.tracked)
     )
     const fiber = yield* Effect.forkChild(batch, { startImmediately: true })
     const abortStep = c.abort._tag === "SignalAtStep" || c.abort._tag === "InterruptAtStep" ? c.abort.step : undefined
@@ -517,7 +558,13 @@ const runCase = (c: BatchCase): Effect.Effect<Run> =>
         yield* settle
       }
       if (fiber.pollUnsafe() !== undefined) break
-      yield* TestClock.adjust(c.stepMs)
+      // One timer at a time, every runnable fiber running in between (see `trackTimers`).
+      const end = clock.currentTimeMillisUnsafe() + c.stepMs
+      for (let at = timers.next(end); at !== undefined; at = timers.next(end)) {
+        yield* TestClock.adjust(at - clock.currentTimeMillisUnsafe())
+        yield* settle
+      }
+      yield* TestClock.adjust(end - clock.currentTimeMillisUnsafe())
     }
     const exit = fiber.pollUnsafe()
     // Keep time going for a while: anything a tool does late must not show up as an event.
@@ -1331,5 +1378,20 @@ describe("executeToolCalls: regressions found by the properties", () => {
       // start, end, message_start: the subscriber blocks there for 3 s; the abort comes at 250 ms
       stallOn: 3,
       abort: { _tag: "SignalAtStep", step: 1 }
+    })))
+
+  // A harness fault, not a fault of the batch (TE 5.1, TE 8.3 hold). A promise-shaped tool (`Tool.tryPromise`)
+  // finished at 1100 ms, its afterToolCall aborted the signal, and settleRemaining sent the end event through a
+  // subscriber that yields once, bounded by the 25 ms grace period. `TestClock.adjust(250)` had woken the tool's
+  // timer, but the fiber a promise resumes is not one it waits for, so it went on to the grace timer at 1125 ms
+  // while the subscriber was still runnable: the delivery was cut before the subscriber recorded it, and the
+  // case reported "0 end events". In real time a yield never outlasts 25 ms. The driver now moves time one
+  // recorded timer at a time and lets every runnable fiber run in between (`trackTimers`).
+  it.effect("TE 5.1, TE 8.3 a promise tool whose afterToolCall aborts still has its end event under a yielding subscriber", () =>
+    checkCase(batchCase({
+      calls: [call({ shape: "promise", delay: 1100 })],
+      grace: 25,
+      sink: "yield",
+      abort: { _tag: "SignalFromCall", call: 0, at: "after" }
     })))
 })
