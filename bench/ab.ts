@@ -31,7 +31,10 @@ const reps = Number(option("--reps", "7"))
 
 const dir = mkdtempSync(join(tmpdir(), "effect-agent-ab-"))
 try {
-  const archive = execFileSync("git", ["archive", ref, "src", "bench", "package.json"], { cwd: root, maxBuffer: 1 << 28 })
+  const archive = execFileSync("git", ["archive", ref, "src", "bench", "package.json"], {
+    cwd: root,
+    maxBuffer: 1 << 28
+  })
   execFileSync("tar", ["-x", "-C", dir], { input: archive })
   symlinkSync(join(root, "node_modules"), join(dir, "node_modules"))
   const There: typeof Here = await import(pathToFileURL(join(dir, "bench", "loop.ts")).href)
@@ -49,7 +52,14 @@ try {
     run: () => side.loop(work, "iterate"),
     events: Here.loopEvents(work)
   })
-  const row = async (label: string, shape: Here.Shape, work: Here.Work, baseline: Here.Work | undefined, per: number, iters: number) => {
+  const row = async (
+    label: string,
+    shape: Here.Shape,
+    work: Here.Work,
+    baseline: Here.Work | undefined,
+    per: number,
+    iters: number
+  ) => {
     const { base, mine } = sidesFor(shape)
     // `ours` is the ref, `pi` this tree: the measuring code names its two sides so.
     const pair: RunnerPair = {
@@ -57,7 +67,12 @@ try {
       pi: runner(mine, work),
       ...(baseline === undefined ? {} : { baseline: { ours: runner(base, baseline), pi: runner(mine, baseline) } })
     }
-    const s = await compareRunners(pair, { iters, rewarm: Math.max(1, Math.round(iters / 4)), warm: 1, reps, budgetUs: 1e9 }, label, cpuNow)
+    const s = await compareRunners(
+      pair,
+      { iters, rewarm: Math.max(1, Math.round(iters / 4)), warm: 1, reps, budgetUs: 1e9 },
+      label,
+      cpuNow
+    )
     const a = median(s.ours) / per
     const b = median(s.pi) / per
     rows.push([label, a.toFixed(2), b.toFixed(2), (b / a).toFixed(3)])
@@ -68,16 +83,46 @@ try {
       for (const hooks of [false, true]) {
         const work: Here.Work = { mode, hooks, script: [Here.callsMessage(n), Here.FINAL], context: [] }
         const baseline: Here.Work = { mode, hooks, script: [Here.FINAL, Here.FINAL], context: [], followUp: true }
-        await row(`per call, ${mode}, succeed${hooks ? ", hooks" : ""}, N = ${n}`, "succeed", work, baseline, n, Math.max(1, Math.round(2000 / n)))
+        await row(
+          `per call, ${mode}, succeed${hooks ? ", hooks" : ""}, N = ${n}`,
+          "succeed",
+          work,
+          baseline,
+          n,
+          Math.max(1, Math.round(2000 / n))
+        )
       }
     }
   }
-  const promise: Here.Work = { mode: "parallel", hooks: true, script: [Here.callsMessage(1000), Here.FINAL], context: [] }
-  await row("per call, parallel, promise, hooks, N = 1000", "promise", promise, { ...promise, script: [Here.FINAL, Here.FINAL], followUp: true }, 1000, 2)
-  await row("500 turns, per model call", "succeed", { mode: "parallel", hooks: false, script: Here.turnsScript(500), context: [] }, undefined, 501, 1)
+  const promise: Here.Work = {
+    mode: "parallel",
+    hooks: true,
+    script: [Here.callsMessage(1000), Here.FINAL],
+    context: []
+  }
+  await row(
+    "per call, parallel, promise, hooks, N = 1000",
+    "promise",
+    promise,
+    { ...promise, script: [Here.FINAL, Here.FINAL], followUp: true },
+    1000,
+    2
+  )
+  await row(
+    "500 turns, per model call",
+    "succeed",
+    { mode: "parallel", hooks: false, script: Here.turnsScript(500), context: [] },
+    undefined,
+    501,
+    1
+  )
   console.log(table(["row", `${ref} (µs)`, "this tree (µs)", "ratio"], rows))
   const geomean = Math.exp(rows.reduce((sum, r) => sum + Math.log(Number(r[3])), 0) / rows.length)
-  console.log(`geometric mean of the ratios: ${geomean.toFixed(3)}; load average now: ${os.loadavg().map((x) => x.toFixed(1)).join(" ")}`)
+  console.log(
+    `geometric mean of the ratios: ${geomean.toFixed(3)}; load average now: ${
+      os.loadavg().map((x) => x.toFixed(1)).join(" ")
+    }`
+  )
 } finally {
   rmSync(dir, { recursive: true, force: true })
 }

@@ -91,7 +91,9 @@ const main = async () => {
     mkdirSync(root)
     const buildStart = performance.now()
     const planted = buildTree(root)
-    console.log(`built ${FILES} files (${planted} with a match) in ${round((performance.now() - buildStart) / 1000, 1)} s`)
+    console.log(
+      `built ${FILES} files (${planted} with a match) in ${round((performance.now() - buildStart) / 1000, 1)} s`
+    )
 
     const context = await Effect.runPromise(
       Layer.build(BuiltinTools.layerAt(root).pipe(Layer.provide(NodeServices.layer))).pipe(Effect.scoped)

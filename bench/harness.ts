@@ -14,7 +14,12 @@
  * per-call cost is measured against a baseline run with two turns and no tool calls (see `piBaseline`).
  * Ours is measured against a batch with no calls, so both sides subtract their fixed overhead.
  */
-import { agentLoop, type AgentTool, type AgentLoopConfig, type AgentEvent as PiEvent } from "@mariozechner/pi-agent-core"
+import {
+  type AgentEvent as PiEvent,
+  agentLoop,
+  type AgentLoopConfig,
+  type AgentTool
+} from "@mariozechner/pi-agent-core"
 import {
   type AssistantMessage as PiAssistantMessage,
   createAssistantMessageEventStream,
@@ -253,7 +258,13 @@ export const makePi = (options: SideOptions): Side => {
         ...(run.hooks ? { beforeToolCall: piBefore, afterToolCall: piAfter } : {})
       }
       return consume(
-        agentLoop([PROMPT], { systemPrompt: "", messages: [], tools }, config, undefined, scriptedStream([message, FINAL]))
+        agentLoop(
+          [PROMPT],
+          { systemPrompt: "", messages: [], tools },
+          config,
+          undefined,
+          scriptedStream([message, FINAL])
+        )
       )
     },
     /**
@@ -272,7 +283,13 @@ export const makePi = (options: SideOptions): Side => {
         }
       }
       return consume(
-        agentLoop([PROMPT], { systemPrompt: "", messages: [], tools }, config, undefined, scriptedStream([FIRST, FINAL]))
+        agentLoop(
+          [PROMPT],
+          { systemPrompt: "", messages: [], tools },
+          config,
+          undefined,
+          scriptedStream([FIRST, FINAL])
+        )
       )
     }
   }

@@ -22,8 +22,8 @@
  */
 import {
   Agent as PiAgent,
-  agentLoop as piAgentLoop,
   type AgentEvent as PiEvent,
+  agentLoop as piAgentLoop,
   type AgentLoopConfig as PiLoopConfig,
   type AgentMessage as PiAgentMessage,
   type AgentTool,
@@ -81,7 +81,10 @@ export interface LoopSide {
 
 export const body = (x: number) => ({ content: [{ type: "text" as const, text: "ok" }], details: { x } })
 
-const assistant = (content: AssistantMessage["content"], stopReason: AssistantMessage["stopReason"]): AssistantMessage => ({
+const assistant = (
+  content: AssistantMessage["content"],
+  stopReason: AssistantMessage["stopReason"]
+): AssistantMessage => ({
   role: "assistant",
   content,
   api: "bench",
@@ -95,7 +98,9 @@ const assistant = (content: AssistantMessage["content"], stopReason: AssistantMe
 /** An assistant message with `n` calls of the bench tool, `{ x: i }`. */
 export const callsMessage = (n: number, from = 0): AssistantMessage => {
   const content: Array<ToolCall> = []
-  for (let i = 0; i < n; i++) content.push({ type: "toolCall", id: `call_${from + i}`, name: "tool", arguments: { x: i } })
+  for (let i = 0; i < n; i++) {
+    content.push({ type: "toolCall", id: `call_${from + i}`, name: "tool", arguments: { x: i } })
+  }
   return assistant(content, n > 0 ? "toolUse" : "stop")
 }
 
@@ -202,7 +207,11 @@ const ourModel = (script: ReadonlyArray<AssistantMessage>): ModelShape => {
     stream: () =>
       Stream.suspend(() => {
         const message = script[Math.min(step++, script.length - 1)]!
-        return Stream.succeed({ type: "done" as const, reason: message.stopReason === "toolUse" ? "toolUse" as const : "stop" as const, message })
+        return Stream.succeed({
+          type: "done" as const,
+          reason: message.stopReason === "toolUse" ? "toolUse" as const : "stop" as const,
+          message
+        })
       })
   }
 }
@@ -229,7 +238,11 @@ export const makeOurs = (shape: Shape, delayMs = 0): LoopSide => {
     stream: () =>
       Stream.suspend(() => {
         const message = agentScript.script[Math.min(agentScript.step++, agentScript.script.length - 1)]!
-        return Stream.succeed({ type: "done" as const, reason: message.stopReason === "toolUse" ? "toolUse" as const : "stop" as const, message })
+        return Stream.succeed({
+          type: "done" as const,
+          reason: message.stopReason === "toolUse" ? "toolUse" as const : "stop" as const,
+          message
+        })
       })
   }
   let agentEvents = 0
@@ -241,8 +254,11 @@ export const makeOurs = (shape: Shape, delayMs = 0): LoopSide => {
       if (consumer === "iterate") {
         const layer = Layer.merge(Layer.succeed(Model, model), Layer.succeed(ToolRegistry, registry))
         let count = 0
-        if (onEvent === undefined) for await (const _ of agentLoopAsyncIterable([PROMPT], context, configOf(work), layer)) count++
-        else {
+        if (onEvent === undefined) {
+          for await (const _ of agentLoopAsyncIterable([PROMPT], context, configOf(work), layer)) {
+            count++
+          }
+        } else {
           for await (const _ of agentLoopAsyncIterable([PROMPT], context, configOf(work), layer)) {
             count++
             onEvent()
@@ -383,7 +399,7 @@ export const makePi = (shape: Shape, delayMs = 0): LoopSide => {
       if (consumer === "iterate") {
         const stream = piAgentLoop(prompts, context, configOf(work), undefined, piStreamFn(work.script))
         let count = 0
-        if (onEvent === undefined) for await (const _ of stream as AsyncIterable<PiEvent>) count++
+        if (onEvent === undefined) { for await (const _ of stream as AsyncIterable<PiEvent>) count++ }
         else {
           for await (const _ of stream as AsyncIterable<PiEvent>) {
             count++
@@ -404,7 +420,8 @@ export const makePi = (shape: Shape, delayMs = 0): LoopSide => {
             initialState: { model: piModel, tools },
             toolExecution: "parallel",
             streamFn: () => {
-              const message = agentScript.script[Math.min(agentScript.step++, agentScript.script.length - 1)] as unknown as PiAssistantMessage
+              const message = agentScript
+                .script[Math.min(agentScript.step++, agentScript.script.length - 1)] as unknown as PiAssistantMessage
               const stream = createAssistantMessageEventStream()
               stream.push({ type: "done", reason: message.stopReason === "toolUse" ? "toolUse" : "stop", message })
               stream.end()

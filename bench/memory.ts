@@ -11,7 +11,7 @@ import { execFile } from "node:child_process"
 import { dirname, join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { promisify } from "node:util"
-import { callsMessage, FINAL, type LoopSide, loopEvents, makeOurs, makePi, type Mode, type Work } from "./loop.ts"
+import { callsMessage, FINAL, loopEvents, type LoopSide, makeOurs, makePi, type Mode, type Work } from "./loop.ts"
 import { collect } from "./stats.ts"
 
 export interface MemoryResult {
@@ -90,9 +90,13 @@ const here = dirname(fileURLToPath(import.meta.url))
 
 /** Runs the probe in a fresh Node process with this process's flags (type stripping, --expose-gc). */
 export const spawnMemory = async (side: "ours" | "pi", mode: Mode, n: number): Promise<MemoryResult> => {
-  const { stdout } = await run(process.execPath, [...process.execArgv, join(here, "memory.ts"), side, mode, String(n)], {
-    maxBuffer: 1 << 20
-  })
+  const { stdout } = await run(
+    process.execPath,
+    [...process.execArgv, join(here, "memory.ts"), side, mode, String(n)],
+    {
+      maxBuffer: 1 << 20
+    }
+  )
   return JSON.parse(stdout.trim().split("\n").pop()!) as MemoryResult
 }
 

@@ -14,14 +14,13 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import * as os from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { expected, compare, type Plan } from "./measure.ts"
 import { makeMessage, makeOurs as makeOursBatch, makePi as makePiBatch } from "./harness.ts"
 import {
   callsMessage,
   type Consumer,
   FINAL,
-  type LoopSide,
   loopEvents,
+  type LoopSide,
   makeOurs,
   makePi,
   type Mode,
@@ -30,6 +29,7 @@ import {
   turnsScript,
   type Work
 } from "./loop.ts"
+import { compare, expected, type Plan } from "./measure.ts"
 import { compareRunners, cpuNow, type Runner, type RunnerPair } from "./measure.ts"
 import { type MemoryResult, spawnMemory } from "./memory.ts"
 import { spawnStartup, type StartupResult } from "./startup.ts"
@@ -76,7 +76,13 @@ const runner = (side: LoopSide, work: Work, consumer: Consumer): Runner => ({
 })
 
 /** The same run with no tool calls: two model turns (the second started by a follow-up), like a tool run. */
-const baselineWork = (mode: Mode, hooks: boolean): Work => ({ mode, hooks, script: [FINAL, FINAL], context: [], followUp: true })
+const baselineWork = (mode: Mode, hooks: boolean): Work => ({
+  mode,
+  hooks,
+  script: [FINAL, FINAL],
+  context: [],
+  followUp: true
+})
 
 // ---------------------------------------------------------------------------------------------------------
 // 1. Per call, through agentLoop
@@ -137,7 +143,9 @@ const perCall = async (
     iters_per_sample: p.iters
   }
   console.log(
-    `  ${label.padEnd(44)} ours ${fmt(row.ours_us_per_call)} µs  pi ${fmt(row.pi_us_per_call)} µs  ratio ${row.ratio.toFixed(2)}`
+    `  ${label.padEnd(44)} ours ${fmt(row.ours_us_per_call)} µs  pi ${fmt(row.pi_us_per_call)} µs  ratio ${
+      row.ratio.toFixed(2)
+    }`
   )
   return row
 }
@@ -149,7 +157,9 @@ const perCallRows = async (): Promise<Array<PerCallRow>> => {
       // At 100 000 one shape without hooks (pi's parallel run alone takes about half a minute).
       const shapes = n >= 100_000 ? (["succeed"] as const) : SHAPES
       for (const shape of shapes) {
-        for (const hooks of n >= 100_000 ? [false] : [false, true]) rows.push(await perCall(n, mode, shape, hooks, "iterate"))
+        for (const hooks of n >= 100_000 ? [false] : [false, true]) {
+          rows.push(await perCall(n, mode, shape, hooks, "iterate"))
+        }
       }
     }
   }
@@ -195,7 +205,11 @@ const batchRows = async () => {
         pi_us_per_call: round(pi),
         ratio: round(ours / pi)
       })
-      console.log(`  executeToolCalls ${mode} n=${n}: ours ${fmt(ours)} µs  pi agentLoop ${fmt(pi)} µs  ratio ${(ours / pi).toFixed(2)}`)
+      console.log(
+        `  executeToolCalls ${mode} n=${n}: ours ${fmt(ours)} µs  pi agentLoop ${fmt(pi)} µs  ratio ${
+          (ours / pi).toFixed(2)
+        }`
+      )
     }
   }
   return rows
@@ -234,7 +248,11 @@ const wallRows = async () => {
       samples: samples.ours.length
     }
     rows.push(row)
-    console.log(`  ${c.mode} ${c.n} × 10 ms: ours ${fmt(ours)} ms  pi ${fmt(pi)} ms  (ideal ${ideal})  ratio ${row.ratio.toFixed(2)}`)
+    console.log(
+      `  ${c.mode} ${c.n} × 10 ms: ours ${fmt(ours)} ms  pi ${fmt(pi)} ms  (ideal ${ideal})  ratio ${
+        row.ratio.toFixed(2)
+      }`
+    )
   }
   return rows
 }
@@ -243,7 +261,12 @@ const wallRows = async () => {
 // 4. Turns: 500 short turns, and turns at a 20 000-message transcript (loop and stateful agent)
 // ---------------------------------------------------------------------------------------------------------
 
-const agentRunner = (side: LoopSide, messages: ReadonlyArray<import("../src/Message.ts").AgentMessage>, script: ReturnType<typeof turnsScript>, events: number): Runner => ({
+const agentRunner = (
+  side: LoopSide,
+  messages: ReadonlyArray<import("../src/Message.ts").AgentMessage>,
+  script: ReturnType<typeof turnsScript>,
+  events: number
+): Runner => ({
   run: async () => {
     await side.agent.reset(messages, script)
     return side.agent.prompt()
@@ -288,7 +311,9 @@ const turnRows = async () => {
         pi_us_per_turn: round(pi, 1),
         ratio: round(ours / pi)
       })
-      console.log(`  ${c.name} (${api}): ours ${fmt(ours)} µs/turn  pi ${fmt(pi)} µs/turn  ratio ${(ours / pi).toFixed(2)}`)
+      console.log(
+        `  ${c.name} (${api}): ours ${fmt(ours)} µs/turn  pi ${fmt(pi)} µs/turn  ratio ${(ours / pi).toFixed(2)}`
+      )
     }
   }
   await pair.ours.agent.dispose()
@@ -350,7 +375,9 @@ const startupRows = async () => {
     processes_per_side: results.ours.length,
     note: "ours imported from src/*.ts with Node's type stripping (included); pi from its published JavaScript"
   }
-  console.log(`  import to first event: CPU ours ${row.ours_cpu_ms} ms pi ${row.pi_cpu_ms} ms (ratio ${row.cpu_ratio}); wall ours ${row.ours_wall_ms} ms pi ${row.pi_wall_ms} ms`)
+  console.log(
+    `  import to first event: CPU ours ${row.ours_cpu_ms} ms pi ${row.pi_cpu_ms} ms (ratio ${row.cpu_ratio}); wall ours ${row.ours_wall_ms} ms pi ${row.pi_wall_ms} ms`
+  )
   return row
 }
 
@@ -376,7 +403,10 @@ const evaluateTargets = (
   out.push({
     target: "every per-call row (agentLoop, iterated, N >= 10, both modes, hooks or not, every shape): ours/pi <= 1.0",
     met: over.length === 0,
-    actual: `${over.length} of ${rows.length} rows above 1.0; worst ${worst.ratio} (${worst.mode} n=${worst.n} ${worst.shape}${worst.hooks ? " +hooks" : ""})`
+    actual:
+      `${over.length} of ${rows.length} rows above 1.0; worst ${worst.ratio} (${worst.mode} n=${worst.n} ${worst.shape}${
+        worst.hooks ? " +hooks" : ""
+      })`
   })
   const p10k = rows.filter((r) => r.n === 10_000 && r.mode === "parallel")
   if (p10k.length > 0) {
@@ -407,7 +437,9 @@ const evaluateTargets = (
     out.push({
       target: `${String(t["workload"])} (${String(t["api"])}) <= pi's`,
       met: (t["ratio"] as number) <= 1,
-      actual: `ours ${String(t["ours_us_per_turn"])} µs/turn, pi ${String(t["pi_us_per_turn"])} µs/turn (${String(t["ratio"])})`
+      actual: `ours ${String(t["ours_us_per_turn"])} µs/turn, pi ${String(t["pi_us_per_turn"])} µs/turn (${
+        String(t["ratio"])
+      })`
     })
   }
   for (const m of memory) {
@@ -522,10 +554,14 @@ const main = async () => {
     method: {
       per_call:
         "(mean time of `iters` back-to-back runs with N calls − mean time of the same side's run with no tool calls, taken right before it) / N; the no-call run has two model turns like the N-call run (a follow-up starts the second); median over samples; sides alternate; each sample starts with a full GC then untimed re-warm runs. N = 100 000: one run, fixed cost not subtracted.",
-      ours: "AgentLoop.agentLoopAsyncIterable (for await) with a scripted Model layer and a ToolRegistry; callback rows: runAgentLoop + EventSink.fromCallback",
-      pi: "agentLoop (for await over its EventStream) with a scripted streamFn; callback rows: runAgentLoop with an emit callback",
-      shapes: "succeed: Effect.succeed / hooks Effect.void (pi: async fn returning at once); sync: Effect.sync (pi: the same async fn); promise: Effect.promise(async () => { await null; … }) (pi: async fn with the same await)",
-      conversion: "both sides keep user/assistant/toolResult messages (ours: default convertToLlm; pi: the filter its Agent uses by default)"
+      ours:
+        "AgentLoop.agentLoopAsyncIterable (for await) with a scripted Model layer and a ToolRegistry; callback rows: runAgentLoop + EventSink.fromCallback",
+      pi:
+        "agentLoop (for await over its EventStream) with a scripted streamFn; callback rows: runAgentLoop with an emit callback",
+      shapes:
+        "succeed: Effect.succeed / hooks Effect.void (pi: async fn returning at once); sync: Effect.sync (pi: the same async fn); promise: Effect.promise(async () => { await null; … }) (pi: async fn with the same await)",
+      conversion:
+        "both sides keep user/assistant/toolResult messages (ours: default convertToLlm; pi: the filter its Agent uses by default)"
     },
     rows,
     callback,
@@ -543,29 +579,33 @@ const main = async () => {
   const kept = Object.fromEntries(Object.entries(previous).filter(([k]) => !(k in mine) && !drop.has(k)))
   writeFileSync(path, JSON.stringify({ ...mine, ...kept }, null, 2) + "\n")
 
-  console.log("\n" + table(
-    ["mode", "shape", "N", "hooks", "ours µs/call", "pi µs/call", "ours/pi"],
-    [...rows, ...callback].map((r) => [
-      r.mode,
-      `${r.shape}${r.consumer === "callback" ? " (callback)" : ""}`,
-      String(r.n),
-      r.hooks ? "yes" : "no",
-      fmt(r.ours_us_per_call),
-      fmt(r.pi_us_per_call),
-      r.ratio.toFixed(2)
-    ])
-  ))
-  console.log("\n" + table(
-    ["workload", "api", "transcript", "ours µs/turn", "pi µs/turn", "ours/pi"],
-    turns.map((t) => [
-      String(t["workload"]),
-      String(t["api"]),
-      String(t["transcript"]),
-      fmt(t["ours_us_per_turn"] as number),
-      fmt(t["pi_us_per_turn"] as number),
-      (t["ratio"] as number).toFixed(2)
-    ])
-  ))
+  console.log(
+    "\n" + table(
+      ["mode", "shape", "N", "hooks", "ours µs/call", "pi µs/call", "ours/pi"],
+      [...rows, ...callback].map((r) => [
+        r.mode,
+        `${r.shape}${r.consumer === "callback" ? " (callback)" : ""}`,
+        String(r.n),
+        r.hooks ? "yes" : "no",
+        fmt(r.ours_us_per_call),
+        fmt(r.pi_us_per_call),
+        r.ratio.toFixed(2)
+      ])
+    )
+  )
+  console.log(
+    "\n" + table(
+      ["workload", "api", "transcript", "ours µs/turn", "pi µs/turn", "ours/pi"],
+      turns.map((t) => [
+        String(t["workload"]),
+        String(t["api"]),
+        String(t["transcript"]),
+        fmt(t["ours_us_per_turn"] as number),
+        fmt(t["pi_us_per_turn"] as number),
+        (t["ratio"] as number).toFixed(2)
+      ])
+    )
+  )
   console.log("\ntargets:")
   for (const t of targets) console.log(`  ${t.met ? "met   " : "MISSED"}  ${t.target}: ${t.actual}`)
   console.log(`\nwrote ${path} (${mine.elapsed_s} s)`)

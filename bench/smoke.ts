@@ -10,8 +10,8 @@ import {
   callsMessage,
   type Consumer,
   FINAL,
-  type LoopSide,
   loopEvents,
+  type LoopSide,
   makeOurs,
   makePi,
   type Mode,
@@ -57,7 +57,12 @@ export const smoke = async (n = 5): Promise<SmokeReport> => {
     for (const mode of MODES) {
       for (const hooks of [false, true]) {
         for (const consumer of CONSUMERS) {
-          await both(sides, { mode, hooks, script: [callsMessage(n), FINAL], context: [] }, consumer, `${shape} ${mode} ${consumer}`)
+          await both(
+            sides,
+            { mode, hooks, script: [callsMessage(n), FINAL], context: [] },
+            consumer,
+            `${shape} ${mode} ${consumer}`
+          )
           await both(sides, { mode, hooks, script: [FINAL, FINAL], context: [], followUp: true }, consumer, "baseline")
         }
       }
@@ -78,7 +83,9 @@ export const smoke = async (n = 5): Promise<SmokeReport> => {
   checks++
   // Tools that wait 10 ms.
   const slow = [makeOurs("succeed", 10), makePi("succeed", 10)]
-  for (const mode of MODES) await both(slow, { mode, hooks: false, script: [callsMessage(2), FINAL], context: [] }, "iterate", `10 ms ${mode}`)
+  for (const mode of MODES) {
+    await both(slow, { mode, hooks: false, script: [callsMessage(2), FINAL], context: [] }, "iterate", `10 ms ${mode}`)
+  }
   // Turns, from an empty and from a long transcript, through the loop and the stateful agents.
   for (const context of [[], transcriptOf(40)]) {
     const turns: Work = { mode: "parallel", hooks: false, script: turnsScript(3), context }
@@ -117,7 +124,11 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
   const report = await smoke()
   for (const side of ["ours", "pi"] as const) {
     const m = await spawnMemory(side, "parallel", 20)
-    assertEqual(m.events, loopEvents({ mode: "parallel", hooks: false, script: [callsMessage(20), FINAL], context: [] }), `memory probe ${side} events`)
+    assertEqual(
+      m.events,
+      loopEvents({ mode: "parallel", hooks: false, script: [callsMessage(20), FINAL], context: [] }),
+      `memory probe ${side} events`
+    )
     const s = await spawnStartup(side)
     assertEqual(s.first_event, "agent_start", `startup probe ${side}`)
   }

@@ -55,7 +55,9 @@ export type Listener = (event: AgentEvent, signal: AbortSignal) => Effect.Effect
 export type PromptInput = string | AgentMessage | ReadonlyArray<AgentMessage>
 
 /** Options of an agent. */
-export interface AgentOptions<R = never> extends Omit<AgentLoopConfig<R>, "signal" | "getSteeringMessages" | "getFollowUpMessages"> {
+export interface AgentOptions<R = never>
+  extends Omit<AgentLoopConfig<R>, "signal" | "getSteeringMessages" | "getFollowUpMessages">
+{
   readonly systemPrompt?: string | undefined
   readonly messages?: ReadonlyArray<AgentMessage> | undefined
   readonly steeringMode?: QueueMode | undefined
@@ -143,7 +145,11 @@ interface Internals {
 
 type Built = AgentState & { readonly [internals]: Internals }
 
-const build = (plain: Plain, messages: () => ReadonlyArray<AgentMessage>, pending: HashSet.HashSet<string>): AgentState => {
+const build = (
+  plain: Plain,
+  messages: () => ReadonlyArray<AgentMessage>,
+  pending: HashSet.HashSet<string>
+): AgentState => {
   let pendingSet: ReadonlySet<string> | undefined
   const state = {
     systemPrompt: plain.systemPrompt,
@@ -293,8 +299,11 @@ export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentO
         if (active !== undefined) return yield* new AgentBusy({ message: busy })
         const run: ActiveRun = { controller: new AbortController(), done: Deferred.makeUnsafe<void>() }
         active = run
-        const snapshot = yield* SubscriptionRef.updateAndGet(state, (current) =>
-          states.patch(current, { isStreaming: true, streamingMessage: undefined, errorMessage: undefined }))
+        const snapshot = yield* SubscriptionRef.updateAndGet(
+          state,
+          (current) =>
+            states.patch(current, { isStreaming: true, streamingMessage: undefined, errorMessage: undefined })
+        )
         const config: AgentLoopConfig<R> = {
           ...options,
           signal: run.controller.signal,
@@ -311,11 +320,15 @@ export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentO
           run.controller,
           restore
         ))
-        yield* SubscriptionRef.update(state, (current) =>
-          states.clearPending(current, { isStreaming: false, streamingMessage: undefined }))
+        yield* SubscriptionRef.update(
+          state,
+          (current) => states.clearPending(current, { isStreaming: false, streamingMessage: undefined })
+        )
         active = undefined
         yield* Deferred.succeed(run.done, undefined)
-        if (exit._tag === "Failure" && !Cause.hasInterruptsOnly(exit.cause)) return yield* Effect.failCause(exit.cause)
+        if (exit._tag === "Failure" && !Cause.hasInterruptsOnly(exit.cause)) {
+          return yield* Effect.failCause(exit.cause)
+        }
       })
     )
 

@@ -18,8 +18,8 @@ import { abortOnInterrupt, interruptOnAbort } from "./internal/abort.ts"
 import { makeEmitter } from "./internal/emitter.ts"
 import { causeMessage } from "./internal/errorText.ts"
 import { Growing } from "./internal/growing.ts"
-import * as Telemetry from "./internal/telemetry.ts"
 import { skipping } from "./internal/skip.ts"
+import * as Telemetry from "./internal/telemetry.ts"
 import {
   type AgentMessage,
   type AssistantMessage,
@@ -242,8 +242,10 @@ const streamAssistantResponse = Effect.fnUntraced(function*<R>(run: Run<R>, syst
       ? Effect.as(handled, false)
       : Effect.as(handled, true)
   }
-  const call = Effect.flatMap(buildRequest(run, systemPrompt), (request) =>
-    Stream.runForEachWhile(run.model.stream(request), onEventWhile))
+  const call = Effect.flatMap(
+    buildRequest(run, systemPrompt),
+    (request) => Stream.runForEachWhile(run.model.stream(request), onEventWhile)
+  )
   const exit = isAborted(run)
     ? Exit.interrupt()
     // Started at once (no trip through the scheduler); an abort raised while the stream delivers
@@ -361,7 +363,9 @@ const runLoop = Effect.fnUntraced(function*<R>(run: Run<R>, systemPrompt: string
       }
       // A terminating batch ends the inner loop; a length stop goes on so the model can retry.
       moreToolCalls = batch !== undefined && !batch.terminate
-      if (run.config.shouldStopAfterTurn !== undefined && (yield* stopAfterTurn(run, message, toolResults, systemPrompt))) {
+      if (
+        run.config.shouldStopAfterTurn !== undefined && (yield* stopAfterTurn(run, message, toolResults, systemPrompt))
+      ) {
         return
       }
       pending = yield* steering

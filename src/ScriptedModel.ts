@@ -184,45 +184,47 @@ const streamStep = (
 // ---------------------------------------------------------------------------------------------------------
 
 /** Builds a scripted model. The requests it received are kept in order for inspection. */
-export const make = Effect.fn("ScriptedModel.make")(function*(script: ReadonlyArray<Step>, options: ScriptOptions = {}) {
-  const info: ModelInfo = {
-    api: options.info?.api ?? "scripted",
-    provider: options.info?.provider ?? "scripted",
-    model: options.info?.model ?? "scripted-model"
-  }
-  const chunkSize = Math.max(1, options.chunkSize ?? 12)
-  const cursor = yield* Ref.make(0)
-  const requests = yield* Ref.make<ReadonlyArray<ModelRequest>>([])
-  const nextStep = Effect.fnUntraced(function*(request: ModelRequest) {
-    yield* Ref.update(requests, (all) => [...all, request])
-    const index = yield* Ref.getAndUpdate(cursor, (n) => n + 1)
-    const step = index < script.length
-      ? script[index]
-      : options.whenExhausted === "repeat-last" && script.length > 0
-      ? script[script.length - 1]
-      : undefined
-    if (step === undefined) {
-      return yield* new ModelError({
-        reason: "config",
-        message: `Scripted model: the script has ${script.length} step(s) and all were used`
-      })
+export const make = Effect.fn("ScriptedModel.make")(
+  function*(script: ReadonlyArray<Step>, options: ScriptOptions = {}) {
+    const info: ModelInfo = {
+      api: options.info?.api ?? "scripted",
+      provider: options.info?.provider ?? "scripted",
+      model: options.info?.model ?? "scripted-model"
     }
-    const resolved = typeof step === "function" ? step(request) : step
-    return Effect.isEffect(resolved) ? yield* resolved : resolved
-  })
-  return {
-    info,
-    requests: Ref.get(requests),
-    stream: (request) =>
-      Stream.unwrap(
-        Effect.gen(function*() {
-          const step = yield* nextStep(request)
-          const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
-          return streamStep(step, info, chunkSize, now)
+    const chunkSize = Math.max(1, options.chunkSize ?? 12)
+    const cursor = yield* Ref.make(0)
+    const requests = yield* Ref.make<ReadonlyArray<ModelRequest>>([])
+    const nextStep = Effect.fnUntraced(function*(request: ModelRequest) {
+      yield* Ref.update(requests, (all) => [...all, request])
+      const index = yield* Ref.getAndUpdate(cursor, (n) => n + 1)
+      const step = index < script.length
+        ? script[index]
+        : options.whenExhausted === "repeat-last" && script.length > 0
+        ? script[script.length - 1]
+        : undefined
+      if (step === undefined) {
+        return yield* new ModelError({
+          reason: "config",
+          message: `Scripted model: the script has ${script.length} step(s) and all were used`
         })
-      )
-  } satisfies ModelShape & { readonly requests: Effect.Effect<ReadonlyArray<ModelRequest>> }
-})
+      }
+      const resolved = typeof step === "function" ? step(request) : step
+      return Effect.isEffect(resolved) ? yield* resolved : resolved
+    })
+    return {
+      info,
+      requests: Ref.get(requests),
+      stream: (request) =>
+        Stream.unwrap(
+          Effect.gen(function*() {
+            const step = yield* nextStep(request)
+            const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+            return streamStep(step, info, chunkSize, now)
+          })
+        )
+    } satisfies ModelShape & { readonly requests: Effect.Effect<ReadonlyArray<ModelRequest>> }
+  }
+)
 
 /** A layer serving a scripted model as the {@link Model}. */
 export const layer = (script: ReadonlyArray<Step>, options: ScriptOptions = {}): Layer.Layer<Model> =>

@@ -143,7 +143,9 @@ const lockFile = Effect.fnUntraced(function*(path: string) {
     // A lock without a pid may be one another process has just created and not yet written: only an old
     // one is stale.
     const age = yield* fs.stat(lock).pipe(
-      Effect.map((info) => Option.match(info.mtime, { onNone: () => Infinity, onSome: (at) => Date.now() - at.getTime() })),
+      Effect.map((info) =>
+        Option.match(info.mtime, { onNone: () => Infinity, onSome: (at) => Date.now() - at.getTime() })
+      ),
       Effect.orElseSucceed(() => Infinity)
     )
     const live = pid !== undefined ? holderHost !== host || isAlive(pid) : age < FRESH_LOCK_MILLIS
@@ -175,7 +177,9 @@ export const writer = Effect.fn("Session.writer")(function*(path: string) {
   const pathService = yield* Path.Path
   const fail = (what: string) => (error: { readonly message: string }) =>
     new SessionFileError({ path, message: `Cannot ${what} session file: ${error.message}` })
-  yield* fs.makeDirectory(pathService.dirname(path), { recursive: true }).pipe(Effect.mapError(fail("create the folder of the")))
+  yield* fs.makeDirectory(pathService.dirname(path), { recursive: true }).pipe(
+    Effect.mapError(fail("create the folder of the"))
+  )
   yield* lockFile(path)
   // The file itself is made by the first append: a run that fails before its first message leaves no empty
   // session behind. Bytes, not text: the cut is found by byte offset, whatever encoding errors it holds.
@@ -198,7 +202,9 @@ export const writer = Effect.fn("Session.writer")(function*(path: string) {
     path,
     append: (message) =>
       isMessage(message)
-        ? fs.writeFileString(path, encodeMessage(message) + "\n", { flag: "a" }).pipe(Effect.mapError(fail("append to the")))
+        ? fs.writeFileString(path, encodeMessage(message) + "\n", { flag: "a" }).pipe(
+          Effect.mapError(fail("append to the"))
+        )
         : Effect.void
   }
   return writerOf

@@ -41,7 +41,8 @@ export const layer = (options: ExportOptions): Layer.Layer<never> =>
 const optionalString = (name: string) => Config.option(Config.String(name))
 
 /** `base` + `/v1/<signal>`, as the OTLP exporter specification builds it from the common endpoint. */
-const signalUrl = (base: string, signal: "traces" | "metrics") => `${base.endsWith("/") ? base : `${base}/`}v1/${signal}`
+const signalUrl = (base: string, signal: "traces" | "metrics") =>
+  `${base.endsWith("/") ? base : `${base}/`}v1/${signal}`
 
 /**
  * The export options from the standard environment variables (OT 6.1): `OTEL_EXPORTER_OTLP_ENDPOINT`

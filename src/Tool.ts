@@ -178,8 +178,7 @@ export const make = <const Name extends string, Params extends Parameters, Detai
       return jsonSchema ??= toJsonSchema(options.parameters)
     },
     Handler,
-    toLayer: (handler) =>
-      Effect.isEffect(handler) ? Layer.effect(Handler, handler) : Layer.succeed(Handler, handler),
+    toLayer: (handler) => Effect.isEffect(handler) ? Layer.effect(Handler, handler) : Layer.succeed(Handler, handler),
     coerce: compileCoercion(options.parameters.ast)
   }
 }

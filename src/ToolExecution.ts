@@ -28,14 +28,14 @@ import * as State from "./internal/callState.ts"
 import { type Call, type CallState, errorResult, type Finalized } from "./internal/callState.ts"
 import { clip } from "./internal/clip.ts"
 import { type Decode, decodeUnknownExit } from "./internal/decoding.ts"
-import { makeEmitter } from "./internal/emitter.ts"
 import { callUser, forEachEager } from "./internal/eager.ts"
+import { makeEmitter } from "./internal/emitter.ts"
 import { causeMessage } from "./internal/errorText.ts"
 import { skipReasonOf } from "./internal/skip.ts"
 import { executeAll, settleRemaining, stopTool, supervise } from "./internal/supervise.ts"
+import * as Telemetry from "./internal/telemetry.ts"
 import type { AssistantMessage, ToolCall, ToolResultContent, ToolResultMessage } from "./Message.ts"
 import { toolCallsOf } from "./Message.ts"
-import * as Telemetry from "./internal/telemetry.ts"
 import type { ExecutionMode, Tool, ToolContext, ToolResult } from "./Tool.ts"
 import { ToolResultSchema } from "./Tool.ts"
 import { type RegisteredTool, ToolRegistry, type ToolRegistryShape } from "./ToolRegistry.ts"
@@ -134,7 +134,6 @@ export const chooseMode = (
   }
   return "parallel"
 }
-
 
 // ---------------------------------------------------------------------------------------------------------
 // One batch
@@ -316,20 +315,27 @@ const prepare = <R>(batch: Batch<R>, call: Call): Effect.Effect<Prepared, Immedi
       new DuplicateToolCallId({
         toolCallId: toolCall.id,
         toolName: toolCall.name,
-        message:
-          `Tool call id "${clip(toolCall.id)}" is a duplicate: an earlier call in this message has the same id, so this one was not executed.`
+        message: `Tool call id "${
+          clip(toolCall.id)
+        }" is a duplicate: an earlier call in this message has the same id, so this one was not executed.`
       })
     )
   }
   batch.seenIds.add(toolCall.id)
   if (batch.skipReason !== undefined) {
-    return Effect.fail(new ToolCallSkipped({ toolCallId: toolCall.id, toolName: toolCall.name, message: batch.skipReason }))
+    return Effect.fail(
+      new ToolCallSkipped({ toolCallId: toolCall.id, toolName: toolCall.name, message: batch.skipReason })
+    )
   }
   if (isAborted(batch)) return Effect.fail(abortedBeforeStart(toolCall))
   const entry = batch.registry.get(toolCall.name)
   if (entry === undefined) {
     return Effect.fail(
-      new ToolNotFound({ toolCallId: toolCall.id, toolName: toolCall.name, message: `Tool ${clip(toolCall.name)} not found` })
+      new ToolNotFound({
+        toolCallId: toolCall.id,
+        toolName: toolCall.name,
+        message: `Tool ${clip(toolCall.name)} not found`
+      })
     )
   }
   const given = readArguments(toolCall)
@@ -338,7 +344,10 @@ const prepare = <R>(batch: Batch<R>, call: Call): Effect.Effect<Prepared, Immedi
       new InvalidToolArguments({
         toolCallId: toolCall.id,
         toolName: toolCall.name,
-        message: `Invalid arguments for tool "${clip(toolCall.name)}": the arguments are not valid JSON: ${clip(given.reason)}` +
+        message:
+          `Invalid arguments for tool "${clip(toolCall.name)}": the arguments are not valid JSON: ${
+            clip(given.reason)
+          }` +
           `\n\nReceived arguments:\n${echo(given.text)}`,
         issues: [{ path: "root", message: `not valid JSON: ${given.reason}` }]
       })
@@ -386,7 +395,12 @@ const isPlainResult = (value: unknown): value is ToolResult => {
   if (!Array.isArray(content) || (terminate !== undefined && typeof terminate !== "boolean")) return false
   for (const block of content) {
     if (typeof block !== "object" || block === null) return false
-    const b = block as { readonly type?: unknown; readonly text?: unknown; readonly data?: unknown; readonly mimeType?: unknown }
+    const b = block as {
+      readonly type?: unknown
+      readonly text?: unknown
+      readonly data?: unknown
+      readonly mimeType?: unknown
+    }
     if (b.type === "text") {
       if (typeof b.text !== "string" || "textSignature" in b) return false
     } else if (b.type !== "image" || typeof b.data !== "string" || typeof b.mimeType !== "string") {
@@ -564,7 +578,6 @@ const applyOverride = (executed: Finalized, override: AfterToolCallResult | unde
   }
 }
 
-
 /** Phase 3 (TE 4). Applies `afterToolCall`; its failure becomes an error result. */
 const finalize = <R>(batch: Batch<R>, prepared: Prepared, executed: Finalized): Effect.Effect<Finalized, never, R> => {
   const after = batch.after
@@ -670,12 +683,17 @@ const finishMessage = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> => {
  * Phases 2 and 3 of a prepared call. With a trace each phase is a span (docs/telemetry.md OT 2.4); without
  * one they run exactly as they would untraced (OT 1.2).
  */
-const executeAndFinalize = <R>(batch: Batch<R>, prepared: Prepared, inline: boolean): Effect.Effect<Finalized, never, R> =>
+const executeAndFinalize = <R>(
+  batch: Batch<R>,
+  prepared: Prepared,
+  inline: boolean
+): Effect.Effect<Finalized, never, R> =>
   batch.trace === undefined
     ? Effect.flatMapEager(execute(batch, prepared, inline), (executed) => finalize(batch, prepared, executed))
     : Effect.flatMapEager(
       Telemetry.toolPhase(batch.trace, prepared.call, "execution", () => execute(batch, prepared, inline)),
-      (executed) => Telemetry.toolPhase(batch.trace, prepared.call, "finalize", () => finalize(batch, prepared, executed))
+      (executed) =>
+        Telemetry.toolPhase(batch.trace, prepared.call, "finalize", () => finalize(batch, prepared, executed))
     )
 
 /** An immediate outcome (the typed error of prepare) as the call's finalized result. */
@@ -719,12 +737,15 @@ const executeAndEnd = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<vo
 
 /** Step 1 of parallel mode for one call: its start event and prepare; an immediate outcome ends it here. */
 const preflight = <R>(batch: Batch<R>, call: Call, prepared: Array<Prepared>): Effect.Effect<void, never, R> =>
-  Effect.flatMapEager(emitStart(batch, call), () =>
-    Effect.flatMapEager(Effect.catchEager(prepare(batch, call), endsImmediately), (result) => {
-      if (!(result instanceof Prepared)) return emitEnd(batch, call, result)
-      prepared.push(result)
-      return Effect.void
-    }))
+  Effect.flatMapEager(
+    emitStart(batch, call),
+    () =>
+      Effect.flatMapEager(Effect.catchEager(prepare(batch, call), endsImmediately), (result) => {
+        if (!(result instanceof Prepared)) return emitEnd(batch, call, result)
+        prepared.push(result)
+        return Effect.void
+      })
+  )
 
 /**
  * Parallel (TE 6.2), in three steps: prepare one call at a time in source order (an immediate outcome ends
@@ -801,9 +822,17 @@ export const executeToolCalls = <R = never>(
           ? runSequential(batch, calls)
           : runParallel(batch, calls, options.concurrency ?? "unbounded")
       )
-      const exit = yield* supervise(work, calls, options.signal, grace, () => {
-        batch.stopping = true
-      }, emitter.close, restore)
+      const exit = yield* supervise(
+        work,
+        calls,
+        options.signal,
+        grace,
+        () => {
+          batch.stopping = true
+        },
+        emitter.close,
+        restore
+      )
       const aborted = isAborted(batch) || (Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause))
       if (Exit.isFailure(exit)) {
         const reason = aborted ? "the run was aborted" : `an internal error occurred (${causeMessage(exit.cause)})`

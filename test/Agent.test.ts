@@ -120,7 +120,14 @@ describe("Agent", () => {
         yield* agent.prompt("1+2?")
         yield* agent.prompt("and again")
         const state = yield* stateOf(agent)
-        assert.deepStrictEqual(state.messages.map((m) => m.role), ["user", "assistant", "toolResult", "assistant", "user", "assistant"])
+        assert.deepStrictEqual(state.messages.map((m) => m.role), [
+          "user",
+          "assistant",
+          "toolResult",
+          "assistant",
+          "user",
+          "assistant"
+        ])
         assertWellFormed(state.messages)
         assert.strictEqual((yield* model.requests)[2]!.messages.length, 5)
       }))
@@ -150,7 +157,11 @@ describe("Agent", () => {
         yield* agent.continue
         const state = yield* stateOf(agent)
         assert.deepStrictEqual(state.messages.map((m) => m.role), ["user", "assistant"])
-        assert.deepStrictEqual(skeleton(events).slice(0, 3), ["agent_start", "turn_start", "message_start:assistant:stop"])
+        assert.deepStrictEqual(skeleton(events).slice(0, 3), [
+          "agent_start",
+          "turn_start",
+          "message_start:assistant:stop"
+        ])
       }))
 
     it.effect("AL 4.3 from a tool result runs the loop", () =>
@@ -158,7 +169,14 @@ describe("Agent", () => {
         const messages: ReadonlyArray<AgentMessage> = [
           user("q"),
           { ...assistantMessage(""), content: [call("c", "add", { a: 1, b: 1 })], stopReason: "toolUse" },
-          { role: "toolResult", toolCallId: "c", toolName: "add", content: [{ type: "text", text: "2" }], isError: false, timestamp: 0 }
+          {
+            role: "toolResult",
+            toolCallId: "c",
+            toolName: "add",
+            content: [{ type: "text", text: "2" }],
+            isError: false,
+            timestamp: 0
+          }
         ]
         const { agent } = yield* setup([say("it is 2")], { messages })
         yield* agent.continue
@@ -169,7 +187,9 @@ describe("Agent", () => {
 
     it.effect("AL 4.3 from an assistant message drains one steering message (and skips the initial steering poll)", () =>
       Effect.gen(function*() {
-        const { agent, model } = yield* setup([say("to A"), say("to B"), say("to F")], { messages: [user("q"), assistantMessage("a")] })
+        const { agent, model } = yield* setup([say("to A"), say("to B"), say("to F")], {
+          messages: [user("q"), assistantMessage("a")]
+        })
         yield* agent.steer("A")
         yield* agent.steer("B")
         yield* agent.followUp("F")
@@ -353,7 +373,9 @@ describe("Agent", () => {
     it.effect("AL 4.5 interrupting prompt aborts the run; the agent is idle and usable afterwards", () =>
       Effect.gen(function*() {
         const gate = makeGate()
-        const { agent, events } = yield* setup([callTools([call("g", "gate")]), say("never"), say("next")], {}, [gate.tool])
+        const { agent, events } = yield* setup([callTools([call("g", "gate")]), say("never"), say("next")], {}, [
+          gate.tool
+        ])
         const run = yield* agent.prompt("go").pipe(Effect.forkChild)
         yield* within(Deferred.await(gate.started), "the tool runs")
         yield* within(Fiber.interrupt(run), "interrupt completes")
@@ -469,7 +491,13 @@ describe("Agent", () => {
     it.effect("AL 4.6 an assistant message_end is handled by subscribers before tool preflight starts", () =>
       Effect.gen(function*() {
         const trace: Array<string> = []
-        const add = customTool("add", () => Effect.sync(() => (trace.push("execute"), { content: [{ type: "text" as const, text: "ok" }], details: {} })))
+        const add = customTool(
+          "add",
+          () =>
+            Effect.sync(
+              () => (trace.push("execute"), { content: [{ type: "text" as const, text: "ok" }], details: {} })
+            )
+        )
         const { agent } = yield* setup([callTools([call("c1", "add")]), say("done")], {
           beforeToolCall: () => Effect.sync(() => void trace.push("beforeToolCall"))
         }, [add])
@@ -484,7 +512,9 @@ describe("Agent", () => {
               trace.push("subscriber:message_end:done")
             })
           }
-          return e.type === "tool_execution_start" ? Effect.sync(() => void trace.push("tool_execution_start")) : Effect.void
+          return e.type === "tool_execution_start"
+            ? Effect.sync(() => void trace.push("tool_execution_start"))
+            : Effect.void
         })
         const run = yield* agent.prompt("go").pipe(Effect.forkChild)
         yield* within(Deferred.await(blocked), "subscriber handles message_end")
@@ -541,7 +571,10 @@ describe("Agent", () => {
         yield* agent.abort
         yield* within(agent.waitForIdle, "idle after abort")
         assert.isTrue(abortedBySignal, "the subscriber's signal is aborted when prompt is interrupted")
-        assert.isTrue(interrupted._tag === "Success", "interrupting prompt does not hang on a subscriber that honours the signal")
+        assert.isTrue(
+          interrupted._tag === "Success",
+          "interrupting prompt does not hang on a subscriber that honours the signal"
+        )
       }))
 
     it.effect("AL 4.7 failing and throwing subscribers never orphan a tool call and never break the run", () =>
@@ -562,7 +595,13 @@ describe("Agent", () => {
         yield* agent.prompt("go")
         const state = yield* stateOf(agent)
         assertWellFormed(state.messages)
-        assert.deepStrictEqual(state.messages.map((m) => m.role), ["user", "assistant", "toolResult", "toolResult", "assistant"])
+        assert.deepStrictEqual(state.messages.map((m) => m.role), [
+          "user",
+          "assistant",
+          "toolResult",
+          "toolResult",
+          "assistant"
+        ])
         assert.deepStrictEqual(toolResults(state.messages).map((r) => r.isError), [false, false])
         assertOneAgentEnd(events)
         assertBalanced(events)
@@ -587,9 +626,15 @@ describe("Agent", () => {
     it.effect("AL 4.1 isStreaming, streamingMessage, pendingToolCalls and messages follow the run", () =>
       Effect.gen(function*() {
         const gate = makeGate()
-        const { agent } = yield* setup([callTools([call("g", "gate"), call("c2", "add", { a: 1, b: 2 })], "thinking"), say("done")], {}, [gate.tool, addTool])
+        const { agent } = yield* setup(
+          [callTools([call("g", "gate"), call("c2", "add", { a: 1, b: 2 })], "thinking"), say("done")],
+          {},
+          [gate.tool, addTool]
+        )
         const seen: Array<{ label: string; state: Agent.AgentState }> = []
-        yield* agent.subscribe((e) => Effect.map(stateOf(agent), (state) => void seen.push({ label: labelOf(e), state })))
+        yield* agent.subscribe((e) =>
+          Effect.map(stateOf(agent), (state) => void seen.push({ label: labelOf(e), state }))
+        )
         const initial = yield* stateOf(agent)
         assert.isFalse(initial.isStreaming)
         const run = yield* agent.prompt("go").pipe(Effect.forkChild)
@@ -614,7 +659,13 @@ describe("Agent", () => {
         assert.isFalse(final.isStreaming)
         assert.isUndefined(final.streamingMessage)
         assert.strictEqual(final.pendingToolCalls.size, 0)
-        assert.deepStrictEqual(final.messages.map((m) => m.role), ["user", "assistant", "toolResult", "toolResult", "assistant"])
+        assert.deepStrictEqual(final.messages.map((m) => m.role), [
+          "user",
+          "assistant",
+          "toolResult",
+          "toolResult",
+          "assistant"
+        ])
         assert.isUndefined(final.errorMessage)
       }))
 
@@ -687,9 +738,11 @@ describe("Agent", () => {
       yield* agent.prompt("hi")
       assert.strictEqual(textOf((yield* stateOf(agent)).messages.at(-1)), "layered")
     }).pipe(
-      Effect.provide(Agent.Agent.layer({ systemPrompt: "s" }).pipe(
-        Layer.provide([ScriptedModel.layer([say("layered")]), ToolRegistry.empty])
-      ))
+      Effect.provide(
+        Agent.Agent.layer({ systemPrompt: "s" }).pipe(
+          Layer.provide([ScriptedModel.layer([say("layered")]), ToolRegistry.empty])
+        )
+      )
     ))
 })
 
@@ -697,8 +750,10 @@ describe("Agent", () => {
 // PromiseAgent
 // ---------------------------------------------------------------------------------------------------------
 
-const promiseLayer = (script: ReadonlyArray<ScriptedModel.Step>, tools: ReadonlyArray<RegisteredTool> = standardTools) =>
-  Layer.merge(ScriptedModel.layer(script), ToolRegistry.fromEntries(tools))
+const promiseLayer = (
+  script: ReadonlyArray<ScriptedModel.Step>,
+  tools: ReadonlyArray<RegisteredTool> = standardTools
+) => Layer.merge(ScriptedModel.layer(script), ToolRegistry.fromEntries(tools))
 
 /** A tool that waits for a promise the test resolves. */
 const promiseGate = () => {
@@ -810,7 +865,9 @@ describe("PromiseAgent", () => {
 
   it("AL 4.4 steering and follow-ups through the facade", async () => {
     const gate = promiseGate()
-    const agent = new PromiseAgent({ layer: promiseLayer([callTools([call("g", "gate")]), say("steered"), say("followed")], [gate.tool]) })
+    const agent = new PromiseAgent({
+      layer: promiseLayer([callTools([call("g", "gate")]), say("steered"), say("followed")], [gate.tool])
+    })
     try {
       const run = agent.prompt("go")
       await gate.started

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { vi } from "vitest"
 import { Effect, Layer, Schema } from "effect"
+import { vi } from "vitest"
 import type { AgentEvent } from "../src/AgentEvent.ts"
 import { agentLoopAsyncIterable, runAgentLoopPromise } from "../src/AgentLoop.ts"
 import type { AgentMessage, UserMessage } from "../src/Message.ts"
@@ -113,7 +113,13 @@ describe("AgentLoop adapters", () => {
 
   it("AL 3.7 a rejecting onEvent is contained: the run still completes", async () => {
     const { layer } = setup([ScriptedModel.say("done")])
-    const messages = await runAgentLoopPromise([user], context, {}, layer, () => Promise.reject(new Error("subscriber")))
+    const messages = await runAgentLoopPromise(
+      [user],
+      context,
+      {},
+      layer,
+      () => Promise.reject(new Error("subscriber"))
+    )
     expect(messages.map((m) => m.role)).toEqual(["user", "assistant"])
   })
 

@@ -17,9 +17,9 @@ import type { AgentEvent } from "../src/AgentEvent.ts"
 import type { ShouldStopAfterTurnContext } from "../src/AgentLoop.ts"
 import { Growing } from "../src/internal/growing.ts"
 import type { AgentMessage } from "../src/Message.ts"
+import type { ToolCall } from "../src/Message.ts"
 import { Model } from "../src/Model.ts"
 import * as ScriptedModel from "../src/ScriptedModel.ts"
-import type { ToolCall } from "../src/Message.ts"
 import { ToolRegistry } from "../src/ToolRegistry.ts"
 import {
   assertBalanced,
@@ -168,7 +168,10 @@ const GrowingOp = Schema.Union([
 describe("AgentLoop properties", () => {
   it.effect.prop(
     "AL 3.6 the transcript appends without copying per message, and every snapshot keeps its own moment",
-    { initial: Schema.Array(Schema.Int).check(Schema.isMaxLength(5)), ops: Schema.Array(GrowingOp).check(Schema.isMaxLength(60)) },
+    {
+      initial: Schema.Array(Schema.Int).check(Schema.isMaxLength(5)),
+      ops: Schema.Array(GrowingOp).check(Schema.isMaxLength(60))
+    },
     ({ initial, ops }) =>
       Effect.sync(() => {
         const source = initial.slice()
@@ -224,38 +227,49 @@ describe("AgentLoop properties", () => {
         })
         let turns = 0
         // What each turn's hook context should show: the messages ended so far.
-        const held: Array<{ readonly context: ShouldStopAfterTurnContext; readonly ended: number; readonly read?: { readonly array: ReadonlyArray<AgentMessage>; readonly copy: ReadonlyArray<AgentMessage> } }> = []
-        const requestCopies: Array<ReadonlyArray<unknown>> = []
-        const { events, messages, requests } = yield* within(runLoop({
-          script: [],
-          model,
-          tools: toolsFor(h),
-          recorder,
-          config: {
-            signal: h.controller.signal,
-            toolExecution: scenario.mode,
-            abandonAfter: "50 millis",
-            getSteeringMessages: Effect.sync(() => h.steering.splice(0, 1)),
-            getFollowUpMessages: Effect.sync(() => h.followUps.splice(0)),
-            shouldStopAfterTurn: (context) =>
-              Effect.sync(() => {
-                const ended = recorder.events.filter((e) => e.type === "message_end").length
-                // Every other turn reads its context at once; the rest are read only after the run.
-                if (turns % 2 === 0) {
-                  const array = context.context.messages
-                  held.push({ context, ended, read: { array, copy: array.slice() } })
-                } else held.push({ context, ended })
-                for (const request of Effect.runSync(model.requests).slice(requestCopies.length)) {
-                  requestCopies.push(request.messages.slice())
-                }
-                return ++turns === scenario.stopAfterTurn
-              })
+        const held: Array<
+          {
+            readonly context: ShouldStopAfterTurnContext
+            readonly ended: number
+            readonly read?: { readonly array: ReadonlyArray<AgentMessage>; readonly copy: ReadonlyArray<AgentMessage> }
           }
-        }), "the run ends")
+        > = []
+        const requestCopies: Array<ReadonlyArray<unknown>> = []
+        const { events, messages, requests } = yield* within(
+          runLoop({
+            script: [],
+            model,
+            tools: toolsFor(h),
+            recorder,
+            config: {
+              signal: h.controller.signal,
+              toolExecution: scenario.mode,
+              abandonAfter: "50 millis",
+              getSteeringMessages: Effect.sync(() => h.steering.splice(0, 1)),
+              getFollowUpMessages: Effect.sync(() => h.followUps.splice(0)),
+              shouldStopAfterTurn: (context) =>
+                Effect.sync(() => {
+                  const ended = recorder.events.filter((e) => e.type === "message_end").length
+                  // Every other turn reads its context at once; the rest are read only after the run.
+                  if (turns % 2 === 0) {
+                    const array = context.context.messages
+                    held.push({ context, ended, read: { array, copy: array.slice() } })
+                  } else held.push({ context, ended })
+                  for (const request of Effect.runSync(model.requests).slice(requestCopies.length)) {
+                    requestCopies.push(request.messages.slice())
+                  }
+                  return ++turns === scenario.stopAfterTurn
+                })
+            }
+          }),
+          "the run ends"
+        )
         checkRun(events, messages, h)
         const transcript = [user("hi"), ...messages.slice(1)]
         for (const { context, ended, read } of held) {
-          if (read !== undefined) assert.deepStrictEqual(read.array, read.copy, "a context read during the run never changes")
+          if (read !== undefined) {
+            assert.deepStrictEqual(read.array, read.copy, "a context read during the run never changes")
+          }
           assert.deepStrictEqual(context.context.messages, transcript.slice(0, ended), "a context shows its own moment")
           assert.deepStrictEqual(context.newMessages, messages.slice(0, ended), "newMessages shows its own moment")
         }
@@ -294,7 +308,14 @@ describe("AgentLoop properties", () => {
         })
         const events: Array<AgentEvent> = []
         // The states subscribers saw, some read at once and some only at the end: each keeps its moment.
-        const held: Array<{ readonly state: Agent.AgentState; readonly ended: number; readonly pending: ReadonlyArray<string>; readonly read?: ReadonlyArray<AgentMessage> }> = []
+        const held: Array<
+          {
+            readonly state: Agent.AgentState
+            readonly ended: number
+            readonly pending: ReadonlyArray<string>
+            readonly read?: ReadonlyArray<AgentMessage>
+          }
+        > = []
         let ended = 0
         const pending = new Set<string>()
         yield* agent.subscribe((event) =>
@@ -333,7 +354,11 @@ describe("AgentLoop properties", () => {
           const expected = state.messages.slice(0, seen.ended)
           if (seen.read !== undefined) assert.deepStrictEqual(seen.read, expected, "messages read at once never change")
           assert.deepStrictEqual(seen.state.messages, expected, "a state keeps the transcript of its moment")
-          assert.deepStrictEqual([...seen.state.pendingToolCalls].sort(), seen.pending, "a state keeps its pending calls")
+          assert.deepStrictEqual(
+            [...seen.state.pendingToolCalls].sort(),
+            seen.pending,
+            "a state keeps its pending calls"
+          )
         }
         assert.isFalse(state.isStreaming)
         assert.strictEqual(state.pendingToolCalls.size, 0)

@@ -66,7 +66,9 @@ const queue = () => {
 }
 
 const textsOf = (requestMessages: ReadonlyArray<Message>) =>
-  requestMessages.map((m) => `${m.role}:${m.role === "assistant" ? m.stopReason : m.role === "toolResult" ? m.toolCallId : textOf(m)}`)
+  requestMessages.map((m) =>
+    `${m.role}:${m.role === "assistant" ? m.stopReason : m.role === "toolResult" ? m.toolCallId : textOf(m)}`
+  )
 
 describe("AgentLoop", () => {
   // -------------------------------------------------------------------------------------------------------
@@ -472,14 +474,25 @@ describe("AgentLoop", () => {
       assert.strictEqual(textOf(r3), "3")
       assert.strictEqual(assistants(messages)[0]!.stopReason, "length")
       assert.strictEqual(requests.length, 3, "the loop goes on after a length stop")
-      assert.deepStrictEqual(textsOf(requests[1]!.messages), ["user:hi", "assistant:length", "toolResult:c1", "toolResult:c2"])
+      assert.deepStrictEqual(textsOf(requests[1]!.messages), [
+        "user:hi",
+        "assistant:length",
+        "toolResult:c1",
+        "toolResult:c2"
+      ])
       // the results are announced like any tool results
-      assert.includeMembers(skeleton(events), ["tool_execution_start:c1", "tool_execution_end:c2", "turn_end:assistant:length[c1,c2]"])
+      assert.includeMembers(skeleton(events), [
+        "tool_execution_start:c1",
+        "tool_execution_end:c2",
+        "turn_end:assistant:length[c1,c2]"
+      ])
     }))
 
   it.effect("AL 2.10 a `length` stop without tool calls ends the run", () =>
     Effect.gen(function*() {
-      const { events, messages, requests } = yield* runLoop({ script: [say("cut off", { stopReason: "length" }), say("never")] })
+      const { events, messages, requests } = yield* runLoop({
+        script: [say("cut off", { stopReason: "length" }), say("never")]
+      })
       assertRunInvariants(events, messages)
       assert.strictEqual(requests.length, 1)
     }))
@@ -775,10 +788,14 @@ describe("AgentLoop", () => {
         additionalProperties: true
       })
       assert.deepStrictEqual(request.tools[1]!.parameters, Schema.toJsonSchemaDocument(EchoParams).schema)
-      const add = request.tools[0]!.parameters as { type?: string; properties?: Record<string, { type?: string }>; required?: Array<string> }
+      const add = request.tools[0]!.parameters as {
+        type?: string
+        properties?: Record<string, { type?: string }>
+        required?: Array<string>
+      }
       assert.strictEqual(add.type, "object")
       assert.deepStrictEqual(Object.keys(add.properties ?? {}).sort(), ["a", "b"])
-      assert.include(JSON.stringify(add.properties!.a), '"type":"number"')
+      assert.include(JSON.stringify(add.properties!.a), "\"type\":\"number\"")
       assert.deepStrictEqual([...(add.required ?? [])].sort(), ["a", "b"])
       // the transform does not rewrite the transcript itself
       assert.deepStrictEqual(messages.map((m) => textOf(m)), ["keep", "drop me", "ok"])
@@ -848,7 +865,10 @@ describe("AgentLoop", () => {
       const recorder = makeRecorder()
       const fiber = yield* runLoop({
         script: [
-          { ...callTools([call("c1", "add", { a: 1, b: 2 }), call("c2", "echo", { text: "x" })], "Let me see"), delay: "100 millis" },
+          {
+            ...callTools([call("c1", "add", { a: 1, b: 2 }), call("c2", "echo", { text: "x" })], "Let me see"),
+            delay: "100 millis"
+          },
           say("never")
         ],
         tools: [add.tool, echoTool],
@@ -870,7 +890,10 @@ describe("AgentLoop", () => {
       assert.strictEqual(assistant.stopReason, "aborted")
       assert.isString(assistant.errorMessage)
       assert.strictEqual(textOf(assistant), "Let me see", "the partial content is kept")
-      assert.deepStrictEqual(assistant.content.filter((b) => b.type === "toolCall").map((b) => (b as { id: string }).id), ["c1"])
+      assert.deepStrictEqual(
+        assistant.content.filter((b) => b.type === "toolCall").map((b) => (b as { id: string }).id),
+        ["c1"]
+      )
       assert.strictEqual(add.count(), 0, "the call was not executed")
       const [result] = toolResults(messages)
       assert.strictEqual(toolResults(messages).length, 1)
@@ -898,7 +921,10 @@ describe("AgentLoop", () => {
       const controller = new AbortController()
       const add = counted(addTool)
       const { events, messages, requests } = yield* runLoop({
-        script: [callTools([call("c1", "add", { a: 1, b: 2 }), call("c2", "add", { a: 3, b: 4 })], "Let me see"), say("never")],
+        script: [
+          callTools([call("c1", "add", { a: 1, b: 2 }), call("c2", "add", { a: 3, b: 4 })], "Let me see"),
+          say("never")
+        ],
         tools: [add.tool],
         config: { signal: controller.signal },
         recorder: makeRecorder((event) => {
@@ -908,7 +934,9 @@ describe("AgentLoop", () => {
       assertRunInvariants(events, messages)
       assert.strictEqual(add.count(), 0)
       assert.strictEqual(requests.length, 1)
-      const updatesAfterAbort = events.filter((e) => e.type === "message_update").map((e) => e.type === "message_update" ? e.assistantMessageEvent.type : "")
+      const updatesAfterAbort = events.filter((e) => e.type === "message_update").map((e) =>
+        e.type === "message_update" ? e.assistantMessageEvent.type : ""
+      )
       assert.strictEqual(
         assistants(messages)[0]!.stopReason,
         "aborted",
@@ -934,7 +962,11 @@ describe("AgentLoop", () => {
       assert.strictEqual(assistants(messages)[0]!.stopReason, "aborted")
       assert.strictEqual(textOf(messages.at(-1)), "a lo", "the content received before the abort")
       assert.strictEqual(requests.length, 1)
-      assert.deepStrictEqual(skeleton(events).slice(-3), ["message_end:assistant:aborted", "turn_end:assistant:aborted[]", "agent_end"])
+      assert.deepStrictEqual(skeleton(events).slice(-3), [
+        "message_end:assistant:aborted",
+        "turn_end:assistant:aborted[]",
+        "agent_end"
+      ])
     }))
 
   it.effect("AL 3.4 a signal aborted before the run: `aborted` message, no model call", () =>
@@ -996,7 +1028,10 @@ describe("AgentLoop", () => {
   it.effect("AL 3.4 a tool that aborts the run: the batch settles and the loop ends without another model call", () =>
     Effect.gen(function*() {
       const controller = new AbortController()
-      const aborter = customTool("abort", () => Effect.sync(() => controller.abort()).pipe(Effect.andThen(Effect.never)))
+      const aborter = customTool(
+        "abort",
+        () => Effect.sync(() => controller.abort()).pipe(Effect.andThen(Effect.never))
+      )
       const { events, messages, requests } = yield* runLoop({
         script: [callTools([call("x", "abort"), call("c2", "add", { a: 1, b: 2 })]), say("never")],
         tools: [aborter, addTool],
@@ -1010,7 +1045,10 @@ describe("AgentLoop", () => {
   it.effect("AL 3.4 interrupting the fiber still ends the run with agent_end (events through an EventSink)", () =>
     Effect.gen(function*() {
       const gate = makeGate()
-      const model = yield* ScriptedModel.make([callTools([call("g", "gate"), call("c2", "add", { a: 1, b: 2 })]), say("never")])
+      const model = yield* ScriptedModel.make([
+        callTools([call("g", "gate"), call("c2", "add", { a: 1, b: 2 })]),
+        say("never")
+      ])
       const recorder = makeRecorder()
       const fiber = yield* provideRun(
         runAgentLoop([user("hi")], emptyContext),
@@ -1075,7 +1113,12 @@ describe("AgentLoop", () => {
       const script = [callTools([call("c1", "add", { a: 1, b: 2 })]), say("3")]
       const viaSink = yield* runLoop({ script })
       const model = yield* ScriptedModel.make(script)
-      const events = yield* provideRun(Stream.runCollect(agentLoop([user("hi")], { systemPrompt: SYSTEM, messages: [] })), model, standardTools, makeRecorder().sink)
+      const events = yield* provideRun(
+        Stream.runCollect(agentLoop([user("hi")], { systemPrompt: SYSTEM, messages: [] })),
+        model,
+        standardTools,
+        makeRecorder().sink
+      )
       assert.deepStrictEqual(events.map(labelOf), viaSink.events.map(labelOf))
       assert.strictEqual(events.at(-1)!.type, "agent_end")
       const newMessages = newMessagesOf(events)
@@ -1095,7 +1138,12 @@ describe("AgentLoop", () => {
       const { events, messages } = yield* runLoop({
         script: [
           { ...callTools([call("l1", "add", { a: 1 })]), stopReason: "length" },
-          callTools([call("c1", "add", { a: 1, b: 2 }), call("c2", "nope"), call("c3", "fail", { text: "x" }), call("c4", "add", { a: "oops" })]),
+          callTools([
+            call("c1", "add", { a: 1, b: 2 }),
+            call("c2", "nope"),
+            call("c3", "fail", { text: "x" }),
+            call("c4", "add", { a: "oops" })
+          ]),
           { fail: "gone", as: "event", content: [call("e1", "add", { a: 1, b: 2 }), call("e2", "echo", { text: "x" })] }
         ]
       })
@@ -1120,7 +1168,14 @@ describe("AgentLoop", () => {
         messages: [
           user("before"),
           assistant,
-          { role: "toolResult" as const, toolCallId: "old", toolName: "add", content: [{ type: "text" as const, text: "2" }], isError: false, timestamp: 2 }
+          {
+            role: "toolResult" as const,
+            toolCallId: "old",
+            toolName: "add",
+            content: [{ type: "text" as const, text: "2" }],
+            isError: false,
+            timestamp: 2
+          }
         ]
       })
       const prompts = deepFreeze([user("now")])
@@ -1146,7 +1201,12 @@ describe("AgentLoop", () => {
     it.effect("AL 2.11 refuses an empty context with a typed CannotContinue", () =>
       Effect.gen(function*() {
         const model = yield* ScriptedModel.make([say("never")])
-        const error = yield* provideRun(runAgentLoopContinue({ systemPrompt: SYSTEM, messages: [] }), model, [], makeRecorder().sink).pipe(Effect.flip)
+        const error = yield* provideRun(
+          runAgentLoopContinue({ systemPrompt: SYSTEM, messages: [] }),
+          model,
+          [],
+          makeRecorder().sink
+        ).pipe(Effect.flip)
         assert.instanceOf(error, CannotContinue)
         assert.strictEqual(error._tag, "CannotContinue")
         assert.strictEqual(error.message, "Cannot continue: no messages in context")
@@ -1165,13 +1225,26 @@ describe("AgentLoop", () => {
         const model = yield* ScriptedModel.make([say("never")])
         const context = {
           systemPrompt: SYSTEM,
-          messages: [user("q"), { role: "assistant", content: [], api: "x", provider: "x", model: "x", usage: emptyUsage, stopReason: "stop", timestamp: 0 } satisfies AssistantMessage]
+          messages: [
+            user("q"),
+            {
+              role: "assistant",
+              content: [],
+              api: "x",
+              provider: "x",
+              model: "x",
+              usage: emptyUsage,
+              stopReason: "stop",
+              timestamp: 0
+            } satisfies AssistantMessage
+          ]
         }
         const recorder = makeRecorder()
         const error = yield* provideRun(runAgentLoopContinue(context), model, [], recorder.sink).pipe(Effect.flip)
         assert.strictEqual(error._tag, "CannotContinue")
         assert.strictEqual(error.message, "Cannot continue from message role: assistant")
-        const streamError = yield* provideRun(Stream.runCollect(agentLoopContinue(context)), model, [], recorder.sink).pipe(Effect.flip)
+        const streamError = yield* provideRun(Stream.runCollect(agentLoopContinue(context)), model, [], recorder.sink)
+          .pipe(Effect.flip)
         assert.strictEqual(streamError.message, "Cannot continue from message role: assistant")
         assert.strictEqual(recorder.events.length, 0, "no events for a refused continue")
         assert.strictEqual((yield* model.requests).length, 0)
@@ -1181,7 +1254,12 @@ describe("AgentLoop", () => {
       Effect.gen(function*() {
         const model = yield* ScriptedModel.make([say("answer")])
         const recorder = makeRecorder()
-        const messages = yield* provideRun(runAgentLoopContinue({ systemPrompt: SYSTEM, messages: [user("q")] }), model, [], recorder.sink)
+        const messages = yield* provideRun(
+          runAgentLoopContinue({ systemPrompt: SYSTEM, messages: [user("q")] }),
+          model,
+          [],
+          recorder.sink
+        )
         assert.deepStrictEqual(skeleton(recorder.events), [
           "agent_start",
           "turn_start",
@@ -1195,14 +1273,35 @@ describe("AgentLoop", () => {
         assert.deepStrictEqual(textsOf((yield* model.requests)[0]!.messages), ["user:q"])
 
         const model2 = yield* ScriptedModel.make([say("from tool result")])
-        const afterTool = yield* provideRun(runAgentLoopContinue({
+        const afterTool = yield* provideRun(
+          runAgentLoopContinue({
             systemPrompt: SYSTEM,
             messages: [
               user("q"),
-              { role: "assistant", content: [call("c", "add", { a: 1, b: 1 })], api: "x", provider: "x", model: "x", usage: emptyUsage, stopReason: "toolUse", timestamp: 0 } satisfies AssistantMessage,
-              { role: "toolResult", toolCallId: "c", toolName: "add", content: [{ type: "text", text: "2" }], isError: false, timestamp: 0 }
+              {
+                role: "assistant",
+                content: [call("c", "add", { a: 1, b: 1 })],
+                api: "x",
+                provider: "x",
+                model: "x",
+                usage: emptyUsage,
+                stopReason: "toolUse",
+                timestamp: 0
+              } satisfies AssistantMessage,
+              {
+                role: "toolResult",
+                toolCallId: "c",
+                toolName: "add",
+                content: [{ type: "text", text: "2" }],
+                isError: false,
+                timestamp: 0
+              }
             ]
-        }), model2, [], makeRecorder().sink)
+          }),
+          model2,
+          [],
+          makeRecorder().sink
+        )
         assert.strictEqual(textOf(afterTool.at(-1)), "from tool result")
         assert.deepStrictEqual(afterTool.map((m) => m.role), ["assistant"])
       }))

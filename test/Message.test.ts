@@ -8,15 +8,7 @@ import type { Message as PiMessage } from "@mariozechner/pi-ai"
 import { Effect, Schema } from "effect"
 import { AgentEvent } from "../src/AgentEvent.ts"
 import { defaultConvertToLlm } from "../src/AgentLoop.ts"
-import {
-  type AssistantMessage,
-  emptyUsage,
-  isMessage,
-  Message,
-  text,
-  toolCallsOf,
-  Transcript
-} from "../src/Message.ts"
+import { type AssistantMessage, emptyUsage, isMessage, Message, text, toolCallsOf, Transcript } from "../src/Message.ts"
 import { callTools, say, toolCall } from "../src/ScriptedModel.ts"
 import { call, note, piModel, piScripted, piTools, runLoop, user } from "./support/loop.ts"
 
@@ -42,8 +34,18 @@ const piTranscript: Array<PiMessage> = [
     content: [
       { type: "thinking", thinking: "hmm", thinkingSignature: "sig-thinking" },
       { type: "thinking", thinking: "", thinkingSignature: "opaque-redacted-payload", redacted: true },
-      { type: "text", text: "Let me check.", textSignature: JSON.stringify({ v: 1, id: "msg_1", phase: "commentary" }) },
-      { type: "toolCall", id: "call_1", name: "read", arguments: { path: "a.txt", limit: 10, opts: { deep: [1, { x: null }] } }, thoughtSignature: "ts" },
+      {
+        type: "text",
+        text: "Let me check.",
+        textSignature: JSON.stringify({ v: 1, id: "msg_1", phase: "commentary" })
+      },
+      {
+        type: "toolCall",
+        id: "call_1",
+        name: "read",
+        arguments: { path: "a.txt", limit: 10, opts: { deep: [1, { x: null }] } },
+        thoughtSignature: "ts"
+      },
       { type: "toolCall", id: "call_2", name: "ls", arguments: {} }
     ],
     api: "anthropic-messages",
@@ -127,7 +129,9 @@ describe("Message", () => {
     const plainResult = decoded[4]!
     assert.isFalse("details" in plainResult)
     const assistant = decoded[7] as AssistantMessage
-    for (const key of ["errorMessage", "responseId", "responseModel", "diagnostics"]) assert.isFalse(key in assistant, key)
+    for (const key of ["errorMessage", "responseId", "responseModel", "diagnostics"]) {
+      assert.isFalse(key in assistant, key)
+    }
     const toolCallBlock = (decoded[2] as AssistantMessage).content[4]!
     assert.isFalse("thoughtSignature" in toolCallBlock)
   })
@@ -136,7 +140,10 @@ describe("Message", () => {
     Effect.gen(function*() {
       const { messages } = yield* runLoop({
         script: [
-          callTools([call("c1", "add", { a: 1, b: 2 }), call("c2", "nope"), call("c3", "fail", { text: "x" })], "Working."),
+          callTools(
+            [call("c1", "add", { a: 1, b: 2 }), call("c2", "nope"), call("c3", "fail", { text: "x" })],
+            "Working."
+          ),
           { content: [{ type: "thinking", thinking: "so 3" }, { type: "text", text: "It is 3." }] }
         ]
       })
@@ -147,7 +154,11 @@ describe("Message", () => {
 
   it("a transcript produced by pi's own agent loop decodes unchanged", async () => {
     const { streamFn } = piScripted([
-      callTools([toolCall("c1", "add", { a: 1, b: 2 }), toolCall("c2", "nope", {}), toolCall("c3", "fail", { text: "x" })]),
+      callTools([
+        toolCall("c1", "add", { a: 1, b: 2 }),
+        toolCall("c2", "nope", {}),
+        toolCall("c3", "fail", { text: "x" })
+      ]),
       say("It is 3.")
     ])
     const messages = await piRunAgentLoop(

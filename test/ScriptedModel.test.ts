@@ -25,7 +25,8 @@ const collect = (script: ReadonlyArray<ScriptedModel.Step>, options?: ScriptedMo
 
 /** Rebuilds the content from the deltas alone, as a UI would. */
 const reassemble = (events: ReadonlyArray<AssistantMessageEvent>): Array<AssistantContent> => {
-  const blocks: Array<{ type: string; text?: string; thinking?: string; json?: string; id?: string; name?: string }> = []
+  const blocks: Array<{ type: string; text?: string; thinking?: string; json?: string; id?: string; name?: string }> =
+    []
   for (const e of events) {
     switch (e.type) {
       case "text_start":
@@ -88,9 +89,15 @@ describe("ScriptedModel", () => {
       assert.isTrue(textDeltas.every((e) => e.type === "text_delta" && e.delta.length <= 5))
       // each *_end carries the whole block
       const textEnd = events.find((e) => e.type === "text_end")
-      assert.strictEqual(textEnd?.type === "text_end" ? textEnd.content : undefined, content[1]!.type === "text" ? content[1]!.text : "")
+      assert.strictEqual(
+        textEnd?.type === "text_end" ? textEnd.content : undefined,
+        content[1]!.type === "text" ? content[1]!.text : ""
+      )
       const toolEnds = events.filter((e) => e.type === "toolcall_end")
-      assert.deepStrictEqual(toolEnds.map((e): unknown => e.type === "toolcall_end" ? e.toolCall : undefined), [content[2], content[3]])
+      assert.deepStrictEqual(toolEnds.map((e): unknown => e.type === "toolcall_end" ? e.toolCall : undefined), [
+        content[2],
+        content[3]
+      ])
       // the partial grows monotonically and ends equal to the final message
       const partials = events.flatMap((e) => "partial" in e ? [e.partial as AssistantMessage] : [])
       for (let i = 1; i < partials.length; i++) {
@@ -98,7 +105,9 @@ describe("ScriptedModel", () => {
       }
       assert.deepStrictEqual(partials.at(-1)!.content, content)
       // block order in events follows content order
-      const starts = events.filter((e) => e.type.endsWith("_start") && e.type !== "start").map((e) => (e as { contentIndex: number }).contentIndex)
+      const starts = events.filter((e) => e.type.endsWith("_start") && e.type !== "start").map((e) =>
+        (e as { contentIndex: number }).contentIndex
+      )
       assert.deepStrictEqual(starts, [0, 1, 2, 3])
     }))
 
@@ -123,14 +132,20 @@ describe("ScriptedModel", () => {
   it.effect("stop reasons: stop for text, toolUse for calls, or as scripted", () =>
     Effect.gen(function*() {
       const reasons = yield* Effect.forEach(
-        [say("a"), callTools([toolCall("c", "x", {})]), { ...callTools([toolCall("c", "x", {})]), stopReason: "length" as const }, say("b", { stopReason: "toolUse" })],
+        [say("a"), callTools([toolCall("c", "x", {})]), {
+          ...callTools([toolCall("c", "x", {})]),
+          stopReason: "length" as const
+        }, say("b", { stopReason: "toolUse" })],
         (step) =>
           Effect.map(collect([step]), (events) => {
             const done = events.at(-1)!
             return done.type === "done" ? [done.reason, done.message.stopReason] : ["?", "?"]
           })
       )
-      assert.deepStrictEqual(reasons, [["stop", "stop"], ["toolUse", "toolUse"], ["length", "length"], ["toolUse", "toolUse"]])
+      assert.deepStrictEqual(reasons, [["stop", "stop"], ["toolUse", "toolUse"], ["length", "length"], [
+        "toolUse",
+        "toolUse"
+      ]])
     }))
 
   it.effect("a failure as an event: the content, then an `error` event with the message", () =>
@@ -147,7 +162,11 @@ describe("ScriptedModel", () => {
 
   it.effect("a failure as a typed error: the content streams, then the stream fails with ModelError", () =>
     Effect.gen(function*() {
-      const model = yield* ScriptedModel.make([{ fail: "rate limited", as: "error", content: [{ type: "text", text: "abc" }] }])
+      const model = yield* ScriptedModel.make([{
+        fail: "rate limited",
+        as: "error",
+        content: [{ type: "text", text: "abc" }]
+      }])
       const seen: Array<string> = []
       const exit = yield* model.stream(request()).pipe(
         Stream.runForEach((e) => Effect.sync(() => void seen.push(e.type))),
@@ -155,7 +174,9 @@ describe("ScriptedModel", () => {
       )
       assert.deepStrictEqual(seen, ["start", "text_start", "text_delta", "text_end"])
       assert.isTrue(Exit.isFailure(exit))
-      const error = yield* Effect.flip(Stream.runDrain((yield* ScriptedModel.make([{ fail: "x", as: "error" }])).stream(request())))
+      const error = yield* Effect.flip(
+        Stream.runDrain((yield* ScriptedModel.make([{ fail: "x", as: "error" }])).stream(request()))
+      )
       assert.instanceOf(error, ModelError)
       assert.strictEqual(error.message, "x")
     }))
@@ -175,7 +196,10 @@ describe("ScriptedModel", () => {
       assert.strictEqual(text(first), "you said 1 message(s)")
       assert.strictEqual(text(second), "system: other")
       const requests = yield* model.requests
-      assert.deepStrictEqual(requests.map((r) => r.messages[0]!.role === "user" ? r.messages[0]!.content : ""), ["one", "two"])
+      assert.deepStrictEqual(requests.map((r) => r.messages[0]!.role === "user" ? r.messages[0]!.content : ""), [
+        "one",
+        "two"
+      ])
     }))
 
   it.effect("when exhausted: a clear ModelError by default, or the last step again", () =>

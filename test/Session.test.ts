@@ -200,7 +200,13 @@ describe("Session", () => {
         const { write } = yield* scratch
         const file = yield* write(
           "bad.jsonl",
-          lines(Session.encodeMessage(MESSAGES[0]), "", Session.encodeMessage(MESSAGES[1]), "{\"role\":\"user\",", Session.encodeMessage(MESSAGES[2]))
+          lines(
+            Session.encodeMessage(MESSAGES[0]),
+            "",
+            Session.encodeMessage(MESSAGES[1]),
+            "{\"role\":\"user\",",
+            Session.encodeMessage(MESSAGES[2])
+          )
         )
         const error = yield* loadFailure(file)
         assert.strictEqual(error.path, file)
@@ -222,7 +228,10 @@ describe("Session", () => {
           ["null", null]
         ]
         for (const [name, value] of cases) {
-          const file = yield* write(`${name}.jsonl`, lines(Session.encodeMessage(MESSAGES[0]), Session.encodeMessage(MESSAGES[2]), JSON.stringify(value)))
+          const file = yield* write(
+            `${name}.jsonl`,
+            lines(Session.encodeMessage(MESSAGES[0]), Session.encodeMessage(MESSAGES[2]), JSON.stringify(value))
+          )
           const error = yield* loadFailure(file)
           assert.strictEqual(error.line, 3, name)
           assert.include(error.message, "line 3", name)
@@ -277,12 +286,18 @@ describe("Session", () => {
         const { write } = yield* scratch
         const whole = Session.encodeMessage(MESSAGES[2])
         const cut = whole.slice(0, Math.floor(whole.length / 2))
-        const file = yield* write("cut.jsonl", lines(Session.encodeMessage(MESSAGES[0]), "", Session.encodeMessage(MESSAGES[1])) + cut)
+        const file = yield* write(
+          "cut.jsonl",
+          lines(Session.encodeMessage(MESSAGES[0]), "", Session.encodeMessage(MESSAGES[1])) + cut
+        )
         const contents = yield* Session.read(file)
         assert.deepStrictEqual(contents.messages, [MESSAGES[0], MESSAGES[1]])
         assert.deepStrictEqual(contents.cutLine, { line: 4, text: cut })
         assert.deepStrictEqual(yield* Session.load(file), [MESSAGES[0], MESSAGES[1]])
-        assert.include(Session.cutLineWarning(file, contents.cutLine!), `Session file ${file}, line 4: the last line was cut short`)
+        assert.include(
+          Session.cutLineWarning(file, contents.cutLine!),
+          `Session file ${file}, line 4: the last line was cut short`
+        )
         // The same text with its newline was written whole and is wrong: still an error naming the line.
         const complete = yield* write("bad-last.jsonl", lines(Session.encodeMessage(MESSAGES[0]), cut))
         assert.strictEqual((yield* loadFailure(complete)).line, 2)

@@ -339,7 +339,9 @@ const makeSink = (c: BatchCase, rec: Recorder, clock: Clock.Clock, onEvent: () =
         case "failing":
           return Effect.andThen(
             record,
-            Effect.suspend(() => (rec.events.length % 2 === 0 ? Effect.die(new Error("subscriber failed")) : Effect.void))
+            Effect.suspend(
+              () => (rec.events.length % 2 === 0 ? Effect.die(new Error("subscriber failed")) : Effect.void)
+            )
           )
         case "stall":
           return Effect.andThen(
@@ -530,7 +532,13 @@ const runCase = (c: BatchCase): Effect.Effect<Run> =>
 // The invariants
 // ---------------------------------------------------------------------------------------------------------
 
-const TOOL_EVENTS = new Set(["tool_execution_start", "tool_execution_update", "tool_execution_end", "message_start", "message_end"])
+const TOOL_EVENTS = new Set([
+  "tool_execution_start",
+  "tool_execution_update",
+  "tool_execution_end",
+  "message_start",
+  "message_end"
+])
 
 interface Expected {
   readonly isError: boolean
@@ -547,7 +555,11 @@ const expectedOutcome = (c: BatchCase, i: number): Expected => {
   }
   if (call.name === "unknown") return { isError: true, terminate: false, text: (t) => t === `Tool nope not found` }
   if (call.args === "invalid") {
-    return { isError: true, terminate: false, text: (t) => t.startsWith(`Validation failed for tool "${name}":\n  - i: `) }
+    return {
+      isError: true,
+      terminate: false,
+      text: (t) => t.startsWith(`Validation failed for tool "${name}":\n  - i: `)
+    }
   }
   switch (call.before) {
     case "block":
@@ -614,7 +626,9 @@ const describeEvent = (r: Recorded): string => {
   const e = r.event as any
   const id = e.toolCallId ?? e.message?.toolCallId ?? ""
   const extra = e.type === "tool_execution_end"
-    ? ` ${e.isError ? "error" : "ok"}${e.result?.terminate === true ? " terminate" : ""} ${JSON.stringify(textOf(e.result?.content))}`
+    ? ` ${e.isError ? "error" : "ok"}${e.result?.terminate === true ? " terminate" : ""} ${
+      JSON.stringify(textOf(e.result?.content))
+    }`
     : ""
   return `#${r.seq} t=${r.at} ${e.type} ${id}${extra}`
 }
@@ -670,7 +684,12 @@ const violations = (run: Run): Array<string> => {
   }
 
   // (1) Exactly one start, end and result message per call; totals match.
-  for (const [label, list] of [["start", starts], ["end", ends], ["message_start", msgStarts], ["message_end", msgEnds]] as const) {
+  for (
+    const [label, list] of [["start", starts], ["end", ends], ["message_start", msgStarts], [
+      "message_end",
+      msgEnds
+    ]] as const
+  ) {
     if (list.length !== n) v.push(`(1) ${list.length} ${label} events for ${n} calls`)
   }
   const byId = (list: ReadonlyArray<Recorded>, id: string) =>
@@ -684,13 +703,23 @@ const violations = (run: Run): Array<string> => {
     const id = ids[i]
     const rank = ids.slice(0, i).filter((x) => x === id).length
     const group = ids.filter((x) => x === id).length
-    for (const [list, into, label] of [[starts, startOf, "start"], [msgStarts, msgStartOf, "message_start"], [msgEnds, msgEndOf, "message_end"]] as const) {
+    for (
+      const [list, into, label] of [[starts, startOf, "start"], [msgStarts, msgStartOf, "message_start"], [
+        msgEnds,
+        msgEndOf,
+        "message_end"
+      ]] as const
+    ) {
       const mine = byId(list, id)
-      if (mine.length !== group) v.push(`(1) call ${i} (${id}): ${mine.length} ${label} events for ${group} call(s) with that id`)
+      if (mine.length !== group) {
+        v.push(`(1) call ${i} (${id}): ${mine.length} ${label} events for ${group} call(s) with that id`)
+      }
       into[i] = mine[rank]
     }
     const endsOfId = byId(ends, id)
-    if (endsOfId.length !== group) v.push(`(1) call ${i} (${id}): ${endsOfId.length} end events for ${group} call(s) with that id`)
+    if (endsOfId.length !== group) {
+      v.push(`(1) call ${i} (${id}): ${endsOfId.length} end events for ${group} call(s) with that id`)
+    }
     const content = (msgStartOf[i]?.event as any)?.message?.content
     const end = endsOfId.find((r) => !usedEnds.has(r) && (r.event as any).result?.content === content) ??
       endsOfId.find((r) => !usedEnds.has(r))
@@ -698,7 +727,9 @@ const violations = (run: Run): Array<string> => {
     endOf[i] = end
     const s = starts.find((r) => r === startOf[i])
     if (s && (s.event as any).args !== rawArgs[i]) v.push(`call ${i}: the start event does not carry the raw arguments`)
-    if (s && (s.event as any).toolName !== nameOf(c.calls[i])) v.push(`call ${i}: the start event has the wrong tool name`)
+    if (s && (s.event as any).toolName !== nameOf(c.calls[i])) {
+      v.push(`call ${i}: the start event has the wrong tool name`)
+    }
   }
 
   // (2) start < every update < end < result message (message_start < message_end).
@@ -726,13 +757,19 @@ const violations = (run: Run): Array<string> => {
     const end = endOf[i]?.event as any
     if (m2 !== undefined && end !== undefined) {
       if (m2.isError !== end.isError) v.push(`call ${i}: message isError differs from the end event's`)
-      if (textOf(m2.content) !== textOf(end.result?.content)) v.push(`call ${i}: message content differs from the end event's`)
-      if (m2.role !== "toolResult" || m2.toolName !== nameOf(c.calls[i])) v.push(`call ${i}: malformed tool-result message`)
+      if (textOf(m2.content) !== textOf(end.result?.content)) {
+        v.push(`call ${i}: message content differs from the end event's`)
+      }
+      if (m2.role !== "toolResult" || m2.toolName !== nameOf(c.calls[i])) {
+        v.push(`call ${i}: malformed tool-result message`)
+      }
       if ("terminate" in m2) v.push(`call ${i}: the tool-result message stores terminate`)
     }
   }
   const knownArgs = new Set<unknown>(rawArgs)
-  for (const u of updates) if (!knownArgs.has((u.event as any).args)) v.push(`(2) update #${u.seq} carries no call's raw arguments`)
+  for (const u of updates) {
+    if (!knownArgs.has((u.event as any).args)) v.push(`(2) update #${u.seq} carries no call's raw arguments`)
+  }
 
   // (3) Result messages in source order, non-decreasing timestamps; the returned list equals them.
   const announced = msgEnds.map((r) => (r.event as any).message as ToolResultMessage)
@@ -742,8 +779,9 @@ const violations = (run: Run): Array<string> => {
     if (announced[k].timestamp < announced[k - 1].timestamp) v.push(`(3) message ${k} has a decreasing timestamp`)
   }
   if (result !== undefined) {
-    if (result.messages.length !== announced.length) v.push(`(3) returned ${result.messages.length} messages, announced ${announced.length}`)
-    else {
+    if (result.messages.length !== announced.length) {
+      v.push(`(3) returned ${result.messages.length} messages, announced ${announced.length}`)
+    } else {
       for (let k = 0; k < announced.length; k++) {
         if (result.messages[k] !== announced[k]) {
           try {
@@ -762,7 +800,9 @@ const violations = (run: Run): Array<string> => {
     for (let i = 0; i + 1 < n; i++) {
       const next = startOf[i + 1]?.seq ?? Infinity
       const prev = msgEndOf[i]?.seq ?? Infinity
-      if (!(prev < next)) v.push(`(4) sequential: call ${i + 1} starts (#${next}) before call ${i}'s message (#${prev})`)
+      if (!(prev < next)) {
+        v.push(`(4) sequential: call ${i + 1} starts (#${next}) before call ${i}'s message (#${prev})`)
+      }
     }
     // One body at a time: a body begins only after the previous call ended.
     for (const b of rec.bodyBegins) {
@@ -773,14 +813,20 @@ const violations = (run: Run): Array<string> => {
     }
   } else {
     // (5) Parallel: every start precedes the first execution; no result message before the last end.
-    for (const s of starts) if (!(s.seq < firstBody)) v.push(`(5) parallel: start #${s.seq} after the first execution #${firstBody}`)
+    for (const s of starts) {
+      if (!(s.seq < firstBody)) v.push(`(5) parallel: start #${s.seq} after the first execution #${firstBody}`)
+    }
     const lastEnd = ends.length === 0 ? -Infinity : Math.max(...ends.map((r) => r.seq))
-    for (const m of msgStarts) if (!(m.seq > lastEnd)) v.push(`(5) parallel: message #${m.seq} before the last end #${lastEnd}`)
+    for (const m of msgStarts) {
+      if (!(m.seq > lastEnd)) v.push(`(5) parallel: message #${m.seq} before the last end #${lastEnd}`)
+    }
     // Concurrency limit: at a body's beginning, fewer than `limit` other executed calls are still unsettled.
     if (c.concurrency !== "unbounded") {
       for (const b of rec.bodyBegins) {
         const running = rec.bodyBegins.filter((o) => o !== b && o.seq < b.seq && (endOf[o.i]?.seq ?? Infinity) > b.seq)
-        if (running.length >= c.concurrency) v.push(`(5) body ${b.i} begins while ${running.length} calls execute (limit ${c.concurrency})`)
+        if (running.length >= c.concurrency) {
+          v.push(`(5) body ${b.i} begins while ${running.length} calls execute (limit ${c.concurrency})`)
+        }
       }
     }
   }
@@ -795,16 +841,26 @@ const violations = (run: Run): Array<string> => {
     if (afters.length > 1) v.push(`(6) call ${i}: afterToolCall ran ${afters.length} times`)
     if (isImmediate(c, i) && bodies.length > 0) v.push(`(6) call ${i}: an immediate outcome ran the tool`)
     if (isImmediate(c, i) && afters.length > 0) v.push(`(6) call ${i}: an immediate outcome called afterToolCall`)
-    if (endText.includes("was not executed") && bodies.length > 0) v.push(`(6) call ${i}: says it was not executed, but its tool ran`)
-    if (endText.includes("was not executed") && afters.length > 0) v.push(`(6) call ${i}: says it was not executed, but afterToolCall ran`)
-    if (endText.includes("interrupted after it started") && bodies.length === 0) v.push(`(8) call ${i}: says it started, but its tool never ran`)
+    if (endText.includes("was not executed") && bodies.length > 0) {
+      v.push(`(6) call ${i}: says it was not executed, but its tool ran`)
+    }
+    if (endText.includes("was not executed") && afters.length > 0) {
+      v.push(`(6) call ${i}: says it was not executed, but afterToolCall ran`)
+    }
+    if (endText.includes("interrupted after it started") && bodies.length === 0) {
+      v.push(`(8) call ${i}: says it started, but its tool never ran`)
+    }
     if (afters.length > 0 && bodies.length === 0) v.push(`(6) call ${i}: afterToolCall without an execution`)
     for (const b of bodies) {
       if (!((startOf[i]?.seq ?? Infinity) < b.seq)) v.push(`(6) call ${i}: the tool ran before its start event`)
       if (!(b.seq < (endOf[i]?.seq ?? -Infinity))) v.push(`(6) call ${i}: the tool ran after its end event`)
       const expectedArgs = c.calls[i].before === "replaceArgs" ? run.replaced[i] : undefined
-      if (expectedArgs !== undefined && b.args !== expectedArgs) v.push(`call ${i}: the tool did not get the replacement arguments`)
-      if (expectedArgs === undefined && b.args === rawArgs[i]) v.push(`call ${i}: the tool got the raw arguments object, not a validated copy`)
+      if (expectedArgs !== undefined && b.args !== expectedArgs) {
+        v.push(`call ${i}: the tool did not get the replacement arguments`)
+      }
+      if (expectedArgs === undefined && b.args === rawArgs[i]) {
+        v.push(`call ${i}: the tool got the raw arguments object, not a validated copy`)
+      }
     }
     for (const a of afters) {
       if (!(a.seq > (bodies[0]?.seq ?? Infinity))) v.push(`(6) call ${i}: afterToolCall before the tool ran`)
@@ -825,7 +881,9 @@ const violations = (run: Run): Array<string> => {
     const endText = textOf((endOf[i]?.event as any)?.result?.content)
     const synthetic = endText.includes("was not executed") || endText.includes("interrupted after it started")
     if (synthetic && endTerminates[i]) v.push(`(7) call ${i}: a synthetic abort result terminates`)
-    if (isImmediate(c, i) && c.calls[i].before !== "blockTerminate" && endTerminates[i]) v.push(`(7) call ${i}: an immediate outcome terminates`)
+    if (isImmediate(c, i) && c.calls[i].before !== "blockTerminate" && endTerminates[i]) {
+      v.push(`(7) call ${i}: an immediate outcome terminates`)
+    }
     if (endText.includes("internal error")) v.push(`call ${i}: internal error: ${endText}`)
   }
 
@@ -844,7 +902,9 @@ const violations = (run: Run): Array<string> => {
   for (const i of rec.hung) {
     const endText = textOf((endOf[i]?.event as any)?.result?.content)
     const stopped = endText.includes("interrupted after it started") || endText.includes("timed out after")
-    if (stopped && !endText.includes("abandoned")) v.push(`(8) call ${i}: ignored cancellation but its result does not say it was abandoned`)
+    if (stopped && !endText.includes("abandoned")) {
+      v.push(`(8) call ${i}: ignored cancellation but its result does not say it was abandoned`)
+    }
   }
 
   // (8) An aborted batch returns within the grace period (plus the subscriber's own time).
@@ -873,18 +933,24 @@ const violations = (run: Run): Array<string> => {
   rec.bodyBegins.forEach((b, k) => {
     const exit = rec.bodyExits.find((x) => x.i === b.i)
     const stopped = exit === undefined || exit.seq > rec.doneSeq! || exit.exit === "interrupted"
-    if (stopped && rec.signalsAtReturn[k] !== true) v.push(`call ${b.i}: its tool was stopped but its AbortSignal did not fire`)
+    if (stopped && rec.signalsAtReturn[k] !== true) {
+      v.push(`call ${b.i}: its tool was stopped but its AbortSignal did not fire`)
+    }
   })
   const abandonable = c.sink === "stall" || rec.bodyBegins.some((b) => !cooperative(b.i))
   if (!abandonable) {
     for (const t of rec.aliveAtReturn) {
-      v.push(`a fiber of the batch (#${t.fiber.id}, ${t.role} at #${t.seen.join(", #")}) was still running when it returned`)
+      v.push(
+        `a fiber of the batch (#${t.fiber.id}, ${t.role} at #${t.seen.join(", #")}) was still running when it returned`
+      )
     }
   }
   const stuck = rec.bodyBegins.some((b) => c.calls[b.i].body === "stubborn")
   if (!stuck) {
     for (const t of rec.aliveLater) {
-      v.push(`a fiber (#${t.fiber.id}, ${t.role} at #${t.seen.join(", #")}) was still running 5 s after the batch returned`)
+      v.push(
+        `a fiber (#${t.fiber.id}, ${t.role} at #${t.seen.join(", #")}) was still running 5 s after the batch returned`
+      )
     }
   }
 
@@ -908,7 +974,9 @@ const violations = (run: Run): Array<string> => {
       const afterInstalled = c.calls.some((call) => call.after !== "pass")
       if (!isImmediate(c, i) && afterInstalled && afters !== 1) v.push(`call ${i}: afterToolCall ran ${afters} times`)
       if (end.isError !== e.isError) v.push(`call ${i}: isError ${end.isError}, expected ${e.isError}`)
-      if ((end.result?.terminate === true) !== e.terminate) v.push(`call ${i}: terminate ${end.result?.terminate}, expected ${e.terminate}`)
+      if ((end.result?.terminate === true) !== e.terminate) {
+        v.push(`call ${i}: terminate ${end.result?.terminate}, expected ${e.terminate}`)
+      }
       const t = textOf(end.result?.content)
       if (e.text && !e.text(t)) v.push(`call ${i}: unexpected result text ${JSON.stringify(t)}`)
     }
@@ -1052,123 +1120,129 @@ describe("executeToolCalls: abort with a tool that never settles and ignores can
   const Cooperative = make("cooperative")
   const Slow = make("slow")
 
-  it.effect.each(["signal", "interrupt"] as const)("aborted by %s: finishes within the grace period, only the stubborn tool is left running", (how) =>
-    Effect.gen(function*() {
-      const grace = 1_000
-      const abortAt = 500
-      const toolFibers = new Map<string, Fiber.Fiber<unknown, unknown>>()
-      const toolSignals = new Map<string, AbortSignal>()
-      const finalizersRan = new Set<string>()
-      // Every other fiber seen running batch code, with what it was seen doing.
-      const otherFibers = new Map<Fiber.Fiber<unknown, unknown>, Array<string>>()
-      const see = (fiber: Fiber.Fiber<unknown, unknown>, what: string) => {
-        if (![...toolFibers.values()].includes(fiber)) otherFibers.set(fiber, [...(otherFibers.get(fiber) ?? []), what])
-      }
-      const events: Array<AgentEvent> = []
-      const body = (name: string, effect: Effect.Effect<ToolResult>) => (_: unknown, ctx: ToolContext) =>
-        Effect.withFiber((fiber) => {
-          toolFibers.set(name, fiber)
-          toolSignals.set(name, ctx.signal)
-          return effect.pipe(Effect.onExit(() => Effect.sync(() => finalizersRan.add(name))))
-        })
-      const tools: Array<RegisteredTool> = [
-        { tool: Stubborn, handler: body("stubborn", Effect.uninterruptible(Effect.never)) },
-        { tool: Cooperative, handler: body("cooperative", Effect.never) },
-        { tool: Slow, handler: body("slow", Effect.as(Effect.sleep("10 seconds"), Tool.textResult("slow done"))) }
-      ]
-      const registry: ToolRegistryShape = { tools, get: (name) => tools.find((t) => t.tool.name === name) }
-      const message: AssistantMessage = {
-        role: "assistant",
-        api: "test",
-        provider: "test",
-        model: "test",
-        usage: emptyUsage,
-        stopReason: "toolUse",
-        timestamp: 0,
-        content: ["stubborn", "cooperative", "slow"].map((name) => ({
-          type: "toolCall" as const,
-          id: `id-${name}`,
-          name,
-          arguments: {}
-        }))
-      }
-      const sink: EventSinkShape = {
-        emit: (event) =>
-          Effect.withFiber((fiber) =>
-            Effect.sync(() => {
-              see(fiber, `${event.type} ${(event as any).toolCallId ?? (event as any).message?.toolCallId}`)
-              events.push(event)
-            })
-          )
-      }
-      const controller = new AbortController()
-      let batchFiber: Fiber.Fiber<unknown, unknown> | undefined
-      const fiber = yield* Effect.withFiber((f) => {
-        batchFiber = f
-        return executeToolCalls(message, {
-          abandonAfter: grace,
-          afterToolCall: ({ toolCall }) => Effect.withFiber((f) => Effect.sync(() => see(f, `afterToolCall ${toolCall.id}`))),
-          ...(how === "signal" ? { signal: controller.signal } : {})
-        })
-      }).pipe(
-        Effect.provideService(ToolRegistry, registry),
-        Effect.provideService(EventSink.EventSink, sink),
-        Effect.forkChild({ startImmediately: true })
-      )
-      yield* TestClock.adjust(abortAt)
-      assert.deepStrictEqual([...toolFibers.keys()].sort(), ["cooperative", "slow", "stubborn"])
-      if (how === "signal") controller.abort()
-      else fiber.interruptUnsafe()
-      let elapsed = 0
-      while (fiber.pollUnsafe() === undefined && elapsed < 10 * grace) {
-        yield* TestClock.adjust(100)
-        elapsed += 100
-      }
-      const exit = fiber.pollUnsafe()
-      assert.isDefined(exit, "the batch did not finish")
-      assert.isAtMost(elapsed, grace, `the batch took ${elapsed} ms after the abort (grace ${grace} ms)`)
-
-      // Every call ended, in source order, each with a result that says what happened.
-      const ends = events.filter((e) => e.type === "tool_execution_end") as Array<any>
-      const messages = events.filter((e) => e.type === "message_end").map((e: any) => e.message as ToolResultMessage)
-      assert.deepStrictEqual(messages.map((m) => m.toolCallId), ["id-stubborn", "id-cooperative", "id-slow"])
-      assert.strictEqual(ends.length, 3)
-      assert.include(textOf(messages[0].content), "abandoned")
-      for (const m of messages) {
-        assert.isTrue(m.isError)
-        assert.include(textOf(m.content), "interrupted after it started")
-      }
-      if (how === "signal") {
-        assert.isTrue(Exit.isSuccess(exit!))
-        if (Exit.isSuccess(exit!)) {
-          const result = exit.value as ToolBatchResult
-          assert.isTrue(result.aborted)
-          assert.isFalse(result.terminate)
-          assert.deepStrictEqual(result.messages, messages)
+  it.effect.each(["signal", "interrupt"] as const)(
+    "aborted by %s: finishes within the grace period, only the stubborn tool is left running",
+    (how) =>
+      Effect.gen(function*() {
+        const grace = 1_000
+        const abortAt = 500
+        const toolFibers = new Map<string, Fiber.Fiber<unknown, unknown>>()
+        const toolSignals = new Map<string, AbortSignal>()
+        const finalizersRan = new Set<string>()
+        // Every other fiber seen running batch code, with what it was seen doing.
+        const otherFibers = new Map<Fiber.Fiber<unknown, unknown>, Array<string>>()
+        const see = (fiber: Fiber.Fiber<unknown, unknown>, what: string) => {
+          if (![...toolFibers.values()].includes(fiber)) {
+            otherFibers.set(fiber, [...(otherFibers.get(fiber) ?? []), what])
+          }
         }
-      }
+        const events: Array<AgentEvent> = []
+        const body = (name: string, effect: Effect.Effect<ToolResult>) => (_: unknown, ctx: ToolContext) =>
+          Effect.withFiber((fiber) => {
+            toolFibers.set(name, fiber)
+            toolSignals.set(name, ctx.signal)
+            return effect.pipe(Effect.onExit(() => Effect.sync(() => finalizersRan.add(name))))
+          })
+        const tools: Array<RegisteredTool> = [
+          { tool: Stubborn, handler: body("stubborn", Effect.uninterruptible(Effect.never)) },
+          { tool: Cooperative, handler: body("cooperative", Effect.never) },
+          { tool: Slow, handler: body("slow", Effect.as(Effect.sleep("10 seconds"), Tool.textResult("slow done"))) }
+        ]
+        const registry: ToolRegistryShape = { tools, get: (name) => tools.find((t) => t.tool.name === name) }
+        const message: AssistantMessage = {
+          role: "assistant",
+          api: "test",
+          provider: "test",
+          model: "test",
+          usage: emptyUsage,
+          stopReason: "toolUse",
+          timestamp: 0,
+          content: ["stubborn", "cooperative", "slow"].map((name) => ({
+            type: "toolCall" as const,
+            id: `id-${name}`,
+            name,
+            arguments: {}
+          }))
+        }
+        const sink: EventSinkShape = {
+          emit: (event) =>
+            Effect.withFiber((fiber) =>
+              Effect.sync(() => {
+                see(fiber, `${event.type} ${(event as any).toolCallId ?? (event as any).message?.toolCallId}`)
+                events.push(event)
+              })
+            )
+        }
+        const controller = new AbortController()
+        let batchFiber: Fiber.Fiber<unknown, unknown> | undefined
+        const fiber = yield* Effect.withFiber((f) => {
+          batchFiber = f
+          return executeToolCalls(message, {
+            abandonAfter: grace,
+            afterToolCall: ({ toolCall }) =>
+              Effect.withFiber((f) => Effect.sync(() => see(f, `afterToolCall ${toolCall.id}`))),
+            ...(how === "signal" ? { signal: controller.signal } : {})
+          })
+        }).pipe(
+          Effect.provideService(ToolRegistry, registry),
+          Effect.provideService(EventSink.EventSink, sink),
+          Effect.forkChild({ startImmediately: true })
+        )
+        yield* TestClock.adjust(abortAt)
+        assert.deepStrictEqual([...toolFibers.keys()].sort(), ["cooperative", "slow", "stubborn"])
+        if (how === "signal") controller.abort()
+        else fiber.interruptUnsafe()
+        let elapsed = 0
+        while (fiber.pollUnsafe() === undefined && elapsed < 10 * grace) {
+          yield* TestClock.adjust(100)
+          elapsed += 100
+        }
+        const exit = fiber.pollUnsafe()
+        assert.isDefined(exit, "the batch did not finish")
+        assert.isAtMost(elapsed, grace, `the batch took ${elapsed} ms after the abort (grace ${grace} ms)`)
 
-      // Only the stubborn tool is still running; the others were interrupted, ran their finalizers and saw
-      // their AbortSignal fire; no fiber of the batch itself is left.
-      assert.isUndefined(toolFibers.get("stubborn")!.pollUnsafe(), "the stubborn tool cannot have stopped")
-      for (const name of ["cooperative", "slow"]) {
-        assert.isDefined(toolFibers.get(name)!.pollUnsafe(), `the ${name} tool's fiber is still running`)
-        assert.isTrue(finalizersRan.has(name), `the ${name} tool's finalizers did not run`)
-        assert.isTrue(toolSignals.get(name)!.aborted, `the ${name} tool's AbortSignal was not aborted`)
-      }
-      assert.isFalse(finalizersRan.has("stubborn"))
-      assert.isTrue(toolSignals.get("stubborn")!.aborted, "the stubborn tool's AbortSignal was not aborted")
-      const stillRunning = [...otherFibers].filter(([f]) => f !== batchFiber && f.pollUnsafe() === undefined)
-      assert.deepStrictEqual(
-        stillRunning.map(([f, seen]) => `fiber #${f.id}, seen: ${seen.join("; ")}`),
-        [],
-        "fibers of the batch besides the stubborn tool's are still running"
-      )
-      // Nothing more happens later.
-      const count = events.length
-      yield* TestClock.adjust("1 minute")
-      assert.strictEqual(events.length, count, "an event after the batch returned")
-    }))
+        // Every call ended, in source order, each with a result that says what happened.
+        const ends = events.filter((e) => e.type === "tool_execution_end") as Array<any>
+        const messages = events.filter((e) => e.type === "message_end").map((e: any) => e.message as ToolResultMessage)
+        assert.deepStrictEqual(messages.map((m) => m.toolCallId), ["id-stubborn", "id-cooperative", "id-slow"])
+        assert.strictEqual(ends.length, 3)
+        assert.include(textOf(messages[0].content), "abandoned")
+        for (const m of messages) {
+          assert.isTrue(m.isError)
+          assert.include(textOf(m.content), "interrupted after it started")
+        }
+        if (how === "signal") {
+          assert.isTrue(Exit.isSuccess(exit!))
+          if (Exit.isSuccess(exit!)) {
+            const result = exit.value as ToolBatchResult
+            assert.isTrue(result.aborted)
+            assert.isFalse(result.terminate)
+            assert.deepStrictEqual(result.messages, messages)
+          }
+        }
+
+        // Only the stubborn tool is still running; the others were interrupted, ran their finalizers and saw
+        // their AbortSignal fire; no fiber of the batch itself is left.
+        assert.isUndefined(toolFibers.get("stubborn")!.pollUnsafe(), "the stubborn tool cannot have stopped")
+        for (const name of ["cooperative", "slow"]) {
+          assert.isDefined(toolFibers.get(name)!.pollUnsafe(), `the ${name} tool's fiber is still running`)
+          assert.isTrue(finalizersRan.has(name), `the ${name} tool's finalizers did not run`)
+          assert.isTrue(toolSignals.get(name)!.aborted, `the ${name} tool's AbortSignal was not aborted`)
+        }
+        assert.isFalse(finalizersRan.has("stubborn"))
+        assert.isTrue(toolSignals.get("stubborn")!.aborted, "the stubborn tool's AbortSignal was not aborted")
+        const stillRunning = [...otherFibers].filter(([f]) => f !== batchFiber && f.pollUnsafe() === undefined)
+        assert.deepStrictEqual(
+          stillRunning.map(([f, seen]) => `fiber #${f.id}, seen: ${seen.join("; ")}`),
+          [],
+          "fibers of the batch besides the stubborn tool's are still running"
+        )
+        // Nothing more happens later.
+        const count = events.length
+        yield* TestClock.adjust("1 minute")
+        assert.strictEqual(events.length, count, "an event after the batch returned")
+      })
+  )
 })
 
 // ---------------------------------------------------------------------------------------------------------
@@ -1185,13 +1259,16 @@ describe("executeToolCalls: regressions found by the properties", () => {
       ["sequential", "SignalAfterEvents"],
       ["parallel", "InterruptAfterEvents"]
     ] as const
-  )("an abort during message_start still lets the call's message_end out (%s, %s)", ([mode, tag]) =>
-    checkCase(batchCase({
-      calls: [call({ delay: 100 })],
-      configSequential: mode === "sequential",
-      // start, end, message_start: the abort fires from the subscriber as it receives message_start
-      abort: { _tag: tag, events: 3 }
-    })))
+  )(
+    "an abort during message_start still lets the call's message_end out (%s, %s)",
+    ([mode, tag]) =>
+      checkCase(batchCase({
+        calls: [call({ delay: 100 })],
+        configSequential: mode === "sequential",
+        // start, end, message_start: the abort fires from the subscriber as it receives message_start
+        abort: { _tag: tag, events: 3 }
+      }))
+  )
 
   // Fixed since it was found: an abort that fires while a tool body is starting (here the subscriber aborts on
   // the tool's first, synchronous update). `execute` forked the tool (`forkDetach`, startImmediately) and only

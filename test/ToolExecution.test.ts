@@ -11,8 +11,6 @@ import * as EventSink from "../src/EventSink.ts"
 import type { ToolCall, ToolResultMessage } from "../src/Message.ts"
 import * as Tool from "../src/Tool.ts"
 import type { ToolResult } from "../src/Tool.ts"
-import { grep } from "../src/tools/grep.ts"
-import { read } from "../src/tools/read.ts"
 import {
   type AfterToolCallContext,
   type BeforeToolCallContext,
@@ -21,6 +19,8 @@ import {
   type ToolExecutionOptions
 } from "../src/ToolExecution.ts"
 import { type RegisteredTool, ToolRegistry } from "../src/ToolRegistry.ts"
+import { grep } from "../src/tools/grep.ts"
+import { read } from "../src/tools/read.ts"
 import {
   assertBatchInvariants,
   assistantMessage,
@@ -187,7 +187,11 @@ describe("TE 1 choosing the mode", () => {
         "msg_start:3",
         "msg_end:3"
       ])
-      assertBatchInvariants(rec.events, [toolCall("1", "a"), toolCall("2", "nope"), toolCall("3", "a")], result.messages)
+      assertBatchInvariants(
+        rec.events,
+        [toolCall("1", "a"), toolCall("2", "nope"), toolCall("3", "a")],
+        result.messages
+      )
     }))
 
   it.effect("TE 1 a tool's executionMode parallel cannot override a sequential config", () =>
@@ -218,9 +222,22 @@ describe("TE 2 prepare", () => {
       yield* runBatch(assistantMessage(call), [tool], rec.sink, {
         beforeToolCall: () => rec.mark("before:1")
       })
-      assert.deepStrictEqual(rec.trace, ["start:1", "shim:1", "before:1", "exec:1", "end:1", "msg_start:1", "msg_end:1"])
+      assert.deepStrictEqual(rec.trace, [
+        "start:1",
+        "shim:1",
+        "before:1",
+        "exec:1",
+        "end:1",
+        "msg_start:1",
+        "msg_end:1"
+      ])
       const [start] = rec.ofType("tool_execution_start")
-      assert.deepStrictEqual(start, { type: "tool_execution_start", toolCallId: "1", toolName: "num", args: { n: "5" } })
+      assert.deepStrictEqual(start, {
+        type: "tool_execution_start",
+        toolCallId: "1",
+        toolName: "num",
+        args: { n: "5" }
+      })
       assert.strictEqual(start!.args, raw, "the start event carries the raw arguments object")
     }))
 
@@ -301,7 +318,11 @@ describe("TE 2 prepare", () => {
         prepareArguments: () => Effect.die(new Error("shim crashed"))
       })
       const other = scripted("ok", marking(rec))
-      const result = yield* runBatch(assistantMessage(toolCall("1", "read"), toolCall("2", "ok")), [tool, other], rec.sink)
+      const result = yield* runBatch(
+        assistantMessage(toolCall("1", "read"), toolCall("2", "ok")),
+        [tool, other],
+        rec.sink
+      )
       assert.strictEqual(textOf(result.messages[0]!), "shim crashed")
       assert.isTrue(result.messages[0]!.isError)
       assert.isFalse(rec.trace.includes("exec:1"))
@@ -356,7 +377,15 @@ describe("TE 2 prepare", () => {
       })
       const result = yield* runBatch(assistantMessage(toolCall("1", "t", raw)), [tool], rec.sink)
       assert.isFalse(result.messages[0]!.isError, textOf(result.messages[0]!))
-      assert.deepStrictEqual(received, { n: 42, x: -1500, on: true, off: false, s: "7", nested: { k: 3 }, list: [1, 2] })
+      assert.deepStrictEqual(received, {
+        n: 42,
+        x: -1500,
+        on: true,
+        off: false,
+        s: "7",
+        nested: { k: 3 },
+        list: [1, 2]
+      })
       assert.deepStrictEqual(raw, snapshot, "the raw arguments are never mutated")
       assert.notStrictEqual(received, raw)
       assert.notStrictEqual(received.nested, raw.nested)
@@ -614,14 +643,16 @@ describe("TE 2 prepare", () => {
       const gates = makeGates()
       const controller = new AbortController()
       const calls = [toolCall("1", "a"), toolCall("2", "a")]
-      const fiber = yield* Effect.forkChild(runBatch(assistantMessage(...calls), [scripted("a", marking(rec))], rec.sink, {
-        signal: controller.signal,
-        beforeToolCall: (c) =>
-          rec.mark(`before:${c.toolCall.id}`).pipe(
-            Effect.andThen(gates.wait(`approve:${c.toolCall.id}`)),
-            Effect.onInterrupt(() => rec.mark(`before-interrupted:${c.toolCall.id}`))
-          )
-      }))
+      const fiber = yield* Effect.forkChild(
+        runBatch(assistantMessage(...calls), [scripted("a", marking(rec))], rec.sink, {
+          signal: controller.signal,
+          beforeToolCall: (c) =>
+            rec.mark(`before:${c.toolCall.id}`).pipe(
+              Effect.andThen(gates.wait(`approve:${c.toolCall.id}`)),
+              Effect.onInterrupt(() => rec.mark(`before-interrupted:${c.toolCall.id}`))
+            )
+        })
+      )
       yield* within(rec.reached("before:1"), "beforeToolCall of call 1")
       yield* settleFibers
       yield* Effect.sync(() => controller.abort())
@@ -696,8 +727,10 @@ describe("TE 2.3 arguments that are not valid JSON, and null for an optional pro
     Effect.gen(function*() {
       const rec = makeRecorder()
       const received: Array<unknown> = []
-      const asString = (id: string, text: string): ToolCall =>
-        ({ ...toolCall(id, "read"), arguments: text as unknown as Record<string, unknown> })
+      const asString = (id: string, text: string): ToolCall => ({
+        ...toolCall(id, "read"),
+        arguments: text as unknown as Record<string, unknown>
+      })
       const result = yield* runBatch(
         assistantMessage(
           asString("1", "{\"path\": \"a.txt\", \"limit\": 5}"),
@@ -709,7 +742,10 @@ describe("TE 2.3 arguments that are not valid JSON, and null for an optional pro
       )
       assert.deepStrictEqual(received, [{ path: "a.txt", limit: 5 }])
       assert.isFalse(result.messages[0]!.isError)
-      assert.include(textOf(result.messages[1]!), "the arguments are not valid JSON: expected a JSON object, got an array")
+      assert.include(
+        textOf(result.messages[1]!),
+        "the arguments are not valid JSON: expected a JSON object, got an array"
+      )
       assert.include(textOf(result.messages[2]!), "the arguments are not valid JSON: Unexpected token 'p'")
       assert.include(textOf(result.messages[2]!), "(at position 0)")
     }))
@@ -737,7 +773,11 @@ describe("TE 2.3 arguments that are not valid JSON, and null for an optional pro
         [recording(read, received), recording(grep, received)],
         rec.sink
       )
-      assert.deepStrictEqual(result.messages.map((m) => m.isError), [false, false], result.messages.map(textOf).join("\n"))
+      assert.deepStrictEqual(
+        result.messages.map((m) => m.isError),
+        [false, false],
+        result.messages.map(textOf).join("\n")
+      )
       assert.deepStrictEqual(received, [{ path: "a.txt" }, { pattern: "x", literal: true }])
     }))
 
@@ -870,12 +910,15 @@ describe("TE 3 execute", () => {
   it.effect("TE 3 a typed failure becomes an error result whose text is the error's message", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
-      const tool = scripted("w", byCallId({
-        "1": () => Effect.fail(new Error("EACCES: permission denied")),
-        "2": () => Effect.fail(new DiskFull({ message: "disk full" })),
-        "3": () => Effect.fail("plain string failure"),
-        "4": () => Effect.fail({ message: "object with a message" })
-      }))
+      const tool = scripted(
+        "w",
+        byCallId({
+          "1": () => Effect.fail(new Error("EACCES: permission denied")),
+          "2": () => Effect.fail(new DiskFull({ message: "disk full" })),
+          "3": () => Effect.fail("plain string failure"),
+          "4": () => Effect.fail({ message: "object with a message" })
+        })
+      )
       const calls = ["1", "2", "3", "4"].map((id) => toolCall(id, "w"))
       const result = yield* runBatch(assistantMessage(...calls), [tool], rec.sink)
       assert.deepStrictEqual(result.messages.map(textOf), [
@@ -898,16 +941,19 @@ describe("TE 3 execute", () => {
   it.effect("TE 3 a defect becomes an error result whose text is the defect's message", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
-      const tool = scripted("d", byCallId({
-        "1": () => Effect.die(new Error("kaboom")),
-        "2": () =>
-          Effect.sync(() => {
-            throw new TypeError("cannot read properties of undefined")
-          }),
-        "3": () => {
-          throw new Error("handler threw before returning an Effect")
-        }
-      }))
+      const tool = scripted(
+        "d",
+        byCallId({
+          "1": () => Effect.die(new Error("kaboom")),
+          "2": () =>
+            Effect.sync(() => {
+              throw new TypeError("cannot read properties of undefined")
+            }),
+          "3": () => {
+            throw new Error("handler threw before returning an Effect")
+          }
+        })
+      )
       const calls = ["1", "2", "3"].map((id) => toolCall(id, "d"))
       const result = yield* runBatch(assistantMessage(...calls), [tool], rec.sink)
       assert.deepStrictEqual(result.messages.map(textOf), [
@@ -923,13 +969,16 @@ describe("TE 3 execute", () => {
   it.effect("TE 3 an invalid tool result becomes an error result naming the tool", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
-      const tool = scripted("sloppy", byCallId({
-        "1": () => Effect.succeed({} as unknown as ToolResult),
-        "2": () => Effect.succeed(null as unknown as ToolResult),
-        "3": () => Effect.succeed({ content: "just a string", details: {} } as unknown as ToolResult),
-        "4": () => Effect.succeed({ content: [{ type: "video", url: "x" }] } as unknown as ToolResult),
-        "5": () => Effect.succeed({ content: [{ type: "text", text: "fine" }] } as unknown as ToolResult)
-      }))
+      const tool = scripted(
+        "sloppy",
+        byCallId({
+          "1": () => Effect.succeed({} as unknown as ToolResult),
+          "2": () => Effect.succeed(null as unknown as ToolResult),
+          "3": () => Effect.succeed({ content: "just a string", details: {} } as unknown as ToolResult),
+          "4": () => Effect.succeed({ content: [{ type: "video", url: "x" }] } as unknown as ToolResult),
+          "5": () => Effect.succeed({ content: [{ type: "text", text: "fine" }] } as unknown as ToolResult)
+        })
+      )
       const calls = ["1", "2", "3", "4", "5"].map((id) => toolCall(id, "sloppy"))
       const result = yield* runBatch(assistantMessage(...calls), [tool], rec.sink)
       for (const m of result.messages.slice(0, 4)) {
@@ -947,7 +996,11 @@ describe("TE 3 execute", () => {
       const gates = makeGates()
       const calls = [toolCall("1", "slow")]
       const fiber = yield* Effect.forkChild(
-        runBatch(assistantMessage(...calls), [scripted("slow", cooperative(rec, gates), { timeout: "1 second" })], rec.sink)
+        runBatch(
+          assistantMessage(...calls),
+          [scripted("slow", cooperative(rec, gates), { timeout: "1 second" })],
+          rec.sink
+        )
       )
       yield* within(rec.reached("exec:1"), "execution")
       yield* TestClock.adjust("999 millis")
@@ -969,10 +1022,15 @@ describe("TE 3 execute", () => {
       const gates = makeGates()
       const calls = [toolCall("1", "plain"), toolCall("2", "own")]
       const fiber = yield* Effect.forkChild(
-        runBatch(assistantMessage(...calls), [
-          scripted("plain", cooperative(rec, gates)),
-          scripted("own", cooperative(rec, gates), { timeout: "1 second" })
-        ], rec.sink, { timeout: "3 seconds" })
+        runBatch(
+          assistantMessage(...calls),
+          [
+            scripted("plain", cooperative(rec, gates)),
+            scripted("own", cooperative(rec, gates), { timeout: "1 second" })
+          ],
+          rec.sink,
+          { timeout: "3 seconds" }
+        )
       )
       yield* within(rec.reached("exec:2"), "execution")
       yield* TestClock.adjust("1 second")
@@ -982,7 +1040,10 @@ describe("TE 3 execute", () => {
       assert.isFalse(rec.trace.includes("end:1"), "not before the default limit")
       yield* TestClock.adjust("1 millis")
       const result = yield* within(Fiber.join(fiber), "the batch")
-      assert.deepStrictEqual(result.messages.map(textOf), ["Tool plain timed out after 3s", "Tool own timed out after 1s"])
+      assert.deepStrictEqual(result.messages.map(textOf), [
+        "Tool plain timed out after 3s",
+        "Tool own timed out after 1s"
+      ])
       assert.deepStrictEqual(rec.labels("end"), ["end:2", "end:1"])
     }).pipe(unblockOnExit))
 
@@ -1052,10 +1113,14 @@ describe("TE 4 finalize", () => {
       const context: AgentContext = { systemPrompt: "sys", messages: [] }
       const calls = [toolCall("1", "num", { n: "1" }), toolCall("2", "num", { n: "2" })]
       const msg = assistantMessage(...calls)
-      const tool = scripted("num", byCallId({
-        "1": succeedWith("one", { details: { k: 1 } }),
-        "2": () => Effect.fail(new Error("two failed"))
-      }), { parameters: NumberArgs })
+      const tool = scripted(
+        "num",
+        byCallId({
+          "1": succeedWith("one", { details: { k: 1 } }),
+          "2": () => Effect.fail(new Error("two failed"))
+        }),
+        { parameters: NumberArgs }
+      )
       yield* runBatch(msg, [tool], rec.sink, {
         context,
         beforeToolCall: (c) => Effect.succeed(c.toolCall.id === "2" ? { args: { n: 20 } } : undefined),
@@ -1081,7 +1146,9 @@ describe("TE 4 finalize", () => {
       const rec = makeRecorder()
       const executed = { content: [{ type: "text" as const, text: "original" }], details: { a: 1, nested: { x: 1 } } }
       const tool = scripted("t", () => Effect.succeed(executed))
-      const calls = ["none", "empty", "isError", "content", "details", "terminate", "all"].map((id) => toolCall(id, "t"))
+      const calls = ["none", "empty", "isError", "content", "details", "terminate", "all"].map((id) =>
+        toolCall(id, "t")
+      )
       const result = yield* runBatch(assistantMessage(...calls), [tool], rec.sink, {
         afterToolCall: (c) =>
           Effect.succeed(
@@ -1147,18 +1214,23 @@ describe("TE 4 finalize", () => {
         toolCall("shimfail", "shim"),
         toolCall("ran", "num", { n: 4 })
       ]
-      yield* runBatch(assistantMessage(...calls), [
-        scripted("num", marking(rec), { parameters: NumberArgs }),
-        scripted("shim", marking(rec), { prepareArguments: () => Effect.fail("nope") })
-      ], rec.sink, {
-        beforeToolCall: (c) =>
-          c.toolCall.id === "blocked"
-            ? Effect.succeed({ block: true })
-            : c.toolCall.id === "hookfail"
-            ? Effect.fail("hook failed")
-            : Effect.void,
-        afterToolCall: (c) => Effect.sync(() => void seen.push(c.toolCall.id))
-      })
+      yield* runBatch(
+        assistantMessage(...calls),
+        [
+          scripted("num", marking(rec), { parameters: NumberArgs }),
+          scripted("shim", marking(rec), { prepareArguments: () => Effect.fail("nope") })
+        ],
+        rec.sink,
+        {
+          beforeToolCall: (c) =>
+            c.toolCall.id === "blocked"
+              ? Effect.succeed({ block: true })
+              : c.toolCall.id === "hookfail"
+              ? Effect.fail("hook failed")
+              : Effect.void,
+          afterToolCall: (c) => Effect.sync(() => void seen.push(c.toolCall.id))
+        }
+      )
       assert.deepStrictEqual(seen, ["ran"])
       assert.deepStrictEqual(rec.trace.filter((e) => e.startsWith("exec:")), ["exec:ran"])
     }))
@@ -1197,7 +1269,13 @@ describe("TE 5 end event and tool-result message", () => {
       yield* runBatch(assistantMessage(toolCall("1", "t")), [scripted("t", () => Effect.succeed(r))], rec.sink)
       const end = endOf(rec, "1")
       assert.deepStrictEqual(Object.keys(end).sort(), ["isError", "result", "toolCallId", "toolName", "type"])
-      assert.deepStrictEqual(end, { type: "tool_execution_end", toolCallId: "1", toolName: "t", result: r, isError: false })
+      assert.deepStrictEqual(end, {
+        type: "tool_execution_end",
+        toolCallId: "1",
+        toolName: "t",
+        result: r,
+        isError: false
+      })
     }))
 
   it.effect("TE 5 the tool-result message has pi's shape and no terminate key", () =>
@@ -1280,10 +1358,12 @@ describe("TE 6 ordering", () => {
       const rec = makeRecorder()
       const gates = makeGates()
       const calls = [toolCall("1", "g"), toolCall("2", "nope"), toolCall("3", "g")]
-      const fiber = yield* Effect.forkChild(runBatch(assistantMessage(...calls), [scripted("g", gated(rec, gates))], rec.sink, {
-        toolExecution: "sequential",
-        afterToolCall: (c) => rec.mark(`after:${c.toolCall.id}`)
-      }))
+      const fiber = yield* Effect.forkChild(
+        runBatch(assistantMessage(...calls), [scripted("g", gated(rec, gates))], rec.sink, {
+          toolExecution: "sequential",
+          afterToolCall: (c) => rec.mark(`after:${c.toolCall.id}`)
+        })
+      )
       yield* within(rec.reached("exec:1"), "call 1 executing")
       yield* settleFibers
       assert.deepStrictEqual(rec.trace, ["start:1", "exec:1"], "call 2 waits for call 1")
@@ -1326,7 +1406,12 @@ describe("TE 6 ordering", () => {
       yield* TestClock.adjust("1 second")
       yield* TestClock.adjust("2 seconds")
       const result = yield* within(Fiber.join(fiber), "the batch")
-      assert.deepStrictEqual(result.messages.map((m) => m.timestamp), [1_000, 3_000])
+      assert.deepStrictEqual(
+        result.messages.map((m) =>
+          m.timestamp
+        ),
+        [1_000, 3_000]
+      )
     }).pipe(unblockOnExit))
 
   it.effect("TE 6 parallel: preflight runs in source order, one call at a time, hooks awaited", () =>
@@ -1387,9 +1472,14 @@ describe("TE 6 ordering", () => {
       const rec = makeRecorder()
       const gates = makeGates()
       const calls = [toolCall("1", "g"), toolCall("2", "g"), toolCall("3", "g")]
-      const fiber = yield* Effect.forkChild(runBatch(assistantMessage(...calls), [scripted("g", gated(rec, gates))], rec.sink))
+      const fiber = yield* Effect.forkChild(
+        runBatch(assistantMessage(...calls), [scripted("g", gated(rec, gates))], rec.sink)
+      )
       // every call is executing while none of them may finish
-      yield* within(Effect.all([rec.reached("exec:1"), rec.reached("exec:2"), rec.reached("exec:3")]), "all three executing")
+      yield* within(
+        Effect.all([rec.reached("exec:1"), rec.reached("exec:2"), rec.reached("exec:3")]),
+        "all three executing"
+      )
       assert.isFalse(rec.trace.some((e) => e.startsWith("end:")))
       yield* gates.open("3")
       yield* gates.open("1")
@@ -1432,7 +1522,9 @@ describe("TE 6 ordering", () => {
       const rec = makeRecorder()
       const gates = makeGates()
       const calls = [toolCall("A", "g"), toolCall("B", "g"), toolCall("C", "g")]
-      const fiber = yield* Effect.forkChild(runBatch(assistantMessage(...calls), [scripted("g", gated(rec, gates))], rec.sink))
+      const fiber = yield* Effect.forkChild(
+        runBatch(assistantMessage(...calls), [scripted("g", gated(rec, gates))], rec.sink)
+      )
       yield* within(Effect.all([rec.reached("exec:A"), rec.reached("exec:B"), rec.reached("exec:C")]), "executing")
       yield* gates.open("B")
       yield* within(rec.reached("end:B"), "end of B")
@@ -1458,8 +1550,10 @@ describe("TE 6 ordering", () => {
     Effect.gen(function*() {
       const rec = makeRecorder()
       yield* TestClock.setTime(10_000)
-      const tool = scripted("sleepy", (_args, ctx) =>
-        Effect.as(Effect.sleep(`${Number(ctx.toolCallId)} seconds`), { content: [], details: {} }))
+      const tool = scripted(
+        "sleepy",
+        (_args, ctx) => Effect.as(Effect.sleep(`${Number(ctx.toolCallId)} seconds`), { content: [], details: {} })
+      )
       const calls = [toolCall("3", "sleepy"), toolCall("1", "sleepy"), toolCall("2", "sleepy")]
       const fiber = yield* Effect.forkChild(runBatch(assistantMessage(...calls), [tool], rec.sink))
       yield* TestClock.adjust("3 seconds")
@@ -1619,7 +1713,11 @@ describe("TE 8 abort and interruption", () => {
       const result = yield* within(Fiber.join(fiber), "the aborted batch")
       assert.isTrue(result.aborted)
       assert.isFalse(rec.trace.some((e) => e.startsWith("exec:")))
-      assert.deepStrictEqual(result.messages.map(textOf), [notStartedText("c"), notStartedText("c"), notStartedText("c")])
+      assert.deepStrictEqual(result.messages.map(textOf), [
+        notStartedText("c"),
+        notStartedText("c"),
+        notStartedText("c")
+      ])
       // parallel order rules still hold: every start, then the ends, then the messages
       assert.deepStrictEqual(rec.labels("start", "end", "msg_start", "msg_end"), [
         "start:1",
@@ -1743,9 +1841,14 @@ describe("TE 8 abort and interruption", () => {
       const controller = new AbortController()
       const calls = [toolCall("1", "stubborn"), toolCall("2", "c")]
       const fiber = yield* Effect.forkChild(
-        runBatch(assistantMessage(...calls), [scripted("stubborn", stubborn(rec)), scripted("c", cooperative(rec, gates))], rec.sink, {
-          signal: controller.signal
-        })
+        runBatch(
+          assistantMessage(...calls),
+          [scripted("stubborn", stubborn(rec)), scripted("c", cooperative(rec, gates))],
+          rec.sink,
+          {
+            signal: controller.signal
+          }
+        )
       )
       yield* within(Effect.all([rec.reached("exec:1"), rec.reached("exec:2")]), "both executing")
       yield* settleFibers
@@ -2084,7 +2187,9 @@ describe("TE 9 bad input and faults", () => {
     Effect.gen(function*() {
       const rec = makeRecorder()
       const sink = faultySink(rec, () => Effect.sleep("1 second"))
-      const fiber = yield* Effect.forkChild(runBatch(assistantMessage(...faultCalls), [scripted("a", marking(rec))], sink))
+      const fiber = yield* Effect.forkChild(
+        runBatch(assistantMessage(...faultCalls), [scripted("a", marking(rec))], sink)
+      )
       for (let i = 0; i < 20; i++) yield* TestClock.adjust("1 second")
       const result = yield* within(Fiber.join(fiber), "the batch")
       expectNormal(rec, result)

@@ -21,7 +21,12 @@ const OTHER_EFFECT = "4.0.6"
 
 const sh = (cwd: string, file: string, args: ReadonlyArray<string>) =>
   Effect.promise(() =>
-    run(file, [...args], { cwd, timeout: 120_000, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, npm_config_audit: "false", npm_config_fund: "false", npm_config_update_notifier: "false" } })
+    run(file, [...args], {
+      cwd,
+      timeout: 120_000,
+      maxBuffer: 16 * 1024 * 1024,
+      env: { ...process.env, npm_config_audit: "false", npm_config_fund: "false", npm_config_update_notifier: "false" }
+    })
   )
 
 /** A temporary directory removed when the test ends. */
@@ -67,79 +72,83 @@ const expectCoerced = (stdout: string) => {
 }
 
 describe("the packed package", () => {
-  it.live("runs the README example with coercion, next to a second copy of effect the application's code uses", () =>
-    Effect.scoped(
-      Effect.gen(function*() {
-        const work = yield* tempDir("effect-agent-pack-")
-        const tarball = yield* pack(work)
-        const app = join(work, "app")
-        mkdirSync(app)
-        // The application's own code is pinned to another effect 4.x (an npm alias, so both copies coexist);
-        // effect-agent gets the effect its peer range asks for.
-        writeFileSync(
-          join(app, "package.json"),
-          JSON.stringify({ name: "app", private: true, type: "module" }, null, 2)
-        )
-        yield* sh(app, "npm", [
-          "install",
-          "--prefer-offline",
-          tarball,
-          "effect@^4.1.0",
-          `effect-app@npm:effect@${OTHER_EFFECT}`
-        ])
-        const installed = (name: string) =>
-          JSON.parse(readFileSync(join(app, "node_modules", name, "package.json"), "utf8")).version as string
-        assert.strictEqual(installed("effect-app"), OTHER_EFFECT)
-        assert.notStrictEqual(installed("effect"), OTHER_EFFECT)
-        // A peer dependency: the package has no copy of its own.
-        assert.deepStrictEqual(
-          readdirSync(join(app, "node_modules", "effect-agent")).filter((f) => f === "node_modules"),
-          []
-        )
+  it.live(
+    "runs the README example with coercion, next to a second copy of effect the application's code uses",
+    () =>
+      Effect.scoped(
+        Effect.gen(function*() {
+          const work = yield* tempDir("effect-agent-pack-")
+          const tarball = yield* pack(work)
+          const app = join(work, "app")
+          mkdirSync(app)
+          // The application's own code is pinned to another effect 4.x (an npm alias, so both copies coexist);
+          // effect-agent gets the effect its peer range asks for.
+          writeFileSync(
+            join(app, "package.json"),
+            JSON.stringify({ name: "app", private: true, type: "module" }, null, 2)
+          )
+          yield* sh(app, "npm", [
+            "install",
+            "--prefer-offline",
+            tarball,
+            "effect@^4.1.0",
+            `effect-app@npm:effect@${OTHER_EFFECT}`
+          ])
+          const installed = (name: string) =>
+            JSON.parse(readFileSync(join(app, "node_modules", name, "package.json"), "utf8")).version as string
+          assert.strictEqual(installed("effect-app"), OTHER_EFFECT)
+          assert.notStrictEqual(installed("effect"), OTHER_EFFECT)
+          // A peer dependency: the package has no copy of its own.
+          assert.deepStrictEqual(
+            readdirSync(join(app, "node_modules", "effect-agent")).filter((f) => f === "node_modules"),
+            []
+          )
 
-        // The application's Schemas, Effects and Layers come from the other copy.
-        writeFileSync(join(app, "other.ts"), example("effect-app"))
+          // The application's Schemas, Effects and Layers come from the other copy.
+          writeFileSync(join(app, "other.ts"), example("effect-app"))
 
-        // Every entry point of package.json's "exports" loads from the compiled package (the CLI's without
-        // running it).
-        writeFileSync(
-          join(app, "entries.ts"),
-          [
-            `import * as Core from "effect-agent"`,
-            `import * as Providers from "effect-agent/providers"`,
-            `import * as Tools from "effect-agent/tools"`,
-            `import * as Cli from "effect-agent/cli"`,
-            `import * as Durable from "effect-agent/durable"`,
-            `console.log(JSON.stringify([typeof Core.Agent.make, typeof Providers.layerConfig, Tools.builtinTools.length, typeof Cli.main, typeof Durable.DurableAgent.run]))`
-          ].join("\n")
-        )
-        // A Schema of the other copy with a transformation cannot be decoded by the package's copy: every call
-        // says so (instead of failing on a check it would pass).
-        writeFileSync(
-          join(app, "transform.ts"),
-          [
-            `import { Effect, Layer, Schema } from "effect-app"`,
-            `import { EventSink, Message, Tool, ToolExecution, ToolRegistry } from "effect-agent"`,
-            `const T = Tool.make("t", { description: "t", parameters: Schema.Struct({ n: Schema.NumberFromString }) })`,
-            `const Tools = ToolRegistry.ToolRegistry.layer(T).pipe(Layer.provide(T.toLayer(() => Effect.succeed(Tool.textResult("ran")))))`,
-            `const message: Message.AssistantMessage = { role: "assistant", content: [{ type: "toolCall", id: "x", name: "t", arguments: { n: "1" } }], api: "a", provider: "p", model: "m", usage: Message.emptyUsage, stopReason: "toolUse", timestamp: 0 }`,
-            `const batch = await Effect.runPromise(ToolExecution.executeToolCalls(message, {}).pipe(Effect.provide(Tools), Effect.provideService(EventSink.EventSink, EventSink.discard)))`,
-            `console.log(JSON.stringify(batch.messages.map((m) => [m.isError, Message.textOf(m)])))`
-          ].join("\n")
-        )
-        // And with one copy, as most applications have it.
-        writeFileSync(join(app, "same.ts"), example("effect"))
+          // Every entry point of package.json's "exports" loads from the compiled package (the CLI's without
+          // running it).
+          writeFileSync(
+            join(app, "entries.ts"),
+            [
+              `import * as Core from "effect-agent"`,
+              `import * as Providers from "effect-agent/providers"`,
+              `import * as Tools from "effect-agent/tools"`,
+              `import * as Cli from "effect-agent/cli"`,
+              `import * as Durable from "effect-agent/durable"`,
+              `console.log(JSON.stringify([typeof Core.Agent.make, typeof Providers.layerConfig, Tools.builtinTools.length, typeof Cli.main, typeof Durable.DurableAgent.run]))`
+            ].join("\n")
+          )
+          // A Schema of the other copy with a transformation cannot be decoded by the package's copy: every call
+          // says so (instead of failing on a check it would pass).
+          writeFileSync(
+            join(app, "transform.ts"),
+            [
+              `import { Effect, Layer, Schema } from "effect-app"`,
+              `import { EventSink, Message, Tool, ToolExecution, ToolRegistry } from "effect-agent"`,
+              `const T = Tool.make("t", { description: "t", parameters: Schema.Struct({ n: Schema.NumberFromString }) })`,
+              `const Tools = ToolRegistry.ToolRegistry.layer(T).pipe(Layer.provide(T.toLayer(() => Effect.succeed(Tool.textResult("ran")))))`,
+              `const message: Message.AssistantMessage = { role: "assistant", content: [{ type: "toolCall", id: "x", name: "t", arguments: { n: "1" } }], api: "a", provider: "p", model: "m", usage: Message.emptyUsage, stopReason: "toolUse", timestamp: 0 }`,
+              `const batch = await Effect.runPromise(ToolExecution.executeToolCalls(message, {}).pipe(Effect.provide(Tools), Effect.provideService(EventSink.EventSink, EventSink.discard)))`,
+              `console.log(JSON.stringify(batch.messages.map((m) => [m.isError, Message.textOf(m)])))`
+            ].join("\n")
+          )
+          // And with one copy, as most applications have it.
+          writeFileSync(join(app, "same.ts"), example("effect"))
 
-        const [other, same, entries, transform] = yield* Effect.all(
-          ["other.ts", "same.ts", "entries.ts", "transform.ts"].map((script) => sh(app, process.execPath, [script])),
-          { concurrency: "unbounded" }
-        )
-        expectCoerced(other.stdout)
-        expectCoerced(same.stdout)
-        assert.deepStrictEqual(JSON.parse(entries.stdout), ["function", "function", 7, "object", "function"])
-        const [[isError, text]] = JSON.parse(transform.stdout)
-        assert.isTrue(isError, transform.stdout)
-        assert.include(text, "built by another copy of the effect package and has a transformation")
-      })
-    ), 90_000)
+          const [other, same, entries, transform] = yield* Effect.all(
+            ["other.ts", "same.ts", "entries.ts", "transform.ts"].map((script) => sh(app, process.execPath, [script])),
+            { concurrency: "unbounded" }
+          )
+          expectCoerced(other.stdout)
+          expectCoerced(same.stdout)
+          assert.deepStrictEqual(JSON.parse(entries.stdout), ["function", "function", 7, "object", "function"])
+          const [[isError, text]] = JSON.parse(transform.stdout)
+          assert.isTrue(isError, transform.stdout)
+          assert.include(text, "built by another copy of the effect package and has a transformation")
+        })
+      ),
+    90_000
+  )
 })

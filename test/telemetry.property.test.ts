@@ -134,7 +134,8 @@ const recordingTracer = () => {
   return { tracer, spans }
 }
 
-const countOf = (events: ReadonlyArray<AgentEvent>, type: AgentEvent["type"]) => events.filter((e) => e.type === type).length
+const countOf = (events: ReadonlyArray<AgentEvent>, type: AgentEvent["type"]) =>
+  events.filter((e) => e.type === type).length
 
 describe("Telemetry properties", () => {
   it.effect.prop(
@@ -154,8 +155,12 @@ describe("Telemetry properties", () => {
         for (const r of spans) {
           assert.strictEqual(r.ends, 1, `${r.span.name} ends exactly once`)
           const parent = Option.getOrUndefined(r.span.parent) as Tracer.Span | undefined
-          const parentRecord = parent === undefined ? undefined : spans.find((p) => p.span === parent)
-          if (parentRecord !== undefined) assert.isTrue(r.closed! < parentRecord.closed!, `${r.span.name} ends before its parent`)
+          const parentRecord = parent === undefined ? undefined : spans.find((p) =>
+            p.span === parent
+          )
+          if (parentRecord !== undefined) {
+            assert.isTrue(r.closed! < parentRecord.closed!, `${r.span.name} ends before its parent`)
+          }
         }
         const named = (prefix: string) => spans.filter((r) => r.span.name.startsWith(prefix))
         assert.strictEqual(named("invoke_agent").length, 1)

@@ -5,9 +5,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Metric, Option, References, Stream, Tracer } from "effect"
 import { TestClock } from "effect/testing"
 import type { AgentLoopConfig } from "../src/AgentLoop.ts"
+import * as Hooks from "../src/internal/telemetry.ts"
 import { emptyUsage } from "../src/Message.ts"
 import { callTools, say, toolCall } from "../src/ScriptedModel.ts"
-import * as Hooks from "../src/internal/telemetry.ts"
 import * as Telemetry from "../src/Telemetry.ts"
 import type { RegisteredTool } from "../src/ToolRegistry.ts"
 import { addTool, customTool, failTool, runLoop, skeleton, standardTools, user } from "./support/loop.ts"
@@ -113,9 +113,15 @@ describe("OT 1: where spans come from", () => {
   it.effect("OT 1.1, 1.3: spans go under the caller's span, every span ends once, and the events do not change", () =>
     Effect.gen(function*() {
       const recorder = makeRecorder()
-      const script = [callTools([toolCall("a1", "add", { a: 1, b: 2 }), toolCall("f1", "fail", { text: "x" })]), say("done")]
+      const script = [
+        callTools([toolCall("a1", "add", { a: 1, b: 2 }), toolCall("f1", "fail", { text: "x" })]),
+        say("done")
+      ]
       const plain = yield* runLoop({ script })
-      const withTracer = yield* runLoop({ script }).pipe(Effect.withSpan("caller"), (effect) => traced(effect, recorder))
+      const withTracer = yield* runLoop({ script }).pipe(
+        Effect.withSpan("caller"),
+        (effect) => traced(effect, recorder)
+      )
       assert.deepStrictEqual(skeleton(withTracer.events), skeleton(plain.events))
       const caller = recorder.one("caller")
       const run = recorder.one("invoke_agent effect-agent")
@@ -203,7 +209,8 @@ describe("OT 2: the span tree", () => {
         tools: [...standardTools, sleepy],
         config: {
           timeout: "1 second",
-          beforeToolCall: ({ toolCall }) => Effect.succeed(toolCall.id === "b1" ? { block: true, reason: "no" } : undefined)
+          beforeToolCall: ({ toolCall }) =>
+            Effect.succeed(toolCall.id === "b1" ? { block: true, reason: "no" } : undefined)
         }
       }).pipe((effect) => traced(effect, recorder), Effect.forkChild)
       yield* TestClock.adjust("2 seconds")
@@ -224,8 +231,14 @@ describe("OT 2: the span tree", () => {
   it.effect("OT 2.4: phases that take time get spans; the tool's own spans go under its execution span", () =>
     Effect.gen(function*() {
       const recorder = makeRecorder()
-      const inner = customTool("inner", () =>
-        Effect.as(Effect.withSpan(Effect.yieldNow, "tool's own"), { content: [{ type: "text" as const, text: "ok" }], details: {} }))
+      const inner = customTool(
+        "inner",
+        () =>
+          Effect.as(Effect.withSpan(Effect.yieldNow, "tool's own"), {
+            content: [{ type: "text" as const, text: "ok" }],
+            details: {}
+          })
+      )
       const config: AgentLoopConfig = {
         beforeToolCall: () => Effect.as(Effect.yieldNow, undefined),
         afterToolCall: () => Effect.as(Effect.yieldNow, undefined)
@@ -265,7 +278,12 @@ describe("OT 3: model calls", () => {
       yield* runLoop({
         script: [say("hello there", { usage: usage(11, 5, 2), delay: "100 millis" })],
         config: { modelOptions: { maxTokens: 64, temperature: 0.5 } }
-      }).pipe((effect) => traced(effect, recorder), Effect.forkChild, Effect.tap(() => TestClock.adjust("1 second")), Effect.flatMap(Fiber.join))
+      }).pipe(
+        (effect) => traced(effect, recorder),
+        Effect.forkChild,
+        Effect.tap(() => TestClock.adjust("1 second")),
+        Effect.flatMap(Fiber.join)
+      )
       const chat = recorder.one("chat scripted-model")
       assert.strictEqual(chat.span.kind, "client")
       assert.strictEqual(recorder.attr(chat, "gen_ai.operation.name"), "chat")
@@ -363,7 +381,9 @@ describe("OT 4: contents", () => {
       assert.include(String(recorder.attr(firstChat!, "gen_ai.system_instructions")), "You are a test.")
       assert.include(String(recorder.attr(firstChat!, "gen_ai.output.messages")), "secret-argument")
       const tool = recorder.one("execute_tool echo")
-      assert.deepStrictEqual(JSON.parse(String(recorder.attr(tool, "gen_ai.tool.call.arguments"))), { text: "secret-argument" })
+      assert.deepStrictEqual(JSON.parse(String(recorder.attr(tool, "gen_ai.tool.call.arguments"))), {
+        text: "secret-argument"
+      })
       assert.deepStrictEqual(JSON.parse(String(recorder.attr(tool, "gen_ai.tool.call.result"))), [
         { type: "text", text: "secret-argument" }
       ])
@@ -376,7 +396,8 @@ describe("OT 4: contents", () => {
 
 describe("OT 5: metrics", () => {
   /** A fresh registry per test: the default one is shared by the whole process. */
-  const fresh = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provideService(effect, Metric.MetricRegistry, new Map())
+  const fresh = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    Effect.provideService(effect, Metric.MetricRegistry, new Map())
 
   const toolDuration = (tool: string, outcome: string, errorType?: string) =>
     Metric.value(
@@ -387,8 +408,15 @@ describe("OT 5: metrics", () => {
       })
     )
   const tokens = (kind: string) =>
-    Metric.value(Metric.withAttributes(Telemetry.modelTokens, { "gen_ai.request.model": "scripted-model", "gen_ai.token.type": kind }))
-  const ttft = Metric.value(Metric.withAttributes(Telemetry.modelTimeToFirstToken, { "gen_ai.request.model": "scripted-model" }))
+    Metric.value(
+      Metric.withAttributes(Telemetry.modelTokens, {
+        "gen_ai.request.model": "scripted-model",
+        "gen_ai.token.type": kind
+      })
+    )
+  const ttft = Metric.value(
+    Metric.withAttributes(Telemetry.modelTimeToFirstToken, { "gen_ai.request.model": "scripted-model" })
+  )
   const inFlight = Metric.value(Telemetry.toolCallsInFlight)
 
   it.effect("OT 5.1: without a tracer nothing is recorded; RecordMetrics true records without one", () =>
@@ -401,7 +429,10 @@ describe("OT 5: metrics", () => {
       assert.strictEqual((yield* toolDuration("add", "success")).count, 1)
       assert.strictEqual((yield* tokens("input")).count, 4)
       const recorder = makeRecorder()
-      yield* runLoop({ script }).pipe(Effect.provideService(Telemetry.RecordMetrics, false), (effect) => traced(effect, recorder))
+      yield* runLoop({ script }).pipe(
+        Effect.provideService(Telemetry.RecordMetrics, false),
+        (effect) => traced(effect, recorder)
+      )
       assert.strictEqual((yield* toolDuration("add", "success")).count, 1, "false: not recorded even with a tracer")
       yield* runLoop({ script }).pipe((effect) => traced(effect, recorder))
       assert.strictEqual((yield* toolDuration("add", "success")).count, 2, "auto: recorded with a tracer")

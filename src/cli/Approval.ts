@@ -79,21 +79,26 @@ export const approvalHook = (mode: ApprovalMode, needsApproval: ReadonlySet<stri
             `${name} needs the user's approval, but there is no terminal to ask. It was not run. The user can rerun with --yes to allow it.`
         })
       case "Ask":
-        return Effect.map(mode.ask(question(name, context.args)), (yes) =>
-          yes ? undefined : { block: true, reason: declinedReason(name) })
+        return Effect.map(
+          mode.ask(question(name, context.args)),
+          (yes) => yes ? undefined : { block: true, reason: declinedReason(name) }
+        )
       case "Judge":
         if (always.has(name)) return Effect.succeed(undefined)
-        return Effect.map(mode.judge({ toolName: name, toolCallId: context.toolCall.id, args: context.args }), (decision) => {
-          switch (decision._tag) {
-            case "Allow":
-              return undefined
-            case "AllowAlways":
-              always.add(name)
-              return undefined
-            case "Deny":
-              return { block: true, reason: declinedReason(name, decision.reason) }
+        return Effect.map(
+          mode.judge({ toolName: name, toolCallId: context.toolCall.id, args: context.args }),
+          (decision) => {
+            switch (decision._tag) {
+              case "Allow":
+                return undefined
+              case "AllowAlways":
+                always.add(name)
+                return undefined
+              case "Deny":
+                return { block: true, reason: declinedReason(name, decision.reason) }
+            }
           }
-        })
+        )
     }
   }
 }
@@ -102,7 +107,10 @@ export const approvalHook = (mode: ApprovalMode, needsApproval: ReadonlySet<stri
 export const proposedText = (toolName: string, args: unknown, before: string | undefined): string | undefined => {
   const record = (typeof args === "object" && args !== null ? args : {}) as Record<string, unknown>
   if (toolName === "write") return typeof record.content === "string" ? record.content : undefined
-  if (toolName === "edit" && before !== undefined && typeof record.oldText === "string" && typeof record.newText === "string") {
+  if (
+    toolName === "edit" && before !== undefined && typeof record.oldText === "string" &&
+    typeof record.newText === "string"
+  ) {
     const at = before.indexOf(record.oldText)
     // The tool refuses a text found zero or several times; the preview then shows the two texts instead.
     if (at === -1 || before.indexOf(record.oldText, at + 1) !== -1) return undefined
@@ -126,7 +134,10 @@ export const preview = (
   options: { readonly color: boolean }
 ): Array<string> => {
   const paint = (text: string, code: string) => options.color ? `\x1b[${code}m${text}\x1b[0m` : text
-  const record = (typeof request.args === "object" && request.args !== null ? request.args : {}) as Record<string, unknown>
+  const record = (typeof request.args === "object" && request.args !== null ? request.args : {}) as Record<
+    string,
+    unknown
+  >
   const path = typeof record.path === "string" ? terminalSafe(record.path) : ""
   if (request.toolName === "bash") {
     const command = typeof record.command === "string" ? record.command : JSON.stringify(request.args)

@@ -22,7 +22,10 @@ export const SAMPLE_FILES: ReadonlyArray<readonly [string, string]> = [
     "src/format.ts",
     "// TODO: honour the user's locale.\nexport const format = (n: number): string => n.toFixed(2)\n"
   ],
-  ["src/main.ts", "import { add } from \"./math\"\nimport { format } from \"./format\"\n\nconsole.log(format(add(2, 3)))\n"]
+  [
+    "src/main.ts",
+    "import { add } from \"./math\"\nimport { format } from \"./format\"\n\nconsole.log(format(add(2, 3)))\n"
+  ]
 ]
 
 /**

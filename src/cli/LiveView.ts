@@ -103,7 +103,9 @@ const formatMs = (ms: number): string => ms < 1000 ? `${Math.round(ms)}ms` : `${
  * bars are calls that ran at the same time.
  */
 export const renderTimeline = (
-  spans: ReadonlyArray<{ readonly label: string; readonly start: number; readonly end: number; readonly isError: boolean }>,
+  spans: ReadonlyArray<
+    { readonly label: string; readonly start: number; readonly end: number; readonly isError: boolean }
+  >,
   options: { readonly columns: number; readonly color: boolean }
 ): Array<string> => {
   if (spans.length === 0) return []
@@ -192,119 +194,134 @@ export const make = (options: ViewOptions): Effect.Effect<LiveView, never, Scope
 
     const handle = (event: AgentEvent): Effect.Effect<void> =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        Effect.andThen(Effect.sync(() => {
-          switch (event.type) {
-            case "message_update": {
-              const update = event.assistantMessageEvent
-              if (update.type === "text_delta" || update.type === "thinking_delta") {
-                const delta = terminalSafe(update.delta)
-                if (delta === "") return
-                clear()
-                write(update.type === "text_delta" ? delta : paint(delta, "2;3"))
-                midLine = !delta.endsWith("\n")
-              } else if (update.type === "text_end" || update.type === "thinking_end") {
-                if (midLine) write("\n")
-                midLine = false
+        Effect.andThen(
+          Effect.sync(() => {
+            switch (event.type) {
+              case "message_update": {
+                const update = event.assistantMessageEvent
+                if (update.type === "text_delta" || update.type === "thinking_delta") {
+                  const delta = terminalSafe(update.delta)
+                  if (delta === "") return
+                  clear()
+                  write(update.type === "text_delta" ? delta : paint(delta, "2;3"))
+                  midLine = !delta.endsWith("\n")
+                } else if (update.type === "text_end" || update.type === "thinking_end") {
+                  if (midLine) write("\n")
+                  midLine = false
+                }
+                return
               }
-              return
-            }
-            case "agent_start": {
-              turnUsage = Usage.empty
-              return
-            }
-            case "agent_end": {
-              // A model that reports no usage (the scripted demo, some local servers) gets no line of zeros.
-              if (turnUsage.input + turnUsage.output > 0) print(paint(usageLine(turnUsage, totalUsage), "2"), now)
-              turnUsage = Usage.empty
-              return
-            }
-            case "message_end": {
-              const message = event.message
-              if (isMessage(message) && message.role === "assistant") {
-                const tally = Usage.ofMessage(message, options.catalogue)
-                turnUsage = Usage.add(turnUsage, tally)
-                totalUsage = Usage.add(totalUsage, tally)
+              case "agent_start": {
+                turnUsage = Usage.empty
+                return
               }
-              if (message.role === "assistant" && (message.stopReason === "error" || message.stopReason === "aborted")) {
-                print(paint(`✗ ${message.stopReason}: ${terminalSafe(String(message.errorMessage ?? ""))}`, "31"), now)
+              case "agent_end": {
+                // A model that reports no usage (the scripted demo, some local servers) gets no line of zeros.
+                if (turnUsage.input + turnUsage.output > 0) print(paint(usageLine(turnUsage, totalUsage), "2"), now)
+                turnUsage = Usage.empty
+                return
               }
-              return
-            }
-            case "tool_execution_start": {
-              const keyArg = keyArgument(event.args)
-              const name = terminalSafe(event.toolName)
-              lanes.set(event.toolCallId, {
-                id: event.toolCallId,
-                name,
-                keyArg,
-                startedAt: now,
-                progress: "",
-                streamed: false
-              })
-              spans.push({ id: event.toolCallId, label: `${name} ${keyArg}`.trim(), start: now, end: undefined, isError: false })
-              if (live) {
-                clear()
-                draw(now)
-              } else {
-                print(`▶ ${name} ${keyArg}`.trimEnd(), now)
+              case "message_end": {
+                const message = event.message
+                if (isMessage(message) && message.role === "assistant") {
+                  const tally = Usage.ofMessage(message, options.catalogue)
+                  turnUsage = Usage.add(turnUsage, tally)
+                  totalUsage = Usage.add(totalUsage, tally)
+                }
+                if (
+                  message.role === "assistant" && (message.stopReason === "error" || message.stopReason === "aborted")
+                ) {
+                  print(
+                    paint(`✗ ${message.stopReason}: ${terminalSafe(String(message.errorMessage ?? ""))}`, "31"),
+                    now
+                  )
+                }
+                return
               }
-              return
-            }
-            case "tool_execution_update": {
-              const lane = lanes.get(event.toolCallId)
-              const line = lastLine(textOf(event.partialResult.content), Math.max(20, options.columns - 50))
-              if (lane !== undefined && line !== "") lane.progress = line
-              if (live) {
-                clear()
-                draw(now)
-              } else if (line !== "") {
-                if (lane !== undefined) lane.streamed = true
-                print(`  │ ${line}`, now)
+              case "tool_execution_start": {
+                const keyArg = keyArgument(event.args)
+                const name = terminalSafe(event.toolName)
+                lanes.set(event.toolCallId, {
+                  id: event.toolCallId,
+                  name,
+                  keyArg,
+                  startedAt: now,
+                  progress: "",
+                  streamed: false
+                })
+                spans.push({
+                  id: event.toolCallId,
+                  label: `${name} ${keyArg}`.trim(),
+                  start: now,
+                  end: undefined,
+                  isError: false
+                })
+                if (live) {
+                  clear()
+                  draw(now)
+                } else {
+                  print(`▶ ${name} ${keyArg}`.trimEnd(), now)
+                }
+                return
               }
-              return
-            }
-            case "tool_execution_end": {
-              const lane = lanes.get(event.toolCallId)
-              lanes.delete(event.toolCallId)
-              const span = spans.find((s) => s.id === event.toolCallId && s.end === undefined)
-              if (span !== undefined) {
-                span.end = now
-                span.isError = event.isError
+              case "tool_execution_update": {
+                const lane = lanes.get(event.toolCallId)
+                const line = lastLine(textOf(event.partialResult.content), Math.max(20, options.columns - 50))
+                if (lane !== undefined && line !== "") lane.progress = line
+                if (live) {
+                  clear()
+                  draw(now)
+                } else if (line !== "") {
+                  if (lane !== undefined) lane.streamed = true
+                  print(`  │ ${line}`, now)
+                }
+                return
               }
-              const output = textOf(event.result.content)
-              // A command's news is at its end (the error, the summary line): bash output of more than one
-              // line keeps its last lines under the call (unless the plain view printed them as they came);
-              // one line stays on the call's line, as for others.
-              const tail = event.toolName === "bash" && lane?.streamed !== true && lastLines(output, 2, 1000).length > 1
-                ? lastLines(output, BASH_TAIL_LINES, Math.max(20, options.columns - 6))
-                : []
-              const summary = tail.length > 0 ? "" : firstLine(output, Math.max(20, options.columns - 40))
-              const took = lane === undefined ? "" : ` ${formatMs(now - lane.startedAt)}`
-              const mark = event.isError ? paint("✗", "31") : paint("✓", "32")
-              print(
-                `${mark} ${terminalSafe(event.toolName)} ${lane?.keyArg ?? ""}${paint(took, "2")}${
-                  summary === "" ? "" : paint(` → ${summary}`, "2")
-                }${tail.map((line) => "\n" + paint(`  │ ${line}`, "2")).join("")}`,
-                now
-              )
-              return
-            }
-            case "turn_end": {
-              const finished = spans.filter((s) => s.end !== undefined)
-              if (event.toolResults.length > 0 && finished.length > 0) {
-                const lines = renderTimeline(
-                  finished.map((s) => ({ label: s.label, start: s.start, end: s.end!, isError: s.isError })),
-                  { columns: options.columns, color }
+              case "tool_execution_end": {
+                const lane = lanes.get(event.toolCallId)
+                lanes.delete(event.toolCallId)
+                const span = spans.find((s) => s.id === event.toolCallId && s.end === undefined)
+                if (span !== undefined) {
+                  span.end = now
+                  span.isError = event.isError
+                }
+                const output = textOf(event.result.content)
+                // A command's news is at its end (the error, the summary line): bash output of more than one
+                // line keeps its last lines under the call (unless the plain view printed them as they came);
+                // one line stays on the call's line, as for others.
+                const tail =
+                  event.toolName === "bash" && lane?.streamed !== true && lastLines(output, 2, 1000).length > 1
+                    ? lastLines(output, BASH_TAIL_LINES, Math.max(20, options.columns - 6))
+                    : []
+                const summary = tail.length > 0 ? "" : firstLine(output, Math.max(20, options.columns - 40))
+                const took = lane === undefined ? "" : ` ${formatMs(now - lane.startedAt)}`
+                const mark = event.isError ? paint("✗", "31") : paint("✓", "32")
+                print(
+                  `${mark} ${terminalSafe(event.toolName)} ${lane?.keyArg ?? ""}${paint(took, "2")}${
+                    summary === "" ? "" : paint(` → ${summary}`, "2")
+                  }${tail.map((line) => "\n" + paint(`  │ ${line}`, "2")).join("")}`,
+                  now
                 )
-                print(lines.join("\n"), now)
+                return
               }
-              spans = []
-              return
+              case "turn_end": {
+                const finished = spans.filter((s) => s.end !== undefined)
+                if (event.toolResults.length > 0 && finished.length > 0) {
+                  const lines = renderTimeline(
+                    finished.map((s) => ({ label: s.label, start: s.start, end: s.end!, isError: s.isError })),
+                    { columns: options.columns, color }
+                  )
+                  print(lines.join("\n"), now)
+                }
+                spans = []
+                return
+              }
+              default:
+                return
             }
-            default:
-              return
-          }
-        }), flush))
+          }),
+          flush
+        ))
 
     if (live) {
       yield* Effect.gen(function*() {
@@ -349,10 +366,13 @@ export const make = (options: ViewOptions): Effect.Effect<LiveView, never, Scope
                 flush
               ))
         ),
-      close: Effect.andThen(Effect.sync(() => {
-        clear()
-        if (midLine) write("\n")
-        midLine = false
-      }), flush)
+      close: Effect.andThen(
+        Effect.sync(() => {
+          clear()
+          if (midLine) write("\n")
+          midLine = false
+        }),
+        flush
+      )
     }
   })

@@ -92,7 +92,9 @@ export interface RpcOptions {
   /** Writes one line (without its newline) to the output. */
   readonly writeLine: (line: string) => Effect.Effect<void>
   /** Expands a prompt's `@path` attachments (CLI 10.1); the text as it is when absent. */
-  readonly attach?: ((text: string) => Effect.Effect<{ readonly text: string; readonly images: ReadonlyArray<ImageContent> }>) | undefined
+  readonly attach?:
+    | ((text: string) => Effect.Effect<{ readonly text: string; readonly images: ReadonlyArray<ImageContent> }>)
+    | undefined
   /** Extra fields of the `get_state` answer (e.g. the session file). */
   readonly stateExtras?: Record<string, unknown> | undefined
 }

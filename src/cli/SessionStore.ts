@@ -9,8 +9,8 @@ import { Config, Effect, FileSystem, Option, Path, Terminal } from "effect"
 import { Prompt } from "effect/cli"
 import { createHash } from "node:crypto"
 import { homedir } from "node:os"
-import * as Session from "../Session.ts"
 import type { Message } from "../Message.ts"
+import * as Session from "../Session.ts"
 import { terminalSafe } from "./internal/terminalText.ts"
 import { UsageError } from "./startup.ts"
 
@@ -94,7 +94,11 @@ export const list = Effect.fn("SessionStore.list")(function*(root: string) {
 export const latest = (root: string) => Effect.map(list(root), (sessions) => sessions[0])
 
 const formatBytes = (bytes: number): string =>
-  bytes < 1024 ? `${bytes} B` : bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KB` : `${(bytes / 1048576).toFixed(1)} MB`
+  bytes < 1024
+    ? `${bytes} B`
+    : bytes < 1024 * 1024
+    ? `${(bytes / 1024).toFixed(1)} KB`
+    : `${(bytes / 1048576).toFixed(1)} MB`
 
 /** How a session is shown in the picker: date, size, message count and first prompt, on one line. */
 export const describe = (session: SessionSummary, width = 100): string => {
@@ -187,10 +191,17 @@ export const pick = Effect.fn("SessionStore.pick")(function*(root: string, flag:
  */
 export const plan = Effect.fn("SessionStore.plan")(function*(flags: SessionFlags, root: string, canPick: boolean) {
   const path = yield* Path.Path
-  const chosen = [Option.isSome(flags.resume) && "--resume", flags.continue && "--continue", Option.isSome(flags.fork) && "--fork"]
+  const chosen = [
+    Option.isSome(flags.resume) && "--resume",
+    flags.continue && "--continue",
+    Option.isSome(flags.fork) && "--fork"
+  ]
     .filter((x): x is string => x !== false)
   if (chosen.length > 1) {
-    return yield* new UsageError({ flag: chosen[1], message: `${chosen.join(" and ")} cannot be used together: pick one.` })
+    return yield* new UsageError({
+      flag: chosen[1],
+      message: `${chosen.join(" and ")} cannot be used together: pick one.`
+    })
   }
   const fromFlag = (flag: Option.Option<string>, name: string) =>
     Effect.gen(function*() {
@@ -199,7 +210,8 @@ export const plan = Effect.fn("SessionStore.plan")(function*(flags: SessionFlags
       if (!canPick) {
         return yield* new UsageError({
           flag: name,
-          message: `${name} without a file opens a picker, which needs a terminal: give ${name}=FILE, or use --continue.`
+          message:
+            `${name} without a file opens a picker, which needs a terminal: give ${name}=FILE, or use --continue.`
         })
       }
       return yield* pick(root, name)

@@ -40,7 +40,9 @@ export const readStdin: Effect.Effect<string, UsageError, Stdio.Stdio> = Effect.
   if (tooBig) {
     return yield* new UsageError({
       flag: "stdin",
-      message: `The task on standard input is larger than ${STDIN_MAX_BYTES / 1024 / 1024} MB: pass a file with @path instead.`
+      message: `The task on standard input is larger than ${
+        STDIN_MAX_BYTES / 1024 / 1024
+      } MB: pass a file with @path instead.`
     })
   }
   const all = new Uint8Array(size)

@@ -125,8 +125,7 @@ export const formatTokens = (tokens: number): string => {
 }
 
 /** Dollars for a person: four decimals under a dollar (small turns stay visible), two above. */
-export const formatCost = (dollars: number): string =>
-  dollars < 1 ? `$${dollars.toFixed(4)}` : `$${dollars.toFixed(2)}`
+export const formatCost = (dollars: number): string => dollars < 1 ? `$${dollars.toFixed(4)}` : `$${dollars.toFixed(2)}`
 
 /**
  * One line: `↑ <in> ↓ <out> $<cost> ctx <n>%` (CLI 5.3). The context part is left out when the window is

@@ -69,15 +69,18 @@ const runWith = (
     const out = yield* printer(task.json)
     let events = 0
     const counted: EventSink.EventSinkShape = {
-      emit: (event) => Effect.suspend(() => {
-        events++
-        return out.sink.emit(event)
-      })
+      emit: (event) =>
+        Effect.suspend(() => {
+          events++
+          return out.sink.emit(event)
+        })
     }
     const result = yield* go(runId).pipe(Effect.provideService(EventSink.EventSink, counted))
     yield* out.close
     // A finished run is not run again: say so, rather than print nothing.
-    if (events === 0 && !task.json) yield* Console.log(`run ${runId} had already finished (${result.messages.length} messages)`)
+    if (events === 0 && !task.json) {
+      yield* Console.log(`run ${runId} had already finished (${result.messages.length} messages)`)
+    }
     return result
   }).pipe(
     Effect.scoped,
@@ -136,7 +139,9 @@ export const abortRun = (store: string | undefined, runId: string) =>
     const runs: ReadonlyArray<DurableAgent.RunSummary> = yield* DurableAgent.list()
     const run = runs.find((entry) => entry.runId === runId)
     if (run === undefined) return yield* new UnknownRun({ runId })
-    if (run.status === "completed" || run.status === "failed") return yield* Console.log(`run ${runId} had already finished (${run.status})`)
+    if (run.status === "completed" || run.status === "failed") {
+      return yield* Console.log(`run ${runId} had already finished (${run.status})`)
+    }
     yield* DurableAgent.abort(runId)
     yield* Console.log(`abort sent to run ${runId}`)
   }).pipe(

@@ -39,19 +39,19 @@ import type { ToolRegistry } from "../ToolRegistry.ts"
 import * as BuiltinTools from "../tools/index.ts"
 import { approvalHook, type ApprovalMode } from "./Approval.ts"
 import * as Demo from "./Demo.ts"
-import * as Interactive from "./interactive/Interactive.ts"
 import type * as DurableCli from "./durable.ts"
+import * as Interactive from "./interactive/Interactive.ts"
 import { interruptedExitCode, interruptOnStopSignals, receivedSignal, stopAsCtrlC } from "./internal/signals.ts"
 import { terminalSafe } from "./internal/terminalText.ts"
 import { makeJsonLineEncoder } from "./JsonLines.ts"
 import * as LiveView from "./LiveView.ts"
+import { connectMcp, mcpFlags, mcpServers, withMcpTools } from "./mcp.ts"
 import * as ProjectContext from "./ProjectContext.ts"
-import { providerEnvironment, providerLayer, providerSettings, type ProviderSettings } from "./provider.ts"
+import { providerEnvironment, providerLayer, type ProviderSettings, providerSettings } from "./provider.ts"
 import * as Rpc from "./Rpc.ts"
 import * as SessionStore from "./SessionStore.ts"
 import { existingWorkspace, toolTimeoutSeconds } from "./startup.ts"
 import { attachFiles, resolveTask, stdinKind } from "./Task.ts"
-import { connectMcp, mcpFlags, mcpServers, withMcpTools } from "./mcp.ts"
 import { workspaceTools } from "./tools.ts"
 import * as Usage from "./Usage.ts"
 
@@ -69,7 +69,9 @@ const flags = {
   ),
   model: Flag.String("model").pipe(Flag.withDescription("The model name to ask for."), Flag.optional),
   apiKey: Flag.Redacted("api-key").pipe(
-    Flag.withDescription("The API key. Default: OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY from the environment."),
+    Flag.withDescription(
+      "The API key. Default: OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY from the environment."
+    ),
     Flag.optional
   ),
   prompt: Flag.String("prompt").pipe(
@@ -80,7 +82,9 @@ const flags = {
     Flag.optional
   ),
   print: Flag.Boolean("print").pipe(
-    Flag.withDescription("Print only the final answer's text (no start-up lines, no tool lanes); for scripts and pipes."),
+    Flag.withDescription(
+      "Print only the final answer's text (no start-up lines, no tool lanes); for scripts and pipes."
+    ),
     Flag.withDefault(false)
   ),
   mode: Flag.Literals("mode", ["text", "json", "rpc"]).pipe(
@@ -97,7 +101,9 @@ const flags = {
     Flag.optional
   ),
   systemPrompt: Flag.String("system-prompt").pipe(
-    Flag.withDescription("Instructions replacing the built-in ones (the project context, folder, date and tools are still given)."),
+    Flag.withDescription(
+      "Instructions replacing the built-in ones (the project context, folder, date and tools are still given)."
+    ),
     Flag.optional
   ),
   appendSystemPrompt: Flag.String("append-system-prompt").pipe(
@@ -109,7 +115,10 @@ const flags = {
     Flag.withDescription("Allow write, edit and bash without asking."),
     Flag.withDefault(false)
   ),
-  json: Flag.Boolean("json").pipe(Flag.withDescription("Print every event as a JSON line instead of the live view."), Flag.withDefault(false)),
+  json: Flag.Boolean("json").pipe(
+    Flag.withDescription("Print every event as a JSON line instead of the live view."),
+    Flag.withDefault(false)
+  ),
   session: Flag.String("session").pipe(
     Flag.withDescription(
       "Save the transcript to this JSON-lines file. Default: a new file in $EFFECT_AGENT_HOME/sessions/<project>/."
@@ -208,20 +217,24 @@ const envSwitch = (name: string, exactlyOne = false) =>
  * The workspace folder: the given one (which must exist), the current folder (provider), or a fresh
  * sample project in a temporary folder (demo) that is removed when the run's scope closes unless `--keep`.
  */
-const resolveWorkspace = Effect.fn("resolveWorkspace")(function*(given: string | undefined, demo: boolean, options: Options) {
-  const path = yield* Path.Path
-  if (given === undefined && demo) {
-    const quiet = outputMode(options) !== "text"
-    return yield* Demo.temporaryWorkspace(options.keep, (root, removed) => {
-      const line = terminalSafe(removed ? `demo folder removed: ${root} (--keep keeps it)` : `demo folder kept: ${root}`)
-      // With --json, stdout holds only events: where a kept folder is goes to stderr, a removal is not told.
-      return !quiet ? Console.log(line) : removed ? Effect.void : Console.error(`effect-agent: ${line}`)
-    })
+const resolveWorkspace = Effect.fn("resolveWorkspace")(
+  function*(given: string | undefined, demo: boolean, options: Options) {
+    const path = yield* Path.Path
+    if (given === undefined && demo) {
+      const quiet = outputMode(options) !== "text"
+      return yield* Demo.temporaryWorkspace(options.keep, (root, removed) => {
+        const line = terminalSafe(
+          removed ? `demo folder removed: ${root} (--keep keeps it)` : `demo folder kept: ${root}`
+        )
+        // With --json, stdout holds only events: where a kept folder is goes to stderr, a removal is not told.
+        return !quiet ? Console.log(line) : removed ? Effect.void : Console.error(`effect-agent: ${line}`)
+      })
+    }
+    const root = given ?? path.resolve(".")
+    if (demo) yield* Demo.writeSampleProject(root)
+    return root
   }
-  const root = given ?? path.resolve(".")
-  if (demo) yield* Demo.writeSampleProject(root)
-  return root
-})
+)
 
 /** The model: a real provider when one is named, else the demo. */
 const modelLayer = (settings: ProviderSettings | undefined): Layer.Layer<Model> =>
@@ -263,41 +276,43 @@ const buildSystemPrompt = Effect.fn("buildSystemPrompt")(function*(options: Opti
  * before anything runs). Nothing is created or run until the input is known to be usable. `words` is
  * `undefined` for commands that take no task (`resume <run-id>`).
  */
-const prepare = Effect.fn("prepare")(function*(options: Options, demo: boolean, words: ReadonlyArray<string> | undefined) {
-  const settings = Option.isSome(options.provider)
-    ? yield* providerSettings(options.provider.value, {
-      baseUrl: Option.getOrUndefined(options.baseUrl),
-      model: Option.getOrUndefined(options.model),
-      apiKey: Option.getOrUndefined(options.apiKey)
-    })
-    : undefined
-  yield* toolTimeoutSeconds(options.toolTimeout)
-  // `--resume FILE` (with a space) leaves FILE among the words: take it back (CLI 7.4).
-  const sessionFlags = yield* SessionStore.takeFileWord(options, words ?? [])
-  const servers = yield* mcpServers(options)
-  const given = Option.isSome(options.workspace) ? yield* existingWorkspace(options.workspace.value) : undefined
-  // In RPC mode standard input carries the commands, never a task. The demo has its own task: it reads
-  // standard input only from a pipe or a file, never from a socket a parent may hold open (CLI 8.2).
-  const stdin = yield* stdinKind
-  const task = words === undefined || outputMode(options) === "rpc"
-    ? undefined
-    : yield* resolveTask(sessionFlags.words, options.prompt, demo && stdin === "other" ? "terminal" : stdin)
-  const root = yield* resolveWorkspace(given, demo, options)
-  const sandboxSettings = { mode: options.sandbox, allowNetwork: options.allowNetwork, bwrap: options.bwrap } as const
-  const sandbox = yield* BuiltinTools.resolveSandbox(sandboxSettings, root)
-  if (sandbox._tag === "Unconfined" && options.sandbox === "auto") {
-    yield* Console.error(`effect-agent: bash runs without a sandbox: ${terminalSafe(sandbox.reason)}`)
+const prepare = Effect.fn("prepare")(
+  function*(options: Options, demo: boolean, words: ReadonlyArray<string> | undefined) {
+    const settings = Option.isSome(options.provider)
+      ? yield* providerSettings(options.provider.value, {
+        baseUrl: Option.getOrUndefined(options.baseUrl),
+        model: Option.getOrUndefined(options.model),
+        apiKey: Option.getOrUndefined(options.apiKey)
+      })
+      : undefined
+    yield* toolTimeoutSeconds(options.toolTimeout)
+    // `--resume FILE` (with a space) leaves FILE among the words: take it back (CLI 7.4).
+    const sessionFlags = yield* SessionStore.takeFileWord(options, words ?? [])
+    const servers = yield* mcpServers(options)
+    const given = Option.isSome(options.workspace) ? yield* existingWorkspace(options.workspace.value) : undefined
+    // In RPC mode standard input carries the commands, never a task. The demo has its own task: it reads
+    // standard input only from a pipe or a file, never from a socket a parent may hold open (CLI 8.2).
+    const stdin = yield* stdinKind
+    const task = words === undefined || outputMode(options) === "rpc"
+      ? undefined
+      : yield* resolveTask(sessionFlags.words, options.prompt, demo && stdin === "other" ? "terminal" : stdin)
+    const root = yield* resolveWorkspace(given, demo, options)
+    const sandboxSettings = { mode: options.sandbox, allowNetwork: options.allowNetwork, bwrap: options.bwrap } as const
+    const sandbox = yield* BuiltinTools.resolveSandbox(sandboxSettings, root)
+    if (sandbox._tag === "Unconfined" && options.sandbox === "auto") {
+      yield* Console.error(`effect-agent: bash runs without a sandbox: ${terminalSafe(sandbox.reason)}`)
+    }
+    const mcp = yield* connectMcp(servers) // started in the command's scope, stopped when it ends
+    const tools = withMcpTools(
+      workspaceTools(root, { ...sandboxSettings, mode: sandbox._tag === "Sandboxed" ? "require" : "off" }, {
+        images: options.images
+      }),
+      mcp
+    )
+    const system = yield* buildSystemPrompt(options, root)
+    return { root, settings, tools, task, system, sessionFlags, needsApproval: mcp.needsApproval }
   }
-  const mcp = yield* connectMcp(servers) // started in the command's scope, stopped when it ends
-  const tools = withMcpTools(
-    workspaceTools(root, { ...sandboxSettings, mode: sandbox._tag === "Sandboxed" ? "require" : "off" }, {
-      images: options.images
-    }),
-    mcp
-  )
-  const system = yield* buildSystemPrompt(options, root)
-  return { root, settings, tools, task, system, sessionFlags, needsApproval: mcp.needsApproval }
-})
+)
 
 /**
  * Throws away keys typed before a question appears, so a stray "y" cannot approve a command the person has
@@ -359,116 +374,123 @@ const approvals = (options: Options, mode: OutputMode, interactive: boolean, ui:
 type Prepared = Effect.Success<ReturnType<typeof prepare>>
 
 /** One conversation: the session file, the agent, the task or the interactive prompt, or the RPC server. */
-const session = Effect.fn("session")(function*(options: Options, prepared: Prepared, demo: boolean, temporary: boolean) {
-  const { root, system, task } = prepared
-  const stdio = yield* Stdio.Stdio
-  const mode = outputMode(options)
-  const say = (line: string) => mode === "text" ? Console.log(terminalSafe(line)) : Effect.void
-  const interactive = (yield* stdio.stdinIsTerminal) && (yield* stdio.stdoutIsTerminal)
+const session = Effect.fn("session")(
+  function*(options: Options, prepared: Prepared, demo: boolean, temporary: boolean) {
+    const { root, system, task } = prepared
+    const stdio = yield* Stdio.Stdio
+    const mode = outputMode(options)
+    const say = (line: string) => mode === "text" ? Console.log(terminalSafe(line)) : Effect.void
+    const interactive = (yield* stdio.stdinIsTerminal) && (yield* stdio.stdoutIsTerminal)
 
-  // Which file is read and which is written (CLI 7.2-7.4); the picker runs here, before anything is written.
-  const plan = yield* SessionStore.plan(prepared.sessionFlags, root, interactive && mode !== "rpc")
-  if (plan.note !== undefined) yield* Console.error(`effect-agent: ${terminalSafe(plan.note)}`)
-  const saved = plan.source === undefined ? undefined : yield* Session.read(plan.source)
-  // Locks the file for this run (another agent on it is refused) and drops a line cut by a crash. The file
-  // itself is made by the first message (CLI 7.5).
-  const transcript = yield* Session.writer(plan.target)
-  if (saved?.cutLine !== undefined) {
-    yield* Console.error(`effect-agent: warning: ${terminalSafe(Session.cutLineWarning(plan.source!, saved.cutLine))}`)
-  }
-  // Resuming the locked file itself: read it again now that no other agent can be adding to it.
-  const resumed: ReadonlyArray<Message> = saved === undefined
-    ? []
-    : plan.source === plan.target
-    ? (yield* Session.read(plan.target)).messages
-    : saved.messages
-  // Resuming into another file (a fork, or --session): that file gets the whole transcript.
-  if (plan.source !== undefined && plan.source !== plan.target) {
-    for (const message of resumed) yield* transcript.append(message)
-  }
+    // Which file is read and which is written (CLI 7.2-7.4); the picker runs here, before anything is written.
+    const plan = yield* SessionStore.plan(prepared.sessionFlags, root, interactive && mode !== "rpc")
+    if (plan.note !== undefined) yield* Console.error(`effect-agent: ${terminalSafe(plan.note)}`)
+    const saved = plan.source === undefined ? undefined : yield* Session.read(plan.source)
+    // Locks the file for this run (another agent on it is refused) and drops a line cut by a crash. The file
+    // itself is made by the first message (CLI 7.5).
+    const transcript = yield* Session.writer(plan.target)
+    if (saved?.cutLine !== undefined) {
+      yield* Console.error(
+        `effect-agent: warning: ${terminalSafe(Session.cutLineWarning(plan.source!, saved.cutLine))}`
+      )
+    }
+    // Resuming the locked file itself: read it again now that no other agent can be adding to it.
+    const resumed: ReadonlyArray<Message> = saved === undefined
+      ? []
+      : plan.source === plan.target
+      ? (yield* Session.read(plan.target)).messages
+      : saved.messages
+    // Resuming into another file (a fork, or --session): that file gets the whole transcript.
+    if (plan.source !== undefined && plan.source !== plan.target) {
+      for (const message of resumed) yield* transcript.append(message)
+    }
 
-  const display = displayOn(yield* Terminal.Terminal)
-  // A person at a terminal with a provider and no task: the interactive mode (CLI 1-4).
-  const tui = interactive && mode === "text" && task === undefined && prepared.settings !== undefined
-    ? yield* Interactive.prepare({
-      root,
-      settings: prepared.settings,
-      yes: options.yes,
-      needsApproval: prepared.needsApproval,
-      usageBefore: Usage.ofMessages(resumed)
-    })
-    : undefined
-  const ui: LiveView.LiveView = tui?.view ?? (yield* view(mode, Usage.ofMessages(resumed), display))
-  const removed = temporary && !options.keep
-  yield* say(
-    `workspace: ${root}${
-      demo ? ` (sample project, scripted demo model${removed ? "; removed at the end, --keep keeps it" : ""})` : ""
-    }`
-  )
-  const how = plan.how === "new" ? "" : ` (${plan.how}, ${resumed.length} messages)`
-  yield* say(`session:   ${plan.target}${how}`)
-  if (system.line !== undefined) yield* say(system.line)
-
-  const agent = yield* Agent.make({
-    systemPrompt: system.prompt,
-    messages: resumed,
-    toolExecution: options.sequential ? "sequential" : "parallel",
-    timeout: `${options.toolTimeout} seconds`,
-    beforeToolCall: tui?.beforeToolCall ?? approvalHook(yield* approvals(options, mode, interactive, ui), prepared.needsApproval)
-  }).pipe(Effect.provideService(Model, tui?.model ?? (yield* Model)))
-  yield* agent.subscribe((event) => ui.handle(event))
-  yield* agent.subscribe((event) => event.type === "message_end" ? transcript.append(event.message) : Effect.void)
-
-  const files = yield* Effect.context<FileSystem.FileSystem | Path.Path>()
-  // `--no-images`: a named image is not attached (CLI 10.5).
-  const attach = (text: string) =>
-    attachFiles(text, root).pipe(
-      Effect.map((a) => options.images ? a : { ...a, images: [] }),
-      Effect.provide(files)
+    const display = displayOn(yield* Terminal.Terminal)
+    // A person at a terminal with a provider and no task: the interactive mode (CLI 1-4).
+    const tui = interactive && mode === "text" && task === undefined && prepared.settings !== undefined
+      ? yield* Interactive.prepare({
+        root,
+        settings: prepared.settings,
+        yes: options.yes,
+        needsApproval: prepared.needsApproval,
+        usageBefore: Usage.ofMessages(resumed)
+      })
+      : undefined
+    const ui: LiveView.LiveView = tui?.view ?? (yield* view(mode, Usage.ofMessages(resumed), display))
+    const removed = temporary && !options.keep
+    yield* say(
+      `workspace: ${root}${
+        demo ? ` (sample project, scripted demo model${removed ? "; removed at the end, --keep keeps it" : ""})` : ""
+      }`
     )
+    const how = plan.how === "new" ? "" : ` (${plan.how}, ${resumed.length} messages)`
+    yield* say(`session:   ${plan.target}${how}`)
+    if (system.line !== undefined) yield* say(system.line)
 
-  if (mode === "rpc") {
-    return yield* Rpc.serve({
-      agent,
-      lines: stdio.stdin.pipe(Stream.decodeText(), Stream.splitLines),
-      writeLine: (line) => display(line + "\n"),
-      attach,
-      stateExtras: { sessionFile: plan.target, workspace: root }
-    })
-  }
+    const agent = yield* Agent.make({
+      systemPrompt: system.prompt,
+      messages: resumed,
+      toolExecution: options.sequential ? "sequential" : "parallel",
+      timeout: `${options.toolTimeout} seconds`,
+      beforeToolCall: tui?.beforeToolCall ??
+        approvalHook(yield* approvals(options, mode, interactive, ui), prepared.needsApproval)
+    }).pipe(Effect.provideService(Model, tui?.model ?? (yield* Model)))
+    yield* agent.subscribe((event) => ui.handle(event))
+    yield* agent.subscribe((event) => event.type === "message_end" ? transcript.append(event.message) : Effect.void)
 
-  const runTask = (text: string) =>
-    Effect.gen(function*() {
-      const prompt = yield* attach(text)
-      yield* say(`\n› ${text}${prompt.attached.length > 0 ? `  [attached: ${prompt.attached.join(", ")}]` : ""}\n`)
-      yield* agent.prompt(prompt.text, prompt.images)
-      yield* ui.close
-    })
+    const files = yield* Effect.context<FileSystem.FileSystem | Path.Path>()
+    // `--no-images`: a named image is not attached (CLI 10.5).
+    const attach = (text: string) =>
+      attachFiles(text, root).pipe(
+        Effect.map((a) => options.images ? a : { ...a, images: [] }),
+        Effect.provide(files)
+      )
 
-  if (task !== undefined) yield* runTask(task)
-  else if (demo) yield* runTask(Demo.DEMO_TASK)
-  else if (tui !== undefined) yield* tui.run(agent, { sessionPath: plan.target, attach })
-  else if (interactive && mode !== "print") yield* interactiveLoop(ui, runTask)
-  else {
-    return yield* new RunFailed({
-      message: "No task: give it as words after the flags, with --prompt, or on standard input; or run in a terminal to type one."
-    })
-  }
+    if (mode === "rpc") {
+      return yield* Rpc.serve({
+        agent,
+        lines: stdio.stdin.pipe(Stream.decodeText(), Stream.splitLines),
+        writeLine: (line) => display(line + "\n"),
+        attach,
+        stateExtras: { sessionFile: plan.target, workspace: root }
+      })
+    }
 
-  const state = yield* SubscriptionRef.get(agent.state)
-  const last = state.messages.findLast((m): m is AssistantMessage => isMessage(m) && m.role === "assistant")
-  const failed = last !== undefined && last.stopReason === "error"
-  // --print: the answer's text alone on standard output (CLI 8.3).
-  if (mode === "print" && last !== undefined && !failed) {
-    const answer = textOf(last)
-    yield* display(answer.endsWith("\n") ? answer : answer + "\n")
-  }
-  if (!removed || mode === "text") yield* say(`\nsession saved: ${plan.target}`)
-  // The interactive mode showed each failure where it happened; leaving it is not a failure (CLI 1.6).
-  if (failed && tui === undefined) {
-    return yield* new RunFailed({ message: `The model failed: ${String(last?.errorMessage)}` })
-  }
-}, (effect) => Effect.scoped(effect))
+    const runTask = (text: string) =>
+      Effect.gen(function*() {
+        const prompt = yield* attach(text)
+        yield* say(`\n› ${text}${prompt.attached.length > 0 ? `  [attached: ${prompt.attached.join(", ")}]` : ""}\n`)
+        yield* agent.prompt(prompt.text, prompt.images)
+        yield* ui.close
+      })
+
+    if (task !== undefined) yield* runTask(task)
+    else if (demo) yield* runTask(Demo.DEMO_TASK)
+    else if (tui !== undefined) yield* tui.run(agent, { sessionPath: plan.target, attach })
+    else if (interactive && mode !== "print") yield* interactiveLoop(ui, runTask)
+    else {
+      return yield* new RunFailed({
+        message:
+          "No task: give it as words after the flags, with --prompt, or on standard input; or run in a terminal to type one."
+      })
+    }
+
+    const state = yield* SubscriptionRef.get(agent.state)
+    const last = state.messages.findLast((m): m is AssistantMessage => isMessage(m) && m.role === "assistant")
+    const failed = last !== undefined && last.stopReason === "error"
+    // --print: the answer's text alone on standard output (CLI 8.3).
+    if (mode === "print" && last !== undefined && !failed) {
+      const answer = textOf(last)
+      yield* display(answer.endsWith("\n") ? answer : answer + "\n")
+    }
+    if (!removed || mode === "text") yield* say(`\nsession saved: ${plan.target}`)
+    // The interactive mode showed each failure where it happened; leaving it is not a failure (CLI 1.6).
+    if (failed && tui === undefined) {
+      return yield* new RunFailed({ message: `The model failed: ${String(last?.errorMessage)}` })
+    }
+  },
+  (effect) => Effect.scoped(effect)
+)
 
 /** Tasks typed at the terminal until an empty one (the interactive editor replaces this loop). */
 const interactiveLoop = <E, R>(ui: LiveView.LiveView, runTask: (task: string) => Effect.Effect<void, E, R>) =>
@@ -498,7 +520,9 @@ const run = Effect.fn("effect-agent")(function*(options: Options & { readonly ta
     Effect.provide(Layer.mergeAll(modelLayer(prepared.settings), prepared.tools)),
     Effect.onInterrupt(() => {
       const signal = receivedSignal()
-      return Console.error(`\ninterrupted${signal === undefined ? "" : ` (${signal})`}: the run was aborted and the session saved`)
+      return Console.error(
+        `\ninterrupted${signal === undefined ? "" : ` (${signal})`}: the run was aborted and the session saved`
+      )
     })
   )
 }, (effect) => Effect.scoped(effect))
@@ -543,8 +567,14 @@ export const EXAMPLES: ReadonlyArray<Command.Command.Example> = [
     command: "effect-agent --provider anthropic --model claude-sonnet-4-5 \"fix the failing test\"",
     description: "one task in the current folder, then exit"
   },
-  { command: "effect-agent --provider openai-compatible --base-url http://127.0.0.1:11434/v1 --model qwen3", description: "an interactive session with a local server" },
-  { command: "git diff | effect-agent --provider anthropic --print \"review this diff\"", description: "the task on stdin, only the answer printed" },
+  {
+    command: "effect-agent --provider openai-compatible --base-url http://127.0.0.1:11434/v1 --model qwen3",
+    description: "an interactive session with a local server"
+  },
+  {
+    command: "git diff | effect-agent --provider anthropic --print \"review this diff\"",
+    description: "the task on stdin, only the answer printed"
+  },
   { command: "effect-agent --provider anthropic -c", description: "continue this folder's latest session" },
   { command: "effect-agent --provider anthropic --resume", description: "pick a session of this folder to continue" },
   { command: "effect-agent --provider anthropic \"explain @src/main.ts\"", description: "attach a file to the task" },
@@ -560,25 +590,35 @@ export const command = Command.make("effect-agent", { ...flags, ...taskWords }, 
   Command.withExamples(EXAMPLES)
 )
 
-const runsCommand = Command.make("runs", { store: flags.store, json: flags.json }, (options) =>
-  Effect.flatMap(durableCli, (cli) => cli.listRuns(Option.getOrUndefined(options.store), options.json))).pipe(
-    Command.withDescription("List the runs of the run store (--store), newest first, with their status.")
-  )
+const runsCommand = Command.make(
+  "runs",
+  { store: flags.store, json: flags.json },
+  (options) => Effect.flatMap(durableCli, (cli) => cli.listRuns(Option.getOrUndefined(options.store), options.json))
+).pipe(
+  Command.withDescription("List the runs of the run store (--store), newest first, with their status.")
+)
 
 // The run's model and tools are not stored (an API key must not be): pass the same provider and workspace.
-const resumeCommand = Command.make("resume", { ...flags, runId: Argument.String("run-id") }, (options) =>
-  Effect.gen(function*() {
-    const prepared = yield* prepare(options, Option.isNone(options.provider), undefined)
-    const cli = yield* durableCli
-    yield* cli.resumeRun(durableTask(options, prepared), options.runId)
-  }).pipe(Effect.scoped)).pipe(
-    Command.withDescription("Continue a durable run after a crash or Ctrl-C; finished steps are not repeated.")
-  )
+const resumeCommand = Command.make(
+  "resume",
+  { ...flags, runId: Argument.String("run-id") },
+  (options) =>
+    Effect.gen(function*() {
+      const prepared = yield* prepare(options, Option.isNone(options.provider), undefined)
+      const cli = yield* durableCli
+      yield* cli.resumeRun(durableTask(options, prepared), options.runId)
+    }).pipe(Effect.scoped)
+).pipe(
+  Command.withDescription("Continue a durable run after a crash or Ctrl-C; finished steps are not repeated.")
+)
 
-const abortCommand = Command.make("abort", { store: flags.store, runId: Argument.String("run-id") }, (options) =>
-  Effect.flatMap(durableCli, (cli) => cli.abortRun(Option.getOrUndefined(options.store), options.runId))).pipe(
-    Command.withDescription("Abort a durable run of the store, in whichever process runs it (DR 3.2).")
-  )
+const abortCommand = Command.make(
+  "abort",
+  { store: flags.store, runId: Argument.String("run-id") },
+  (options) => Effect.flatMap(durableCli, (cli) => cli.abortRun(Option.getOrUndefined(options.store), options.runId))
+).pipe(
+  Command.withDescription("Abort a durable run of the store, in whichever process runs it (DR 3.2).")
+)
 
 const app = command.pipe(Command.withSubcommands([runsCommand, resumeCommand, abortCommand]))
 
@@ -613,7 +653,8 @@ export const runAsProcess = (): void =>
   NodeRuntime.runMain(interruptOnStopSignals(main), {
     disableErrorReporting: true,
     teardown: (exit, onExit) =>
-      Runtime.defaultTeardown(exit, (code) => onExit(code === 130 && Exit.hasInterrupts(exit) ? interruptedExitCode() : code))
+      Runtime.defaultTeardown(exit, (code) =>
+        onExit(code === 130 && Exit.hasInterrupts(exit) ? interruptedExitCode() : code))
   })
 
 /** Whether Node was started with this file as its program (`node src/cli/main.ts`, `npm start`). */

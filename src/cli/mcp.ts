@@ -9,8 +9,8 @@ import { Flag } from "effect/cli"
 import { FetchHttpClient } from "effect/http"
 import { parse, type ParseEntry } from "shell-quote"
 import * as McpServers from "../mcp/McpServers.ts"
-import * as BuiltinTools from "../tools/index.ts"
 import type { DuplicateToolName, RegisteredTool, ToolRegistry } from "../ToolRegistry.ts"
+import * as BuiltinTools from "../tools/index.ts"
 import { NEEDS_APPROVAL } from "./Approval.ts"
 import { UsageError } from "./startup.ts"
 
@@ -40,7 +40,8 @@ export interface McpOptions {
  * what it meant to); pipes, redirections, globs and the like are refused, since no shell runs the line.
  */
 export const stdioServer = (line: string): Effect.Effect<McpServers.StdioServer, UsageError> => {
-  const refuse = (why: string) => Effect.fail(new UsageError({ flag: "--mcp", message: `--mcp ${JSON.stringify(line)}: ${why}` }))
+  const refuse = (why: string) =>
+    Effect.fail(new UsageError({ flag: "--mcp", message: `--mcp ${JSON.stringify(line)}: ${why}` }))
   let entries: Array<ParseEntry>
   try {
     entries = parse(line, (name) => `$${name}`) as Array<ParseEntry>
@@ -65,7 +66,9 @@ export const httpServer = (url: string): Effect.Effect<McpServers.HttpServer, Us
   const parsed = URL.parse(url)
   return parsed !== null && (parsed.protocol === "http:" || parsed.protocol === "https:")
     ? Effect.succeed(McpServers.http(parsed.href))
-    : Effect.fail(new UsageError({ flag: "--mcp-url", message: `--mcp-url ${JSON.stringify(url)}: not an http or https URL.` }))
+    : Effect.fail(
+      new UsageError({ flag: "--mcp-url", message: `--mcp-url ${JSON.stringify(url)}: not an http or https URL.` })
+    )
 }
 
 /** Every server the flags name, checked; none is started yet. */
@@ -92,20 +95,27 @@ export const connectMcp = Effect.fn("connectMcp")(function*(servers: ReadonlyArr
   const owners = new Map<string, string>(BuiltinTools.builtinTools.map((tool) => [tool.name, "the built-in tool"]))
   const tools: Array<RegisteredTool> = []
   for (const server of servers) {
-    const connection = yield* McpServers.connect(server).pipe(Effect.provide([NodeServices.layer, FetchHttpClient.layer]))
+    const connection = yield* McpServers.connect(server).pipe(
+      Effect.provide([NodeServices.layer, FetchHttpClient.layer])
+    )
     for (const entry of connection.tools) {
       const owner = owners.get(entry.tool.name)
       if (owner !== undefined) {
         return yield* new UsageError({
           flag: server._tag === "Stdio" ? "--mcp" : "--mcp-url",
-          message: `${flagOf(server)}: its tool ${entry.tool.name} has the name of ${owner}; only one tool can have a name.`
+          message: `${
+            flagOf(server)
+          }: its tool ${entry.tool.name} has the name of ${owner}; only one tool can have a name.`
         })
       }
       owners.set(entry.tool.name, `a tool of ${flagOf(server)}`)
       tools.push(entry)
     }
   }
-  return { tools, needsApproval: new Set([...NEEDS_APPROVAL, ...tools.map(({ tool }) => tool.name)]) } satisfies McpTools
+  return {
+    tools,
+    needsApproval: new Set([...NEEDS_APPROVAL, ...tools.map(({ tool }) => tool.name)])
+  } satisfies McpTools
 })
 
 /** The workspace's tools followed by the MCP servers' (MCP 4.3). */

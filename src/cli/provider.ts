@@ -83,7 +83,14 @@ const setting = <A>(
  */
 export const providerSettings = Effect.fn("providerSettings")(function*(name: ProviderName, flags: ProviderFlags) {
   const { defaultBaseUrl, keyRequired, prefix } = PROVIDERS[name]
-  const model = yield* setting(name, "a model", "--model", flags.model, `${prefix}_MODEL`, Config.String(`${prefix}_MODEL`))
+  const model = yield* setting(
+    name,
+    "a model",
+    "--model",
+    flags.model,
+    `${prefix}_MODEL`,
+    Config.String(`${prefix}_MODEL`)
+  )
   const baseUrl = yield* setting(
     name,
     "a base URL",

@@ -1,8 +1,8 @@
 /** The built-in tools, confined to a workspace folder, as the command line's registry. */
 import { NodeServices } from "@effect/platform-node"
 import { Layer, type PlatformError } from "effect"
-import * as BuiltinTools from "../tools/index.ts"
 import { type DuplicateToolName, ToolRegistry } from "../ToolRegistry.ts"
+import * as BuiltinTools from "../tools/index.ts"
 
 /**
  * The registry of the built-in tools working in `root`, on Node's file system and processes, with `bash`
@@ -17,10 +17,12 @@ export const workspaceTools = (
   ToolRegistry.layer(...BuiltinTools.builtinTools).pipe(
     Layer.provide(BuiltinTools.layerAt(root)),
     // `--no-images`: read describes an image instead of returning it (CLI 10.5).
-    Layer.provide(Layer.succeed(BuiltinTools.ImageReading)({
-      enabled: options.images ?? true,
-      maxBytes: 5 * 1024 * 1024
-    })),
+    Layer.provide(
+      Layer.succeed(BuiltinTools.ImageReading)({
+        enabled: options.images ?? true,
+        maxBytes: 5 * 1024 * 1024
+      })
+    ),
     Layer.provide(Layer.succeed(BuiltinTools.BashSandbox)(sandbox)),
     Layer.provide(NodeServices.layer)
   )

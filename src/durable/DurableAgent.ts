@@ -294,9 +294,7 @@ const durableModel = (execution: Execution, model: ModelShape): ModelShape => ({
             (streaming) => interruptOnAbort(streaming, execution.signal)
           )
           return startLive(execution).pipe(
-            Effect.flatMap((abortNow) =>
-              abortNow ? Effect.fail(new Error("Request was aborted")) : streamed
-            ),
+            Effect.flatMap((abortNow) => abortNow ? Effect.fail(new Error("Request was aborted")) : streamed),
             Effect.matchCauseEffect({
               onSuccess: (): Effect.Effect<ModelOutcome> =>
                 Effect.succeed({ ...(partial ? { partial } : {}), ...(final ? { final } : {}) }),
@@ -305,7 +303,9 @@ const durableModel = (execution: Execution, model: ModelShape): ModelShape => ({
                   ? Effect.failCause(cause as Cause.Cause<never>)
                   : Effect.succeed({
                     ...(partial ? { partial } : {}),
-                    failure: execution.signal.aborted || execution.abortSeen ? "Request was aborted" : causeMessage(cause)
+                    failure: execution.signal.aborted || execution.abortSeen
+                      ? "Request was aborted"
+                      : causeMessage(cause)
                   })
             })
           )
@@ -342,59 +342,63 @@ const withTimeout = (
   const timeout = execution.timeoutOf(tool)
   if (timeout === undefined) return run
   return Effect.uninterruptibleMask((restore) =>
-    Effect.flatMap(Effect.forkChild(restore(run), { startImmediately: true }), (fiber) =>
-      restore(Effect.timeoutOption(Fiber.join(fiber), timeout)).pipe(
-        Effect.onInterrupt(() => Fiber.interrupt(fiber)),
-        Effect.flatMap((done) =>
-          Option.isSome(done) ? Effect.succeed(done.value) : Effect.gen(function*() {
-            ;(context as { abort?: () => void }).abort?.()
-            const stopped = yield* Effect.timeoutOption(Effect.interruptible(Fiber.interrupt(fiber)), execution.grace)
-            const abandoned = Option.isNone(stopped)
-            return {
-              _tag: "errorResult",
-              result: {
-                content: [{ type: "text", text: timedOutText(tool.name, timeout, abandoned) }],
-                details: { timedOut: true, abandoned }
-              }
-            } as const
-          })
+    Effect.flatMap(
+      Effect.forkChild(restore(run), { startImmediately: true }),
+      (fiber) =>
+        restore(Effect.timeoutOption(Fiber.join(fiber), timeout)).pipe(
+          Effect.onInterrupt(() => Fiber.interrupt(fiber)),
+          Effect.flatMap((done) =>
+            Option.isSome(done) ? Effect.succeed(done.value) : Effect.gen(function*() {
+              ;(context as { abort?: () => void }).abort?.()
+              const stopped = yield* Effect.timeoutOption(Effect.interruptible(Fiber.interrupt(fiber)), execution.grace)
+              const abandoned = Option.isNone(stopped)
+              return {
+                _tag: "errorResult",
+                result: {
+                  content: [{ type: "text", text: timedOutText(tool.name, timeout, abandoned) }],
+                  details: { timedOut: true, abandoned }
+                }
+              } as const
+            })
+          )
         )
-      ))
+    )
   )
 }
 
 /** One tool call as an activity, with the crash rule for a call that was running when the process died. */
-const durableHandler = (execution: Execution, tool: Tool.Any, handler: Handler<any, any>): Handler<any, any> =>
-(args: unknown, context: ToolContext) => {
-  const turn = execution.modelSteps
-  const name = `tool/${turn}/${context.toolCallId}`
-  const execute = Effect.gen(function*() {
-    const abortNow = yield* startLive(execution)
-    // DR 2.1: the start is committed before the tool runs, so a second start means the first one died.
-    const attempt = yield* execution.ledger.start(execution.runId, name)
-    if (attempt > 1 && !execution.idempotent(tool)) {
-      return { _tag: "failed", message: crashedCallText(tool.name) } as const
-    }
-    // Aborted before this step began (DR 3.2): the tool is not started, as the batch says of such a call.
-    if (abortNow || execution.signal.aborted) return { _tag: "failed", message: notStartedText(tool.name) } as const
-    const ran = Effect.suspend(() => handler(args, context)).pipe(
-      Effect.provideService(ToolAttempt, { idempotencyKey: `${execution.runId}/${context.toolCallId}`, attempt })
-    )
-    return yield* withTimeout(execution, tool, context, toOutcome(interruptOnAbort(ran, execution.signal))).pipe(
-      Effect.catchCause((cause) =>
-        execution.signal.aborted
-          ? Effect.succeed<StepOutcome>({ _tag: "failed", message: abortedCallText(tool.name) })
-          : Effect.failCause(cause)
+const durableHandler =
+  (execution: Execution, tool: Tool.Any, handler: Handler<any, any>): Handler<any, any> =>
+  (args: unknown, context: ToolContext) => {
+    const turn = execution.modelSteps
+    const name = `tool/${turn}/${context.toolCallId}`
+    const execute = Effect.gen(function*() {
+      const abortNow = yield* startLive(execution)
+      // DR 2.1: the start is committed before the tool runs, so a second start means the first one died.
+      const attempt = yield* execution.ledger.start(execution.runId, name)
+      if (attempt > 1 && !execution.idempotent(tool)) {
+        return { _tag: "failed", message: crashedCallText(tool.name) } as const
+      }
+      // Aborted before this step began (DR 3.2): the tool is not started, as the batch says of such a call.
+      if (abortNow || execution.signal.aborted) return { _tag: "failed", message: notStartedText(tool.name) } as const
+      const ran = Effect.suspend(() => handler(args, context)).pipe(
+        Effect.provideService(ToolAttempt, { idempotencyKey: `${execution.runId}/${context.toolCallId}`, attempt })
       )
-    )
-  })
-  // No abort is applied here: the batch would take it for an abort of this running call. The next model
-  // step applies it (DR 3.2).
-  return Effect.flatMap(
-    inWorkflow(execution, Activity.make({ name, success: StepOutcome, execute })),
-    fromOutcome
-  ) as Effect.Effect<ToolResult, unknown>
-}
+      return yield* withTimeout(execution, tool, context, toOutcome(interruptOnAbort(ran, execution.signal))).pipe(
+        Effect.catchCause((cause) =>
+          execution.signal.aborted
+            ? Effect.succeed<StepOutcome>({ _tag: "failed", message: abortedCallText(tool.name) })
+            : Effect.failCause(cause)
+        )
+      )
+    })
+    // No abort is applied here: the batch would take it for an abort of this running call. The next model
+    // step applies it (DR 3.2).
+    return Effect.flatMap(
+      inWorkflow(execution, Activity.make({ name, success: StepOutcome, execute })),
+      fromOutcome
+    ) as Effect.Effect<ToolResult, unknown>
+  }
 
 /** The registry the loop sees: each call an activity; timeouts applied inside the activity (DR 4.2). */
 const durableRegistry = (execution: Execution, registry: ToolRegistryShape): ToolRegistryShape => {
@@ -702,6 +706,8 @@ export interface RunSummary extends RunEntry {
 /** The runs started through {@link run} in this store, newest first, with their status. */
 export const list = Effect.fn("DurableAgent.list")(function*() {
   const entries = yield* (yield* RunIndex).list
-  return yield* Effect.forEach(entries, (entry) =>
-    Effect.map(status(entry.runId), (s): RunSummary => ({ ...entry, status: s })))
+  return yield* Effect.forEach(
+    entries,
+    (entry) => Effect.map(status(entry.runId), (s): RunSummary => ({ ...entry, status: s }))
+  )
 })

@@ -40,8 +40,7 @@ export const stateFolder = (env: NodeJS.ProcessEnv = process.env): string =>
     : path.join(os.homedir(), ".effect-agent")
 
 /** The default store file: `runs.db` in the state folder. */
-export const defaultStoreFile = (env: NodeJS.ProcessEnv = process.env): string =>
-  path.join(stateFolder(env), "runs.db")
+export const defaultStoreFile = (env: NodeJS.ProcessEnv = process.env): string => path.join(stateFolder(env), "runs.db")
 
 /**
  * How the engine keeps shard leases and polls its storage (DR 5.1). Every field is a `ShardingConfig` field

@@ -101,7 +101,10 @@ export class RunIndex extends Context.Service<RunIndex, RunIndexShape>()("effect
       return {
         record: (entry) =>
           sql`INSERT INTO effect_agent_runs (run_id, started_at, title)
-            VALUES (${entry.runId}, ${entry.startedAt}, ${entry.title}) ON CONFLICT (run_id) DO NOTHING`.pipe(Effect.asVoid, Effect.orDie),
+            VALUES (${entry.runId}, ${entry.startedAt}, ${entry.title}) ON CONFLICT (run_id) DO NOTHING`.pipe(
+            Effect.asVoid,
+            Effect.orDie
+          ),
         list: sql<{ run_id: string; started_at: number; title: string }>`SELECT run_id, started_at, title
           FROM effect_agent_runs ORDER BY started_at DESC, run_id`.pipe(
           Effect.map((rows) => rows.map((r) => ({ runId: r.run_id, startedAt: Number(r.started_at), title: r.title }))),

@@ -184,4 +184,6 @@ export const make = Effect.fnUntraced(function*(config: SqliteClientConfig) {
       : undefined
   })
   return Object.assign(client, { config }) as SqliteClientShape
-}) as (config: SqliteClientConfig) => Effect.Effect<SqliteClientShape, SqlErrors.SqlError, Scope.Scope | Reactivity.Reactivity>
+}) as (
+  config: SqliteClientConfig
+) => Effect.Effect<SqliteClientShape, SqlErrors.SqlError, Scope.Scope | Reactivity.Reactivity>

@@ -12,12 +12,12 @@ const identity: Coerce = (value) => value
 
 const NUMERIC = /^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/
 
-const toNumber = (value: unknown): unknown =>
-  typeof value === "string" && NUMERIC.test(value) ? Number(value) : value
+const toNumber = (value: unknown): unknown => typeof value === "string" && NUMERIC.test(value) ? Number(value) : value
 
 const toBoolean = (value: unknown): unknown => value === "true" ? true : value === "false" ? false : value
 
-const toString = (value: unknown): unknown => typeof value === "number" && Number.isFinite(value) ? String(value) : value
+const toString = (value: unknown): unknown =>
+  typeof value === "number" && Number.isFinite(value) ? String(value) : value
 
 const copyStructured: Coerce = (value) => {
   if (typeof value !== "object" || value === null) return value

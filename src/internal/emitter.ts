@@ -33,7 +33,14 @@ export const makeEmitter = (sink: EventSink.EventSinkShape): Emitter => {
   const close = () => {
     closed = true
   }
-  if (sink === EventSink.discard) return { emit: () => Effect.void, bounded: () => () => Effect.void, close, sync: true }
+  if (sink === EventSink.discard) {
+    return {
+      emit: () => Effect.void,
+      bounded: () => () => Effect.void,
+      close,
+      sync: true
+    }
+  }
   const emitUnsafe = synchronousDelivery(sink)
   if (emitUnsafe !== undefined) {
     const now = (event: AgentEvent): Effect.Effect<void> => {

@@ -29,7 +29,9 @@ export const sdkLayer = (options: ExportOptions): Layer.Layer<never> => {
       }),
     metricReader: options.metricsUrl === undefined ? undefined : new PeriodicExportingMetricReader({
       exporter: new OTLPMetricExporter({ url: options.metricsUrl, timeoutMillis }),
-      exportIntervalMillis: Duration.toMillis(Duration.fromInputUnsafe(options.metricsInterval ?? Duration.seconds(60))),
+      exportIntervalMillis: Duration.toMillis(
+        Duration.fromInputUnsafe(options.metricsInterval ?? Duration.seconds(60))
+      ),
       exportTimeoutMillis: timeoutMillis
     }),
     shutdownTimeout: step

@@ -30,7 +30,6 @@ const withLabels = <S>(metric: Metric.Metric<number, S>, attributes: Record<stri
   return found
 }
 
-
 // ---------------------------------------------------------------------------------------------------------
 // Shared machinery
 // ---------------------------------------------------------------------------------------------------------
@@ -45,7 +44,9 @@ interface Scope {
 }
 
 /** The scope of the current fiber, or `undefined` when there is nothing to record (OT 1.2). */
-const scopeOf = (fiber: { readonly getRef: <A>(ref: Context.Reference<A>) => A; readonly context: Context.Context<never> }): Scope | undefined => {
+const scopeOf = (
+  fiber: { readonly getRef: <A>(ref: Context.Reference<A>) => A; readonly context: Context.Context<never> }
+): Scope | undefined => {
   const tracer = fiber.getRef(Tracer.Tracer)
   const tracing = tracer !== Tracer.nativeTracer && fiber.getRef(References.TracerEnabled)
   const recordMetrics = fiber.getRef(RecordMetrics)
@@ -217,7 +218,9 @@ export const observeModel = (trace: RunTrace | undefined, model: ModelShape): Mo
           {
             "gen_ai.operation.name": "chat",
             ...modelAttributes(info),
-            ...(request.options?.maxTokens !== undefined ? { "gen_ai.request.max_tokens": request.options.maxTokens } : {}),
+            ...(request.options?.maxTokens !== undefined
+              ? { "gen_ai.request.max_tokens": request.options.maxTokens }
+              : {}),
             ...(request.options?.temperature !== undefined
               ? { "gen_ai.request.temperature": request.options.temperature }
               : {})
@@ -256,7 +259,10 @@ export const observeModel = (trace: RunTrace | undefined, model: ModelShape): Mo
                   ]] as const
                   for (const [kind, count] of kinds) {
                     if (count > 0) {
-                      withLabels(modelTokens, { ...modelLabel, "gen_ai.token.type": kind }).updateUnsafe(count, scope.context)
+                      withLabels(modelTokens, { ...modelLabel, "gen_ai.token.type": kind }).updateUnsafe(
+                        count,
+                        scope.context
+                      )
                     }
                   }
                 }
@@ -265,12 +271,16 @@ export const observeModel = (trace: RunTrace | undefined, model: ModelShape): Mo
               if (final !== undefined) {
                 span.attribute("gen_ai.usage.input_tokens", final.usage.input)
                 span.attribute("gen_ai.usage.output_tokens", final.usage.output)
-                if (final.usage.cacheRead > 0) span.attribute("gen_ai.usage.cache_read.input_tokens", final.usage.cacheRead)
+                if (final.usage.cacheRead > 0) {
+                  span.attribute("gen_ai.usage.cache_read.input_tokens", final.usage.cacheRead)
+                }
                 if (final.usage.cacheWrite > 0) {
                   span.attribute("gen_ai.usage.cache_creation.input_tokens", final.usage.cacheWrite)
                 }
                 span.attribute("gen_ai.response.finish_reasons", [final.stopReason])
-                if (final.responseModel !== undefined) span.attribute("gen_ai.response.model", final.responseModel)
+                if (final.responseModel !== undefined) {
+                  span.attribute("gen_ai.response.model", final.responseModel)
+                }
                 if (final.responseId !== undefined) span.attribute("gen_ai.response.id", final.responseId)
                 if (scope.contents) span.attribute("gen_ai.output.messages", json([final]))
               }
@@ -278,7 +288,11 @@ export const observeModel = (trace: RunTrace | undefined, model: ModelShape): Mo
                 const error = Cause.findErrorOption(exit.cause)
                 span.attribute(
                   "error.type",
-                  Option.isSome(error) ? `ModelError.${(error.value as { reason?: string }).reason ?? "unknown"}` : Cause.hasInterruptsOnly(exit.cause) ? "aborted" : "defect"
+                  Option.isSome(error)
+                    ? `ModelError.${(error.value as { reason?: string }).reason ?? "unknown"}`
+                    : Cause.hasInterruptsOnly(exit.cause)
+                    ? "aborted"
+                    : "defect"
                 )
                 close(scope, span, exit)
               } else if (final?.stopReason === "error" || final?.stopReason === "aborted") {

@@ -125,7 +125,11 @@ const transportOf = (server: McpServer, protocol: McpProtocol.ProtocolAdapter<Mc
       }),
       protocol
     })
-    : McpClient.http({ url: server.url, protocol, ...(server.headers === undefined ? {} : { headers: server.headers }) })
+    : McpClient.http({
+      url: server.url,
+      protocol,
+      ...(server.headers === undefined ? {} : { headers: server.headers })
+    })
 
 /**
  * Connects to one server and lists its tools (MCP 1). The server lives as long as the caller's scope: when
@@ -160,7 +164,10 @@ export const connect: <S extends McpServer>(
     }).pipe(
       Scope.provide(scope),
       Effect.mapError((error) =>
-        new McpConnectError({ server: shown, message: `MCP server "${shown}" could not be started: ${connectMessage(error)}` })
+        new McpConnectError({
+          server: shown,
+          message: `MCP server "${shown}" could not be started: ${connectMessage(error)}`
+        })
       ),
       Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : Scope.close(scope, exit))
     )

@@ -132,7 +132,9 @@ export const contentOf = (
         break
       }
       case "resource_link":
-        text(`${block.title ?? block.name}: ${block.uri}${block.description === undefined ? "" : `\n${block.description}`}`)
+        text(
+          `${block.title ?? block.name}: ${block.uri}${block.description === undefined ? "" : `\n${block.description}`}`
+        )
         break
     }
   }
@@ -211,7 +213,9 @@ export const toolOf = (
 export const toolsFromClient: (
   client: McpClient.McpClient,
   options: ToolsOptions
-) => Effect.Effect<ReadonlyArray<RegisteredTool>, McpClientError.McpClientError> = Effect.fn("McpTools.toolsFromClient")(
+) => Effect.Effect<ReadonlyArray<RegisteredTool>, McpClientError.McpClientError> = Effect.fn(
+  "McpTools.toolsFromClient"
+)(
   function*(client: McpClient.McpClient, options: ToolsOptions) {
     const descriptors = yield* client.listTools()
     return descriptors.map((descriptor) => toolOf(client, descriptor, options))

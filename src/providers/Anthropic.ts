@@ -18,6 +18,7 @@ import {
   type ThinkingLevel
 } from "../Model.ts"
 import { makeUsage, type Pricing, ResponseBuilder, type TokenCounts } from "./internal/builder.ts"
+import { environmentWithKey, layerFromConfig } from "./internal/environment.ts"
 import { isSameModel, sanitizeTranscript, takeToolResults } from "./internal/transcript.ts"
 import {
   decodeJsonData,
@@ -29,7 +30,6 @@ import {
   type Scrub,
   type TransportOptions
 } from "./internal/transport.ts"
-import { environmentWithKey, layerFromConfig } from "./internal/environment.ts"
 import { withPricing } from "./ModelCatalogue.ts"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -158,7 +158,10 @@ export const ThinkingBlockStart = Schema.Struct({
   signature: nullable(Schema.String)
 })
 /** @internal */
-export const RedactedThinkingBlockStart = Schema.Struct({ type: Schema.Literal("redacted_thinking"), data: Schema.String })
+export const RedactedThinkingBlockStart = Schema.Struct({
+  type: Schema.Literal("redacted_thinking"),
+  data: Schema.String
+})
 /** @internal */
 export const ToolUseBlockStart = Schema.Struct({
   type: Schema.Literal("tool_use"),
@@ -166,7 +169,12 @@ export const ToolUseBlockStart = Schema.Struct({
   name: Schema.String,
   input: nullable(Schema.Record(Schema.String, Schema.Unknown))
 })
-const KnownBlockStart = Schema.Union([TextBlockStart, ThinkingBlockStart, RedactedThinkingBlockStart, ToolUseBlockStart])
+const KnownBlockStart = Schema.Union([
+  TextBlockStart,
+  ThinkingBlockStart,
+  RedactedThinkingBlockStart,
+  ToolUseBlockStart
+])
 const KNOWN_BLOCKS: ReadonlySet<string> = new Set(["text", "thinking", "redacted_thinking", "tool_use"])
 
 /** The pieces of a block we act on. @internal */
@@ -178,10 +186,17 @@ export const SignatureDelta = Schema.Struct({ type: Schema.Literal("signature_de
 /** @internal */
 export const InputJsonDelta = Schema.Struct({ type: Schema.Literal("input_json_delta"), partial_json: Schema.String })
 const KnownDelta = Schema.Union([TextDelta, ThinkingDelta, SignatureDelta, InputJsonDelta])
-const KNOWN_DELTAS: ReadonlySet<string> = new Set(["text_delta", "thinking_delta", "signature_delta", "input_json_delta"])
+const KNOWN_DELTAS: ReadonlySet<string> = new Set([
+  "text_delta",
+  "thinking_delta",
+  "signature_delta",
+  "input_json_delta"
+])
 
 /** What every block and delta has: its type. The ones we know are then decoded strictly; others are skipped. */
-const Typed = Schema.StructWithRest(Schema.Struct({ type: Schema.String }), [Schema.Record(Schema.String, Schema.Unknown)])
+const Typed = Schema.StructWithRest(Schema.Struct({ type: Schema.String }), [
+  Schema.Record(Schema.String, Schema.Unknown)
+])
 
 /** A content block begins (server tool use, web search results, … are skipped). @internal */
 export const ContentBlockStartEvent = Schema.Struct({
@@ -361,7 +376,9 @@ const assistantBlocks = (
       case "thinking":
         if (block.redacted === true) {
           // Opaque, and only valid for the model that wrote it.
-          if (sameModel && block.thinkingSignature) blocks.push({ type: "redacted_thinking", data: block.thinkingSignature })
+          if (sameModel && block.thinkingSignature) {
+            blocks.push({ type: "redacted_thinking", data: block.thinkingSignature })
+          }
         } else if (block.thinking.trim().length > 0) {
           blocks.push(
             sameModel && block.thinkingSignature
@@ -714,8 +731,7 @@ export const config: Config.Config<Options> = Config.all({
  */
 export const layerConfigWith = (
   overrides: Partial<Options>
-): Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> =>
-  layerFromConfig(config, make, overrides)
+): Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> => layerFromConfig(config, make, overrides)
 
 /** A {@link Model} layer configured from the environment (see {@link config}). */
 export const layerConfig: Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> = layerConfigWith({})

@@ -10,14 +10,7 @@
  * @since 0.1.0
  */
 import { Clock, Context, Effect, Layer, Schema, Stream } from "effect"
-import {
-  AiError,
-  LanguageModel,
-  Prompt,
-  type Response,
-  Tool as AiTool,
-  type Toolkit
-} from "effect/ai"
+import { AiError, LanguageModel, Prompt, type Response, Tool as AiTool, type Toolkit } from "effect/ai"
 import type { AssistantMessageEvent } from "../AssistantMessageEvent.ts"
 import type { ToolResultContent } from "../Message.ts"
 import {
@@ -31,9 +24,9 @@ import {
 } from "../Model.ts"
 import * as Tool from "../Tool.ts"
 import { type DuplicateToolName, type RegisteredTool, ToolRegistry } from "../ToolRegistry.ts"
-import { ModelCatalogue, pricingFor } from "./ModelCatalogue.ts"
 import { makeUsage, type Pricing, ResponseBuilder } from "./internal/builder.ts"
 import { isSameModel, sanitizeTranscript } from "./internal/transcript.ts"
+import { ModelCatalogue, pricingFor } from "./ModelCatalogue.ts"
 
 // ---------------------------------------------------------------------------------------------------------
 // LanguageModel → Model
@@ -328,7 +321,9 @@ const makePartHandler = (info: ModelInfo, pricing: Pricing | undefined, now: num
         const params = part.params
         builder.setToolArguments(
           index,
-          typeof params === "object" && params !== null && !Array.isArray(params) ? params as Record<string, unknown> : {}
+          typeof params === "object" && params !== null && !Array.isArray(params)
+            ? params as Record<string, unknown>
+            : {}
         )
         builder.close(index)
         break

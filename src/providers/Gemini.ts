@@ -15,6 +15,7 @@ import { HttpClient, HttpClientRequest } from "effect/http"
 import type { AssistantMessage, Message, ToolResultMessage } from "../Message.ts"
 import { Model, ModelError, type ModelInfo, type ModelRequest, type ModelShape, type ThinkingLevel } from "../Model.ts"
 import { makeUsage, type Pricing, ResponseBuilder } from "./internal/builder.ts"
+import { environmentWithKey, layerFromConfig } from "./internal/environment.ts"
 import { isSameModel, sanitizeTranscript, takeToolResults } from "./internal/transcript.ts"
 import {
   decodeJsonData,
@@ -26,7 +27,6 @@ import {
   type Scrub,
   type TransportOptions
 } from "./internal/transport.ts"
-import { environmentWithKey, layerFromConfig } from "./internal/environment.ts"
 import { withPricing } from "./ModelCatalogue.ts"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -146,7 +146,9 @@ export const GenerateContentChunk = Schema.Struct({
   modelVersion: optional(Schema.String),
   responseId: optional(Schema.String),
   promptFeedback: optional(Schema.Struct({ blockReason: optional(Schema.String) })),
-  error: optional(Schema.Struct({ code: optional(Schema.Number), message: Schema.String, status: optional(Schema.String) }))
+  error: optional(
+    Schema.Struct({ code: optional(Schema.Number), message: Schema.String, status: optional(Schema.String) })
+  )
 })
 /** @since 0.1.0 @internal */
 export type GenerateContentChunk = typeof GenerateContentChunk.Type
@@ -385,7 +387,10 @@ const mapFinishReason = (
   if (reason === "STOP") return { stopReason: hasToolCalls ? "toolUse" : "stop" }
   if (reason === "MAX_TOKENS") return { stopReason: "length" }
   if (SAFETY_REASONS.has(reason)) {
-    return { stopReason: "error", errorMessage: `The response was stopped by the provider's content filter (${reason})${detail}` }
+    return {
+      stopReason: "error",
+      errorMessage: `The response was stopped by the provider's content filter (${reason})${detail}`
+    }
   }
   return { stopReason: "error", errorMessage: `The provider ended the response with finishReason "${reason}"${detail}` }
 }
@@ -441,7 +446,10 @@ const makeDecoder = (settings: Settings, scrub: Scrub) => {
       if (chunk instanceof ProviderFailure) return chunk
       if (chunk.error != null) {
         const status = chunk.error.status != null ? ` (${chunk.error.status})` : ""
-        return failure("stream", scrub(`${LABEL}: the server reported an error while streaming: ${chunk.error.message}${status}`))
+        return failure(
+          "stream",
+          scrub(`${LABEL}: the server reported an error while streaming: ${chunk.error.message}${status}`)
+        )
       }
       builder.start()
       if (chunk.responseId != null && builder.responseId === undefined) builder.responseId = chunk.responseId
@@ -469,7 +477,10 @@ const makeDecoder = (settings: Settings, scrub: Scrub) => {
     const onEnd = (): ProviderFailure | undefined => {
       if (finishReason === undefined) {
         if (blocked !== undefined) {
-          builder.finishWith({ stopReason: "error", errorMessage: `The prompt was blocked by the provider (${blocked})` })
+          builder.finishWith({
+            stopReason: "error",
+            errorMessage: `The prompt was blocked by the provider (${blocked})`
+          })
           return undefined
         }
         return failure("stream", `${LABEL}: the stream ended before the response was complete`)
@@ -525,8 +536,7 @@ export const config: Config.Config<Options> = environmentWithKey("GEMINI", DEFAU
 /** A {@link Model} layer configured from the environment (see {@link config}), with `overrides` on top. */
 export const layerConfigWith = (
   overrides: Partial<Options>
-): Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> =>
-  layerFromConfig(config, make, overrides)
+): Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> => layerFromConfig(config, make, overrides)
 
 /** A {@link Model} layer configured from the environment (see {@link config}). */
 export const layerConfig: Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> = layerConfigWith({})

@@ -9,11 +9,12 @@
  * @since 0.1.0
  */
 import { Config, Effect, Layer, Redacted, Schema } from "effect"
-import { HttpClient, HttpClientRequest } from "effect/http"
 import type { Sse } from "effect/encoding"
+import { HttpClient, HttpClientRequest } from "effect/http"
 import type { Message, ToolResultMessage } from "../Message.ts"
 import { Model, type ModelInfo, type ModelRequest, type ModelShape, type ThinkingLevel } from "../Model.ts"
 import { makeUsage, type Pricing, ResponseBuilder } from "./internal/builder.ts"
+import { environment, layerFromConfig } from "./internal/environment.ts"
 import { isSameModel, sanitizeTranscript, takeToolResults } from "./internal/transcript.ts"
 import {
   decodeJsonData,
@@ -27,7 +28,6 @@ import {
   type TransportOptions
 } from "./internal/transport.ts"
 import { withPricing } from "./ModelCatalogue.ts"
-import { environment, layerFromConfig } from "./internal/environment.ts"
 
 // ---------------------------------------------------------------------------------------------------------
 // Wire format: the request
@@ -291,7 +291,8 @@ type ReasoningField = typeof REASONING_FIELDS[number]
 const isReasoningField = (s: string | undefined): s is ReasoningField =>
   s !== undefined && (REASONING_FIELDS as ReadonlyArray<string>).includes(s)
 
-const dataUrl = (image: { readonly data: string; readonly mimeType: string }) => `data:${image.mimeType};base64,${image.data}`
+const dataUrl = (image: { readonly data: string; readonly mimeType: string }) =>
+  `data:${image.mimeType};base64,${image.data}`
 
 const REASONING_EFFORT: Record<Exclude<ThinkingLevel, "off">, string> = {
   minimal: "minimal",
@@ -733,8 +734,7 @@ export const config: Config.Config<Options> = environment("OPENAI", DEFAULT_BASE
  */
 export const layerConfigWith = (
   overrides: Partial<Options>
-): Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> =>
-  layerFromConfig(config, make, overrides)
+): Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> => layerFromConfig(config, make, overrides)
 
 /** A {@link Model} layer configured from the environment (see {@link config}). */
 export const layerConfig: Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> = layerConfigWith({})

@@ -16,6 +16,7 @@ import { HttpClient, HttpClientRequest } from "effect/http"
 import type { AssistantMessage, Message, ToolResultMessage } from "../Message.ts"
 import { Model, type ModelInfo, type ModelRequest, type ModelShape, type ThinkingLevel } from "../Model.ts"
 import { makeUsage, type Pricing, ResponseBuilder } from "./internal/builder.ts"
+import { environment, layerFromConfig } from "./internal/environment.ts"
 import { isSameModel, sanitizeTranscript, takeToolResults } from "./internal/transcript.ts"
 import {
   decodeJsonData,
@@ -28,7 +29,6 @@ import {
   type TransportOptions
 } from "./internal/transport.ts"
 import { withPricing } from "./ModelCatalogue.ts"
-import { environment, layerFromConfig } from "./internal/environment.ts"
 
 // ---------------------------------------------------------------------------------------------------------
 // Wire format: the request
@@ -177,8 +177,7 @@ export const OutputItem = Schema.Struct({
   })))
 })
 
-const lifecycle = <T extends string>(type: T) =>
-  Schema.Struct({ type: Schema.Literal(type), response: ResponseObject })
+const lifecycle = <T extends string>(type: T) => Schema.Struct({ type: Schema.Literal(type), response: ResponseObject })
 
 /** `response.created`, `response.in_progress`, `response.completed`, `response.incomplete`, `response.failed`. @internal */
 export const ResponseLifecycleEvent = Schema.Union([
@@ -316,7 +315,8 @@ const settingsOf = (options: Options): Settings => ({
 // Our messages → the wire
 // ---------------------------------------------------------------------------------------------------------
 
-const dataUrl = (image: { readonly data: string; readonly mimeType: string }) => `data:${image.mimeType};base64,${image.data}`
+const dataUrl = (image: { readonly data: string; readonly mimeType: string }) =>
+  `data:${image.mimeType};base64,${image.data}`
 
 const REASONING_EFFORT: Record<Exclude<ThinkingLevel, "off">, string> = {
   minimal: "minimal",
@@ -344,7 +344,9 @@ const decodePiTextSignature = Schema.decodeUnknownOption(PiTextSignature)
 
 // A message item's id: ours keep it as the text's signature; pi writes `{"v":1,"id":…}` there.
 const messageIdOf = (signature: string): string =>
-  signature.startsWith("{") ? Option.getOrElse(Option.map(decodePiTextSignature(signature), (s) => s.id), () => signature) : signature
+  signature.startsWith("{")
+    ? Option.getOrElse(Option.map(decodePiTextSignature(signature), (s) => s.id), () => signature)
+    : signature
 
 // pi writes a Responses call's ids as `call_id|item_id`; ours keeps the item id in `thoughtSignature`.
 const callIdOf = (id: string) => id.split("|")[0]!
@@ -356,7 +358,8 @@ const assistantItems = (message: AssistantMessage, info: ModelInfo): Array<Input
   // The ids of the items that followed a reasoning item are only sent along with it: an item id the API
   // sees without its reasoning, or reasoning without the items after it, is refused.
   const thinking = message.content.filter((block) => block.type === "thinking" && block.redacted !== true)
-  const withIds = sameModel && thinking.every((block) => block.type === "thinking" && replayableReasoning(block.thinkingSignature))
+  const withIds = sameModel &&
+    thinking.every((block) => block.type === "thinking" && replayableReasoning(block.thinkingSignature))
   const out: Array<InputItem> = []
   for (const block of message.content) {
     switch (block.type) {
@@ -411,7 +414,9 @@ const toolItems = (results: ReadonlyArray<ToolResultMessage>): Array<InputItem> 
   for (const result of results) {
     const text = result.content.flatMap((block) => block.type === "text" ? [block.text] : []).join("\n")
     const own = result.content.flatMap((block) =>
-      block.type === "image" ? [{ type: "input_image" as const, image_url: dataUrl(block), detail: "auto" as const }] : []
+      block.type === "image"
+        ? [{ type: "input_image" as const, image_url: dataUrl(block), detail: "auto" as const }]
+        : []
     )
     images.push(...own)
     out.push({
@@ -490,7 +495,9 @@ export const toRequestBody = (request: ModelRequest, settings: Settings): Respon
       : {}),
     ...(maxTokens !== undefined ? { max_output_tokens: maxTokens } : {}),
     ...(temperature !== undefined ? { temperature } : {}),
-    ...(level !== undefined && level !== "off" ? { reasoning: { effort: REASONING_EFFORT[level], summary: "auto" } } : {})
+    ...(level !== undefined && level !== "off"
+      ? { reasoning: { effort: REASONING_EFFORT[level], summary: "auto" } }
+      : {})
   }
 }
 
@@ -613,7 +620,10 @@ const makeDecoder = (settings: Settings, scrub: Scrub) => {
           const part = event.summary_index ?? 0
           const previous = summaryPart.get(index)
           summaryPart.set(index, part)
-          builder.appendThinking(index, previous !== undefined && previous !== part ? `\n\n${event.delta}` : event.delta)
+          builder.appendThinking(
+            index,
+            previous !== undefined && previous !== part ? `\n\n${event.delta}` : event.delta
+          )
           break
         }
         case "response.function_call_arguments.delta": {
@@ -658,7 +668,9 @@ const makeDecoder = (settings: Settings, scrub: Scrub) => {
         }
         case "response.failed": {
           const error = response.error
-          const detail = error != null ? `${error.message}${error.code != null ? ` (${error.code})` : ""}` : "no reason given"
+          const detail = error != null
+            ? `${error.message}${error.code != null ? ` (${error.code})` : ""}`
+            : "no reason given"
           // Retried by the transport only while nothing has been streamed.
           return failure("stream", scrub(`${LABEL}: the response failed: ${detail}`), {
             retryable: error?.code === "server_error"
@@ -679,7 +691,10 @@ const makeDecoder = (settings: Settings, scrub: Scrub) => {
       if (decoded instanceof ProviderFailure) return decoded
       if (decoded.type === "error") {
         const code = decoded.code != null ? ` (${decoded.code})` : ""
-        return failure("stream", scrub(`${LABEL}: the server reported an error while streaming: ${decoded.message}${code}`))
+        return failure(
+          "stream",
+          scrub(`${LABEL}: the server reported an error while streaming: ${decoded.message}${code}`)
+        )
       }
       builder.start()
       switch (decoded.type) {
@@ -751,8 +766,7 @@ export const config: Config.Config<Options> = environment("OPENAI", DEFAULT_BASE
 /** A {@link Model} layer configured from the environment (see {@link config}), with `overrides` on top. */
 export const layerConfigWith = (
   overrides: Partial<Options>
-): Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> =>
-  layerFromConfig(config, make, overrides)
+): Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> => layerFromConfig(config, make, overrides)
 
 /** A {@link Model} layer configured from the environment (see {@link config}). */
 export const layerConfig: Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> = layerConfigWith({})

@@ -131,16 +131,16 @@ const detailOf = (error: PlatformError.PlatformError): string => {
  *
  * @internal
  */
-export const fromPlatformError = (given: string, operation: string) =>
-(error: PlatformError.PlatformError): FileSystemError => {
-  const shown = clip(given)
-  const kind = error.reason._tag
-  const message = kind === "NotFound"
-    ? `No such file or directory: ${shown}`
-    : kind === "PermissionDenied"
-    ? `Permission denied: cannot ${operation} ${shown}`
-    : kind === "AlreadyExists"
-    ? `Cannot ${operation} ${shown}: it already exists`
-    : `Cannot ${operation} ${shown}: ${clip(detailOf(error))}`
-  return new FileSystemError({ path: shown, operation, kind, message })
-}
+export const fromPlatformError =
+  (given: string, operation: string) => (error: PlatformError.PlatformError): FileSystemError => {
+    const shown = clip(given)
+    const kind = error.reason._tag
+    const message = kind === "NotFound"
+      ? `No such file or directory: ${shown}`
+      : kind === "PermissionDenied"
+      ? `Permission denied: cannot ${operation} ${shown}`
+      : kind === "AlreadyExists"
+      ? `Cannot ${operation} ${shown}: it already exists`
+      : `Cannot ${operation} ${shown}: ${clip(detailOf(error))}`
+    return new FileSystemError({ path: shown, operation, kind, message })
+  }

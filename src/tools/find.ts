@@ -61,7 +61,13 @@ export const findLayer = find.toLayer(Effect.gen(function*() {
 
   return Effect.fnUntraced(function*(args) {
     const given = args.path ?? "."
-    const { absolute, shown } = yield* locateDirectory(workspace, fs, given, "search", () => "; find searches directories")
+    const { absolute, shown } = yield* locateDirectory(
+      workspace,
+      fs,
+      given,
+      "search",
+      () => "; find searches directories"
+    )
     const limit = Math.min(args.limit ?? limits.findDefaultResults, limits.findMaxResults)
     let matches: (relative: string, name: string) => boolean
     try {

@@ -94,7 +94,7 @@ export const rulesFor = (
 ): Effect.Effect<IgnoreRules> =>
   Effect.gen(function*() {
     const chain: Array<string> = []
-    for (let dir = directory; ; dir = path.dirname(dir)) {
+    for (let dir = directory;; dir = path.dirname(dir)) {
       chain.unshift(dir)
       if (dir === root || path.dirname(dir) === dir) break
     }

@@ -90,8 +90,10 @@ export const grepLayer = grep.toLayer(Effect.gen(function*() {
 
   /** A file's bytes, unless it is over the size limit (checked before reading) or cannot be read. */
   const readBounded = (file: string): Effect.Effect<Read> =>
-    Effect.flatMap(fs.stat(file), (info): Effect.Effect<Read, PlatformError.PlatformError> =>
-      Number(info.size) > limits.grepMaxFileBytes ? Effect.succeed("large") : fs.readFile(file)
+    Effect.flatMap(
+      fs.stat(file),
+      (info): Effect.Effect<Read, PlatformError.PlatformError> =>
+        Number(info.size) > limits.grepMaxFileBytes ? Effect.succeed("large") : fs.readFile(file)
     ).pipe(
       // A file that vanished or cannot be read is skipped, as grep -s would.
       Effect.orElseSucceed(() => "unreadable" as const)
@@ -223,9 +225,11 @@ export const grepLayer = grep.toLayer(Effect.gen(function*() {
     let text = out.length === 0 ? "No matches found" : out.join("\n")
     const notes: Array<string> = []
     if (truncated) {
-      notes.push(`Stopped at ${limit} matches; there are more. Narrow the pattern, path or glob${
-        limit < limits.grepMaxMatches ? `, or raise limit (up to ${limits.grepMaxMatches})` : ""
-      }.`)
+      notes.push(
+        `Stopped at ${limit} matches; there are more. Narrow the pattern, path or glob${
+          limit < limits.grepMaxMatches ? `, or raise limit (up to ${limits.grepMaxMatches})` : ""
+        }.`
+      )
     }
     if (linesCut > 0) notes.push(`${linesCut} long line(s) were cut to ${limits.grepMaxLineLength} characters.`)
     if (skippedLarge > 0) notes.push(`${skippedLarge} file(s) over the size limit were not searched.`)

@@ -27,12 +27,9 @@ import { find, findLayer } from "./find.ts"
 import { grep, grepLayer } from "./grep.ts"
 import { ls, lsLayer } from "./ls.ts"
 import { read, readLayer } from "./read.ts"
-import { write, writeLayer } from "./write.ts"
 import { Workspace } from "./Workspace.ts"
+import { write, writeLayer } from "./write.ts"
 
-export * from "./errors.ts"
-export { defaultLimits, DirectFileReads, ToolLimits, type ToolLimitsShape } from "./limits.ts"
-export { make as makeWorkspace, Workspace, type WorkspaceShape } from "./Workspace.ts"
 export {
   bash,
   type BashDetails,
@@ -44,13 +41,16 @@ export {
   SandboxStatus,
   SandboxUnavailable
 } from "./bash.ts"
-export { edit, editLayer, type EditDetails } from "./edit.ts"
-export { find, findLayer, type FindDetails } from "./find.ts"
-export { grep, grepLayer, type GrepDetails } from "./grep.ts"
-export { ls, lsLayer, type LsDetails } from "./ls.ts"
-export { detectImage, ImageReading, type ImageMimeType } from "./image.ts"
-export { read, readLayer, type ReadDetails } from "./read.ts"
-export { write, writeLayer, type WriteDetails } from "./write.ts"
+export { edit, type EditDetails, editLayer } from "./edit.ts"
+export * from "./errors.ts"
+export { find, type FindDetails, findLayer } from "./find.ts"
+export { grep, type GrepDetails, grepLayer } from "./grep.ts"
+export { detectImage, type ImageMimeType, ImageReading } from "./image.ts"
+export { defaultLimits, DirectFileReads, ToolLimits, type ToolLimitsShape } from "./limits.ts"
+export { ls, type LsDetails, lsLayer } from "./ls.ts"
+export { read, type ReadDetails, readLayer } from "./read.ts"
+export { make as makeWorkspace, Workspace, type WorkspaceShape } from "./Workspace.ts"
+export { write, type WriteDetails, writeLayer } from "./write.ts"
 
 /** Every built-in tool definition, for `ToolRegistry.layer(...builtinTools)`. */
 export const builtinTools = [read, ls, find, grep, write, edit, bash] as const

@@ -181,7 +181,8 @@ export const walk = <E>(
         }
         const entries = [...listed].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
         // The start's own .gitignore is already in `rules`; below it, each directory may add one.
-        const hasOwn = !isStart && inherited !== undefined && entries.some((e) => e.name === ".gitignore" && e.type === "File")
+        const hasOwn = !isStart && inherited !== undefined &&
+          entries.some((e) => e.name === ".gitignore" && e.type === "File")
         return Effect.map(
           hasOwn ? rulesInside(fs, path, inherited, absolute) : Effect.succeed(inherited),
           (frameRules): Frame => ({ absolute, relative, entries, rules: frameRules, index: 0 })

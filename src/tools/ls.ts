@@ -94,9 +94,11 @@ export const lsLayer = ls.toLayer(Effect.gen(function*() {
     let text = entries.length === 0 ? "(empty directory)" : entries.join("\n")
     const notes: Array<string> = []
     if (truncated) {
-      notes.push(`Showing ${entries.length} of ${names.length} entries.${
-        limit < limits.lsMaxEntries ? ` Use limit=${Math.min(names.length, limits.lsMaxEntries)} to see more.` : ""
-      }`)
+      notes.push(
+        `Showing ${entries.length} of ${names.length} entries.${
+          limit < limits.lsMaxEntries ? ` Use limit=${Math.min(names.length, limits.lsMaxEntries)} to see more.` : ""
+        }`
+      )
     }
     if (ignored > 0) notes.push(`${ignored} ${ignored === 1 ? "entry" : "entries"} ignored by .gitignore not shown.`)
     if (notes.length > 0) text += `\n\n[${notes.join(" ")}]`

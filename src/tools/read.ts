@@ -219,7 +219,10 @@ export const readLayer = read.toLayer(Effect.gen(function*() {
       const described = `${shown} is a ${imageType} image (${formatBytes(sizeBytes)})`
       if (!images.enabled) {
         return {
-          content: [{ type: "text" as const, text: `${described}; the model in use does not take images, so it is not shown.` }],
+          content: [{
+            type: "text" as const,
+            text: `${described}; the model in use does not take images, so it is not shown.`
+          }],
           details: { ...details, image: undefined }
         }
       }

@@ -42,7 +42,11 @@ interface Session {
 /** Runs the demo on a pseudo-terminal without --yes. */
 const onTerminal = (workspace: string): Session => {
   const command = [NODE, MAIN, "--workspace", workspace].map(shellQuote).join(" ")
-  const child = spawn(SCRIPT, ["-qfec", command, "/dev/null"], { cwd: ROOT, env: childEnv(), stdio: ["pipe", "pipe", "pipe"] })
+  const child = spawn(SCRIPT, ["-qfec", command, "/dev/null"], {
+    cwd: ROOT,
+    env: childEnv(),
+    stdio: ["pipe", "pipe", "pipe"]
+  })
   let raw = ""
   const waiters: Array<{ predicate: (text: string) => boolean; resolve: (text: string) => void }> = []
   const check = () => {

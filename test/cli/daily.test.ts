@@ -17,9 +17,9 @@ import {
   NODE,
   parseJsonLines,
   ROOT,
+  RUN_TIMEOUT_MS,
   runCli,
   runProcess,
-  RUN_TIMEOUT_MS,
   sessionFolder,
   shellQuote,
   tempDir,
@@ -39,7 +39,9 @@ describe("the task from a pipe, --print", () => {
   afterAll(() => ws.cleanup())
 
   it("CLI 8.2, 8.3: a piped task runs; --print writes only the final answer's text", async () => {
-    const command = `printf 'Task from a pipe\\n' | ${[NODE, MAIN, "--print", "-y", "-w", ws.dir].map(shellQuote).join(" ")}`
+    const command = `printf 'Task from a pipe\\n' | ${
+      [NODE, MAIN, "--print", "-y", "-w", ws.dir].map(shellQuote).join(" ")
+    }`
     const run = await runProcess("sh", ["-c", command])
     expect(run.code, run.stderr).toBe(0)
     const [file] = defaultSessionFiles(ws.dir)
@@ -58,16 +60,20 @@ describe("sessions: words as the task, context files, --continue, the picker, --
   afterAll(() => ws.cleanup())
   let first = ""
 
-  it("CLI 8.1, 7.1: words after the flags are the task; the session is in the state folder, not the workspace", async () => {
-    const run = await runCli(["--json", "-y", "-w", ws.dir, "Fix", "the", "add", "function"])
-    expect(run.code, run.stderr).toBe(0)
-    const events = parseJsonLines(run.stdout)
-    expect(textOfMessage(endedMessages(events)[0])).toBe("Fix the add function")
-    const files = defaultSessionFiles(ws.dir)
-    expect(files).toHaveLength(1)
-    first = files[0]
-    expect(existsSync(join(ws.dir, ".effect-agent"))).toBe(false)
-  }, TEST_TIMEOUT_MS)
+  it(
+    "CLI 8.1, 7.1: words after the flags are the task; the session is in the state folder, not the workspace",
+    async () => {
+      const run = await runCli(["--json", "-y", "-w", ws.dir, "Fix", "the", "add", "function"])
+      expect(run.code, run.stderr).toBe(0)
+      const events = parseJsonLines(run.stdout)
+      expect(textOfMessage(endedMessages(events)[0])).toBe("Fix the add function")
+      const files = defaultSessionFiles(ws.dir)
+      expect(files).toHaveLength(1)
+      first = files[0]
+      expect(existsSync(join(ws.dir, ".effect-agent"))).toBe(false)
+    },
+    TEST_TIMEOUT_MS
+  )
 
   it("CLI 7.2, 6.5: --continue appends to that session; the start-up line names the context files", async () => {
     const before = (await loadSessionOrThrow(first)).length
@@ -83,32 +89,40 @@ describe("sessions: words as the task, context files, --continue, the picker, --
     expect(defaultSessionFiles(ws.dir)).toEqual([first])
   }, TEST_TIMEOUT_MS)
 
-  it.skipIf(!existsSync(SCRIPT))("CLI 7.3: a bare --resume on a terminal opens the picker; Enter continues the latest", async () => {
-    const before = (await loadSessionOrThrow(first)).length
-    const command = [NODE, MAIN, "--resume", "-y", "-w", ws.dir, "Third task"].map(shellQuote).join(" ")
-    const child = spawn(SCRIPT, ["-qfec", command, "/dev/null"], { cwd: ROOT, env: childEnv(), stdio: ["pipe", "pipe", "pipe"] })
-    let raw = ""
-    let answered = false
-    const timer = setTimeout(() => child.kill("SIGKILL"), RUN_TIMEOUT_MS)
-    child.stdout.setEncoding("utf8")
-    child.stdout.on("data", (chunk: string) => {
-      raw += chunk
+  it.skipIf(!existsSync(SCRIPT))(
+    "CLI 7.3: a bare --resume on a terminal opens the picker; Enter continues the latest",
+    async () => {
+      const before = (await loadSessionOrThrow(first)).length
+      const command = [NODE, MAIN, "--resume", "-y", "-w", ws.dir, "Third task"].map(shellQuote).join(" ")
+      const child = spawn(SCRIPT, ["-qfec", command, "/dev/null"], {
+        cwd: ROOT,
+        env: childEnv(),
+        stdio: ["pipe", "pipe", "pipe"]
+      })
+      let raw = ""
+      let answered = false
+      const timer = setTimeout(() => child.kill("SIGKILL"), RUN_TIMEOUT_MS)
+      child.stdout.setEncoding("utf8")
+      child.stdout.on("data", (chunk: string) => {
+        raw += chunk
+        const text = stripAnsi(raw)
+        // The picker lists the session with its first prompt: pick it.
+        if (!answered && text.includes("Pick a session") && text.includes("msg  Fix the a")) {
+          answered = true
+          child.stdin.write("\r")
+        }
+      })
+      const code = await new Promise<number | null>((resolve) => child.on("close", (c) => resolve(c)))
+      clearTimeout(timer)
       const text = stripAnsi(raw)
-      // The picker lists the session with its first prompt: pick it.
-      if (!answered && text.includes("Pick a session") && text.includes("msg  Fix the a")) {
-        answered = true
-        child.stdin.write("\r")
-      }
-    })
-    const code = await new Promise<number | null>((resolve) => child.on("close", (c) => resolve(c)))
-    clearTimeout(timer)
-    const text = stripAnsi(raw)
-    expect(answered, text.slice(-2000)).toBe(true)
-    expect(code, text.slice(-2000)).toBe(0)
-    expect(text).toContain(`session:   ${first} (resumed, ${before} messages)`)
-    const after = await loadSessionOrThrow(first)
-    expect(textOfMessage(after[before])).toBe("Third task")
-  }, TEST_TIMEOUT_MS)
+      expect(answered, text.slice(-2000)).toBe(true)
+      expect(code, text.slice(-2000)).toBe(0)
+      expect(text).toContain(`session:   ${first} (resumed, ${before} messages)`)
+      const after = await loadSessionOrThrow(first)
+      expect(textOfMessage(after[before])).toBe("Third task")
+    },
+    TEST_TIMEOUT_MS
+  )
 
   it("CLI 7.3: without a terminal a bare --resume is refused with one line, and nothing is written", async () => {
     const size = readFileSync(first, "utf8")
@@ -136,68 +150,80 @@ describe("--mode rpc", () => {
   const ws = tempDir("rpc")
   afterAll(() => ws.cleanup())
 
-  it("CLI 11.1-11.4: commands in, one response each, the run's events, clear error lines; exits when stdin ends", async () => {
-    const child = spawn(NODE, [MAIN, "--mode", "rpc", "-y", "-w", ws.dir], { cwd: ROOT, env: childEnv(), stdio: ["pipe", "pipe", "pipe"] })
-    const timer = setTimeout(() => child.kill("SIGKILL"), RUN_TIMEOUT_MS)
-    const send = (line: string) => void child.stdin.write(line + "\n")
-    let stdout = ""
-    let stderr = ""
-    let pending = ""
-    const lines: Array<any> = []
-    let sentAfterRun = false
-    child.stderr.on("data", (chunk: Buffer) => void (stderr += chunk.toString("utf8")))
-    child.stdout.setEncoding("utf8")
-    child.stdout.on("data", (chunk: string) => {
-      stdout += chunk
-      pending += chunk
-      for (let nl = pending.indexOf("\n"); nl >= 0; nl = pending.indexOf("\n")) {
-        const line = JSON.parse(pending.slice(0, nl))
-        pending = pending.slice(nl + 1)
-        lines.push(line)
-        if (line.type === "response" && line.id === "p1") {
-          // While the run goes: a second prompt is refused, a steer is queued.
-          send(JSON.stringify({ type: "prompt", id: "p2", message: "again" }))
-          send(JSON.stringify({ type: "steer", id: "st", message: "also check the README" }))
+  it(
+    "CLI 11.1-11.4: commands in, one response each, the run's events, clear error lines; exits when stdin ends",
+    async () => {
+      const child = spawn(NODE, [MAIN, "--mode", "rpc", "-y", "-w", ws.dir], {
+        cwd: ROOT,
+        env: childEnv(),
+        stdio: ["pipe", "pipe", "pipe"]
+      })
+      const timer = setTimeout(() => child.kill("SIGKILL"), RUN_TIMEOUT_MS)
+      const send = (line: string) => void child.stdin.write(line + "\n")
+      let stdout = ""
+      let stderr = ""
+      let pending = ""
+      const lines: Array<any> = []
+      let sentAfterRun = false
+      child.stderr.on("data", (chunk: Buffer) => void (stderr += chunk.toString("utf8")))
+      child.stdout.setEncoding("utf8")
+      child.stdout.on("data", (chunk: string) => {
+        stdout += chunk
+        pending += chunk
+        for (let nl = pending.indexOf("\n"); nl >= 0; nl = pending.indexOf("\n")) {
+          const line = JSON.parse(pending.slice(0, nl))
+          pending = pending.slice(nl + 1)
+          lines.push(line)
+          if (line.type === "response" && line.id === "p1") {
+            // While the run goes: a second prompt is refused, a steer is queued.
+            send(JSON.stringify({ type: "prompt", id: "p2", message: "again" }))
+            send(JSON.stringify({ type: "steer", id: "st", message: "also check the README" }))
+          }
+          if (line.type === "agent_end" && !sentAfterRun) {
+            sentAfterRun = true
+            send(JSON.stringify({ type: "get_state", id: "s1" }))
+            send(JSON.stringify({ type: "abort", id: "a1" }))
+            child.stdin.end()
+          }
         }
-        if (line.type === "agent_end" && !sentAfterRun) {
-          sentAfterRun = true
-          send(JSON.stringify({ type: "get_state", id: "s1" }))
-          send(JSON.stringify({ type: "abort", id: "a1" }))
-          child.stdin.end()
-        }
-      }
-    })
-    send(JSON.stringify({ type: "get_state", id: "s0" }))
-    send("this is not json")
-    send(JSON.stringify({ type: "dance", id: "d1" }))
-    send(JSON.stringify({ type: "prompt", id: "bad" }))
-    send(JSON.stringify({ type: "prompt", id: "p1", message: "Fix the add function" }))
-    const code = await new Promise<number | null>((resolve) => child.on("close", (c) => resolve(c)))
-    clearTimeout(timer)
-    expect(code, stderr).toBe(0)
-    expect(stdout.endsWith("\n")).toBe(true)
-    const responses = lines.filter((l) => l.type === "response")
-    const byId = (id: string) => responses.find((r) => r.id === id)
-    expect(byId("s0")).toMatchObject({ command: "get_state", success: true, data: { isStreaming: false, messageCount: 0 } })
-    const errors = responses.filter((r) => !r.success && r.id !== "p2")
-    expect(errors.map((r) => r.error)).toEqual([
-      "line 2: not valid JSON",
-      "line 3: unknown command type \"dance\" (known: prompt, steer, follow_up, abort, get_state)",
-      "line 4: \"prompt\" needs a \"message\" string"
-    ])
-    expect(byId("d1")).toMatchObject({ command: "dance", success: false })
-    expect(byId("p1")).toMatchObject({ command: "prompt", success: true })
-    expect(byId("p2")).toMatchObject({ command: "prompt", success: false })
-    expect(byId("p2").error).toContain("a run is active")
-    expect(byId("st")).toMatchObject({ command: "steer", success: true })
-    // The response to the prompt comes before the run it started.
-    expect(lines.indexOf(byId("p1"))).toBeLessThan(lines.findIndex((l) => l.type === "agent_start"))
-    expect(lines.some((l) => l.type === "tool_execution_end")).toBe(true)
-    const state = byId("s1")
-    expect(state).toMatchObject({ command: "get_state", success: true, data: { isStreaming: false } })
-    expect(state.data.messageCount).toBeGreaterThan(2)
-    expect(state.data.sessionFile.startsWith(sessionFolder(ws.dir))).toBe(true)
-    expect(byId("a1")).toMatchObject({ command: "abort", success: true, data: { aborted: false } })
-    expect(await loadSessionOrThrow(state.data.sessionFile)).toHaveLength(state.data.messageCount)
-  }, TEST_TIMEOUT_MS)
+      })
+      send(JSON.stringify({ type: "get_state", id: "s0" }))
+      send("this is not json")
+      send(JSON.stringify({ type: "dance", id: "d1" }))
+      send(JSON.stringify({ type: "prompt", id: "bad" }))
+      send(JSON.stringify({ type: "prompt", id: "p1", message: "Fix the add function" }))
+      const code = await new Promise<number | null>((resolve) => child.on("close", (c) => resolve(c)))
+      clearTimeout(timer)
+      expect(code, stderr).toBe(0)
+      expect(stdout.endsWith("\n")).toBe(true)
+      const responses = lines.filter((l) => l.type === "response")
+      const byId = (id: string) => responses.find((r) => r.id === id)
+      expect(byId("s0")).toMatchObject({
+        command: "get_state",
+        success: true,
+        data: { isStreaming: false, messageCount: 0 }
+      })
+      const errors = responses.filter((r) => !r.success && r.id !== "p2")
+      expect(errors.map((r) => r.error)).toEqual([
+        "line 2: not valid JSON",
+        "line 3: unknown command type \"dance\" (known: prompt, steer, follow_up, abort, get_state)",
+        "line 4: \"prompt\" needs a \"message\" string"
+      ])
+      expect(byId("d1")).toMatchObject({ command: "dance", success: false })
+      expect(byId("p1")).toMatchObject({ command: "prompt", success: true })
+      expect(byId("p2")).toMatchObject({ command: "prompt", success: false })
+      expect(byId("p2").error).toContain("a run is active")
+      expect(byId("st")).toMatchObject({ command: "steer", success: true })
+      // The response to the prompt comes before the run it started.
+      expect(lines.indexOf(byId("p1"))).toBeLessThan(lines.findIndex((l) => l.type === "agent_start"))
+      expect(lines.some((l) => l.type === "tool_execution_end")).toBe(true)
+      const state = byId("s1")
+      expect(state).toMatchObject({ command: "get_state", success: true, data: { isStreaming: false } })
+      expect(state.data.messageCount).toBeGreaterThan(2)
+      expect(state.data.sessionFile.startsWith(sessionFolder(ws.dir))).toBe(true)
+      expect(byId("a1")).toMatchObject({ command: "abort", success: true, data: { aborted: false } })
+      expect(await loadSessionOrThrow(state.data.sessionFile)).toHaveLength(state.data.messageCount)
+    },
+    TEST_TIMEOUT_MS
+  )
 })

@@ -192,7 +192,9 @@ describe("demo --json --yes", () => {
     expect(sampleFileContent(ws.dir, "src/math.ts")).toBe(FIXED_MATH)
     expect(sampleFileContent(ws.dir, "src/math.ts")).toContain("return a + b")
     // subtract still subtracts
-    expect(sampleFileContent(ws.dir, "src/math.ts")).toMatch(/subtract\(a: number, b: number\): number \{\n  return a - b/)
+    expect(sampleFileContent(ws.dir, "src/math.ts")).toMatch(
+      /subtract\(a: number, b: number\): number \{\n  return a - b/
+    )
     for (const [file, content] of SAMPLE_FILES) {
       if (file !== "src/math.ts") expect(sampleFileContent(ws.dir, file), file).toBe(content)
     }

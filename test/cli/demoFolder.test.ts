@@ -18,7 +18,10 @@ effectDescribe("Demo.temporaryWorkspace", () => {
         const fs = yield* FileSystem.FileSystem
         const removed: Array<string> = []
         const root = yield* Effect.scoped(Effect.gen(function*() {
-          const root = yield* Demo.temporaryWorkspace(false, (r, gone) => Effect.sync(() => void removed.push(`${gone} ${r}`)))
+          const root = yield* Demo.temporaryWorkspace(
+            false,
+            (r, gone) => Effect.sync(() => void removed.push(`${gone} ${r}`))
+          )
           for (const [file] of Demo.SAMPLE_FILES) assert.isTrue(yield* fs.exists(join(root, file)), file)
           yield* fs.writeFileString(join(root, "made-by-the-run.txt"), "x")
           return root

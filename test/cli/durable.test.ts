@@ -6,7 +6,7 @@
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import { existsSync } from "node:fs"
 import { join } from "node:path"
-import { parseJsonLines, runCli, TEST_TIMEOUT_MS, tempDir } from "./support.ts"
+import { parseJsonLines, runCli, tempDir, TEST_TIMEOUT_MS } from "./support.ts"
 
 const home = tempDir("durable-home")
 const workspace = tempDir("durable-ws")

@@ -33,7 +33,16 @@ export interface Stub {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 const sseChunk = (delta: Record<string, unknown>, finish: string | null = null, extra: Record<string, unknown> = {}) =>
-  `data: ${JSON.stringify({ id: "stub", object: "chat.completion.chunk", created: 1, model: "stub-model", choices: [{ index: 0, delta, finish_reason: finish }], ...extra })}\n\n`
+  `data: ${
+    JSON.stringify({
+      id: "stub",
+      object: "chat.completion.chunk",
+      created: 1,
+      model: "stub-model",
+      choices: [{ index: 0, delta, finish_reason: finish }],
+      ...extra
+    })
+  }\n\n`
 
 /** The text of a request's last user message. */
 export const lastUserText = (body: any): string => {
@@ -78,12 +87,28 @@ export const startStub = (respond: (body: any) => StubReply): Promise<Stub> =>
         ;(reply.toolCalls ?? []).forEach((call, index) => {
           if (gone) return
           res.write(sseChunk({
-            tool_calls: [{ index, id: call.id, type: "function", function: { name: call.name, arguments: JSON.stringify(call.args) } }]
+            tool_calls: [{
+              index,
+              id: call.id,
+              type: "function",
+              function: { name: call.name, arguments: JSON.stringify(call.args) }
+            }]
           }))
         })
         if (gone) return
         res.write(sseChunk({}, (reply.toolCalls ?? []).length > 0 ? "tool_calls" : "stop"))
-        res.write(`data: ${JSON.stringify({ id: "stub", object: "chat.completion.chunk", created: 1, model: "stub-model", choices: [], usage: { prompt_tokens: 1200, completion_tokens: 34, total_tokens: 1234 } })}\n\n`)
+        res.write(
+          `data: ${
+            JSON.stringify({
+              id: "stub",
+              object: "chat.completion.chunk",
+              created: 1,
+              model: "stub-model",
+              choices: [],
+              usage: { prompt_tokens: 1200, completion_tokens: 34, total_tokens: 1234 }
+            })
+          }\n\n`
+        )
         res.end("data: [DONE]\n\n")
       })
     })
@@ -100,7 +125,6 @@ export const startStub = (respond: (body: any) => StubReply): Promise<Stub> =>
       })
     })
   })
-
 
 /** A command running in a tmux pane of its own server. */
 export interface Screen {
@@ -138,9 +162,9 @@ export const openScreen = (args: ReadonlyArray<string>, env: Record<string, stri
       env: { ...process.env, TERM: process.env.TERM ?? "xterm-256color" }
     })
   const vars = Object.entries({ TERM: "xterm-256color", ...env }).map(([k, v]) => `${k}=${shellQuote(v)}`).join(" ")
-  const command = `cd ${shellQuote(cwd)} && env -u NO_COLOR -u EFFECT_AGENT_LIVE ${vars} ${shellQuote(NODE)} ${shellQuote(MAIN)} ${
-    args.map(shellQuote).join(" ")
-  }; echo "[exit $?]"; sleep 600`
+  const command = `cd ${shellQuote(cwd)} && env -u NO_COLOR -u EFFECT_AGENT_LIVE ${vars} ${shellQuote(NODE)} ${
+    shellQuote(MAIN)
+  } ${args.map(shellQuote).join(" ")}; echo "[exit $?]"; sleep 600`
   tmux("new-session", "-d", "-s", "main", "-x", "100", "-y", "40", "sh", "-c", command)
   tmux("set-option", "-s", "escape-time", "0")
   const colours = process.env.CAPTURE_ANSI === "1" ? ["-e"] : []

@@ -6,7 +6,7 @@
 import { describe as effectDescribe, it as effectIt } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
-import { mkdirSync, readFileSync, writeFileSync, existsSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { approvalHook, type Decision, preview } from "../../src/cli/Approval.ts"
@@ -29,7 +29,8 @@ const key = (name: string | undefined, sequence = "", extra: Partial<Key> = {}):
   paste: false,
   ...extra
 })
-const typed = (text: string): Array<Key> => Array.from(text, (ch) => key(ch.length === 1 && /[a-z]/.test(ch) ? ch : undefined, ch))
+const typed = (text: string): Array<Key> =>
+  Array.from(text, (ch) => key(ch.length === 1 && /[a-z]/.test(ch) ? ch : undefined, ch))
 
 const context: Editor.EditorContext = { history: ["older", "newer"], complete: Commands.complete, cancelable: false }
 
@@ -72,7 +73,13 @@ describe("editor", () => {
   })
 
   it("adds lines with Alt-Enter, Ctrl-J and a backslash before Enter; Enter sends the text as typed (CLI 1.1)", () => {
-    let state = run([...typed("a"), key("return", "\r", { meta: true }), ...typed("b"), key("enter", "\n"), ...typed("c\\")])
+    let state = run([
+      ...typed("a"),
+      key("return", "\r", { meta: true }),
+      ...typed("b"),
+      key("enter", "\n"),
+      ...typed("c\\")
+    ])
     const next = Editor.step(state, key("return", "\r"), context)
     expect("_tag" in next).toBe(false)
     state = run(typed("d"), next as Editor.EditorState)
@@ -120,26 +127,55 @@ describe("editor", () => {
 })
 
 effectDescribe("editor on screen", () => {
-  effectIt.effect("draws a paste that arrives at once in one frame, and submits it whole (CLI 1.3)", () =>
-    Effect.gen(function*() {
-      const pasted = "x\ny".repeat(500)
-      const queue = [...Array.from(pasted, (ch) => key(ch === "\n" ? "enter" : undefined, ch, { paste: true })), key("return", "\r")]
-      const writes: Array<string> = []
-      const keys = { take: Effect.sync(() => queue.shift()!), poll: Effect.sync(() => queue.shift()), discard: Effect.void }
-      const result = yield* Editor.read(keys, { ...context, prompt: "› ", columns: () => 80, color: false, write: (t) => void writes.push(t) })
-      expect(result).toEqual({ _tag: "Submit", text: pasted })
-      expect(writes.length).toBe(2) // the empty prompt, then the submitted text
-    }))
+  effectIt.effect(
+    "draws a paste that arrives at once in one frame, and submits it whole (CLI 1.3)",
+    () =>
+      Effect.gen(function*() {
+        const pasted = "x\ny".repeat(500)
+        const queue = [
+          ...Array.from(pasted, (ch) => key(ch === "\n" ? "enter" : undefined, ch, { paste: true })),
+          key("return", "\r")
+        ]
+        const writes: Array<string> = []
+        const keys = {
+          take: Effect.sync(() => queue.shift()!),
+          poll: Effect.sync(() => queue.shift()),
+          discard: Effect.void
+        }
+        const result = yield* Editor.read(keys, {
+          ...context,
+          prompt: "› ",
+          columns: () => 80,
+          color: false,
+          write: (t) => void writes.push(t)
+        })
+        expect(result).toEqual({ _tag: "Submit", text: pasted })
+        expect(writes.length).toBe(2) // the empty prompt, then the submitted text
+      })
+  )
 
-  effectIt.effect("Ctrl-L clears the screen and draws the editor again, keeping its text (CLI 1.1)", () =>
-    Effect.gen(function*() {
-      const queue = [...typed("ab"), key("l", "\x0c", { ctrl: true }), key("return", "\r")]
-      let out = ""
-      const keys = { take: Effect.sync(() => queue.shift()!), poll: Effect.sync(() => undefined), discard: Effect.void }
-      const result = yield* Editor.read(keys, { ...context, prompt: "› ", columns: () => 80, color: false, write: (t) => void (out += t) })
-      expect(result).toEqual({ _tag: "Submit", text: "ab" })
-      expect(out.slice(out.indexOf("\x1b[2J"))).toContain("› ab")
-    }))
+  effectIt.effect(
+    "Ctrl-L clears the screen and draws the editor again, keeping its text (CLI 1.1)",
+    () =>
+      Effect.gen(function*() {
+        const queue = [...typed("ab"), key("l", "\x0c", { ctrl: true }), key("return", "\r")]
+        let out = ""
+        const keys = {
+          take: Effect.sync(() => queue.shift()!),
+          poll: Effect.sync(() => undefined),
+          discard: Effect.void
+        }
+        const result = yield* Editor.read(keys, {
+          ...context,
+          prompt: "› ",
+          columns: () => 80,
+          color: false,
+          write: (t) => void (out += t)
+        })
+        expect(result).toEqual({ _tag: "Submit", text: "ab" })
+        expect(out.slice(out.indexOf("\x1b[2J"))).toContain("› ab")
+      })
+  )
 })
 
 describe("history file (CLI 1.2)", () => {
@@ -250,7 +286,9 @@ describe("markdown (CLI 1.7)", () => {
 
   it("redraws only inside synchronized updates, and never what was printed for good", () => {
     const { out } = streamed(ANSWER, 5, 12)
-    for (const frame of out.split(Markdown.SYNC_END).slice(0, -1)) expect(frame.startsWith(Markdown.SYNC_BEGIN)).toBe(true)
+    for (const frame of out.split(Markdown.SYNC_END).slice(0, -1)) {
+      expect(frame.startsWith(Markdown.SYNC_BEGIN)).toBe(true)
+    }
   })
 
   it("shows escape sequences from the model instead of obeying them", () => {
@@ -268,35 +306,41 @@ const callContext = (name: string, args: unknown, id = "c1"): BeforeToolCallCont
 })
 
 effectDescribe("approvals", () => {
-  effectIt.effect("`a` allows the tool for the rest of the session without asking; the policy still refuses (CLI 4.3)", () =>
-    Effect.gen(function*() {
-      const asked: Array<string> = []
-      const hook = approvalHook({
-        _tag: "Judge",
-        judge: (request) => Effect.sync((): Decision => (asked.push(request.toolName), { _tag: "AllowAlways" }))
+  effectIt.effect(
+    "`a` allows the tool for the rest of the session without asking; the policy still refuses (CLI 4.3)",
+    () =>
+      Effect.gen(function*() {
+        const asked: Array<string> = []
+        const hook = approvalHook({
+          _tag: "Judge",
+          judge: (request) => Effect.sync((): Decision => (asked.push(request.toolName), { _tag: "AllowAlways" }))
+        })
+        expect(yield* hook(callContext("bash", { command: "ls" }))).toBeUndefined()
+        expect(yield* hook(callContext("bash", { command: "echo hi" }, "c2"))).toBeUndefined()
+        expect(asked).toEqual(["bash"])
+        const refused = yield* hook(callContext("bash", { command: "rm -rf /" }, "c3"))
+        expect(refused?.block).toBe(true)
+        // Another tool is still asked about.
+        yield* hook(callContext("write", { path: "a", content: "" }, "c4"))
+        expect(asked).toEqual(["bash", "write"])
       })
-      expect(yield* hook(callContext("bash", { command: "ls" }))).toBeUndefined()
-      expect(yield* hook(callContext("bash", { command: "echo hi" }, "c2"))).toBeUndefined()
-      expect(asked).toEqual(["bash"])
-      const refused = yield* hook(callContext("bash", { command: "rm -rf /" }, "c3"))
-      expect(refused?.block).toBe(true)
-      // Another tool is still asked about.
-      yield* hook(callContext("write", { path: "a", content: "" }, "c4"))
-      expect(asked).toEqual(["bash", "write"])
-    }))
+  )
 
-  effectIt.effect("`e`: the reason becomes the blocked result; `n` blocks with the plain refusal (CLI 4.2, 4.4)", () =>
-    Effect.gen(function*() {
-      const answers: Array<Decision> = [{ _tag: "Deny", reason: "use the test folder" }, { _tag: "Deny" }]
-      const hook = approvalHook({ _tag: "Judge", judge: () => Effect.succeed(answers.shift()!) })
-      const first = yield* hook(callContext("edit", { path: "a", oldText: "x", newText: "y" }))
-      expect(first).toEqual({
-        block: true,
-        reason: "The user declined this edit call. It was not run. The user said: use the test folder"
+  effectIt.effect(
+    "`e`: the reason becomes the blocked result; `n` blocks with the plain refusal (CLI 4.2, 4.4)",
+    () =>
+      Effect.gen(function*() {
+        const answers: Array<Decision> = [{ _tag: "Deny", reason: "use the test folder" }, { _tag: "Deny" }]
+        const hook = approvalHook({ _tag: "Judge", judge: () => Effect.succeed(answers.shift()!) })
+        const first = yield* hook(callContext("edit", { path: "a", oldText: "x", newText: "y" }))
+        expect(first).toEqual({
+          block: true,
+          reason: "The user declined this edit call. It was not run. The user said: use the test folder"
+        })
+        const second = yield* hook(callContext("edit", { path: "a", oldText: "x", newText: "y" }, "c2"))
+        expect(second).toEqual({ block: true, reason: "The user declined this edit call. It was not run." })
       })
-      const second = yield* hook(callContext("edit", { path: "a", oldText: "x", newText: "y" }, "c2"))
-      expect(second).toEqual({ block: true, reason: "The user declined this edit call. It was not run." })
-    }))
+  )
 
   it("shows a coloured diff for edit and write and the command for bash (CLI 4.1)", () => {
     const before = Array.from({ length: 20 }, (_, i) => `line ${i}`).join("\n") + "\n"
@@ -311,30 +355,39 @@ effectDescribe("approvals", () => {
     // Three lines of context each side, the rest left out.
     expect(edit.some((l) => l.includes("line 7"))).toBe(true)
     expect(edit.some((l) => l.includes("line 6"))).toBe(false)
-    const created = preview({ toolName: "write", toolCallId: "c", args: { path: "n.txt", content: "a\nb\n" } }, undefined, { color: false })
+    const created = preview(
+      { toolName: "write", toolCallId: "c", args: { path: "n.txt", content: "a\nb\n" } },
+      undefined,
+      { color: false }
+    )
     expect(created).toEqual(["new file n.txt", "+ a", "+ b"])
-    const bash = preview({ toolName: "bash", toolCallId: "c", args: { command: "make\x1b[2J test" } }, undefined, { color: false })
+    const bash = preview({ toolName: "bash", toolCallId: "c", args: { command: "make\x1b[2J test" } }, undefined, {
+      color: false
+    })
     expect(bash).toEqual(["$ make␛[2J test"])
   })
 })
 
 effectDescribe("tool time", () => {
-  effectIt.effect("time spent waiting for the person is not counted in the call's duration (CLI 4.5)", () =>
-    Effect.scoped(Effect.gen(function*() {
-      let out = ""
-      const view = yield* LiveView.make({ live: false, color: false, columns: 100, write: (t) => void (out += t) })
-      yield* view.handle({ type: "tool_execution_start", toolCallId: "a", toolName: "edit", args: { path: "f" } })
-      yield* view.pause(TestClock.adjust("5 seconds")) // the approval question
-      yield* TestClock.adjust("30 millis")
-      yield* view.handle({
-        type: "tool_execution_end",
-        toolCallId: "a",
-        toolName: "edit",
-        result: { content: [{ type: "text", text: "done" }] },
-        isError: false
-      })
-      expect(out).toContain("✓ edit f 30ms")
-    })))
+  effectIt.effect(
+    "time spent waiting for the person is not counted in the call's duration (CLI 4.5)",
+    () =>
+      Effect.scoped(Effect.gen(function*() {
+        let out = ""
+        const view = yield* LiveView.make({ live: false, color: false, columns: 100, write: (t) => void (out += t) })
+        yield* view.handle({ type: "tool_execution_start", toolCallId: "a", toolName: "edit", args: { path: "f" } })
+        yield* view.pause(TestClock.adjust("5 seconds")) // the approval question
+        yield* TestClock.adjust("30 millis")
+        yield* view.handle({
+          type: "tool_execution_end",
+          toolCallId: "a",
+          toolName: "edit",
+          result: { content: [{ type: "text", text: "done" }] },
+          isError: false
+        })
+        expect(out).toContain("✓ edit f 30ms")
+      }))
+  )
 })
 
 describe("/undo snapshots (CLI 2.8)", () => {

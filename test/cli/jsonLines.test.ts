@@ -10,8 +10,8 @@ import * as Agent from "../../src/Agent.ts"
 import type { AgentEvent } from "../../src/AgentEvent.ts"
 import { makeJsonLineEncoder } from "../../src/cli/JsonLines.ts"
 import { Model } from "../../src/Model.ts"
-import type { ToolContext } from "../../src/Tool.ts"
 import * as ScriptedModel from "../../src/ScriptedModel.ts"
+import type { ToolContext } from "../../src/Tool.ts"
 import { ToolRegistry } from "../../src/ToolRegistry.ts"
 import { customTool, echoTool } from "../support/loop.ts"
 
@@ -96,7 +96,10 @@ describe("--json lines (makeJsonLineEncoder)", () => {
           for (const text of progress) {
             yield* context.update({ content: [{ type: "text", text }], details: { running: true } })
           }
-          yield* context.update({ content: [{ type: "image", data: "AA==", mimeType: "image/png" }], details: { running: true } })
+          yield* context.update({
+            content: [{ type: "image", data: "AA==", mimeType: "image/png" }],
+            details: { running: true }
+          })
           return { content: [{ type: "text", text: "finished" }], details: { running: false } }
         }), Schema.Struct({ big: Schema.String }))
       const model = yield* ScriptedModel.make([
@@ -114,7 +117,10 @@ describe("--json lines (makeJsonLineEncoder)", () => {
       const updates = encodeAll(events).map((l) => JSON.parse(l)).filter((l) => l.type === "tool_execution_update")
       assert.strictEqual(updates.length, 4)
       for (const u of updates) assert.notProperty(u, "args") // the 1000-character argument is on the start line only
-      assert.deepStrictEqual(updates[0].partialResult, { content: [{ type: "text", text: "line 1\n" }], details: { running: true } })
+      assert.deepStrictEqual(updates[0].partialResult, {
+        content: [{ type: "text", text: "line 1\n" }],
+        details: { running: true }
+      })
       assert.deepStrictEqual(updates[1], {
         type: "tool_execution_update",
         toolCallId: "s1",
@@ -131,10 +137,22 @@ describe("--json lines (makeJsonLineEncoder)", () => {
     const encoder = makeJsonLineEncoder()
     const cyclic: Record<string, unknown> = {}
     cyclic.self = cyclic
-    const big = encoder.encode({ type: "tool_execution_end", toolCallId: "b", toolName: "x", result: { content: [], details: 10n }, isError: false })
+    const big = encoder.encode({
+      type: "tool_execution_end",
+      toolCallId: "b",
+      toolName: "x",
+      result: { content: [], details: 10n },
+      isError: false
+    })
     assert.deepStrictEqual(JSON.parse(big).result, { content: [], details: "10" })
     const cycle = JSON.parse(
-      encoder.encode({ type: "tool_execution_end", toolCallId: "c", toolName: "x", result: { content: [], details: cyclic }, isError: false })
+      encoder.encode({
+        type: "tool_execution_end",
+        toolCallId: "c",
+        toolName: "x",
+        result: { content: [], details: cyclic },
+        isError: false
+      })
     )
     assert.strictEqual(cycle.type, "tool_execution_end")
     assert.strictEqual(cycle.toolCallId, "c")

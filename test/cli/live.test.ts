@@ -11,7 +11,17 @@ import type { AgentEvent } from "../../src/AgentEvent.ts"
 import * as LiveView from "../../src/cli/LiveView.ts"
 import * as Usage from "../../src/cli/Usage.ts"
 import { type AssistantMessage, emptyUsage, type ToolResultMessage } from "../../src/Message.ts"
-import { MAIN, NODE, runCli, runProcess, type RunResult, sessionFolder, shellQuote, tempDir, TEST_TIMEOUT_MS } from "./support.ts"
+import {
+  MAIN,
+  NODE,
+  runCli,
+  runProcess,
+  type RunResult,
+  sessionFolder,
+  shellQuote,
+  tempDir,
+  TEST_TIMEOUT_MS
+} from "./support.ts"
 
 const ESC = "\x1b"
 // eslint-disable-next-line no-control-regex
@@ -204,7 +214,9 @@ describe("renderTimeline", () => {
     expect(lines[0]).toMatch(/^ {2}timeline [01]ms$/) // the axis is at least 1ms long
     expect(filled(lines[1]).size).toBeGreaterThanOrEqual(1)
     expect(lines[1]).toMatch(/ 0ms$/)
-    expect(LiveView.renderTimeline([{ label: "x", start: 0, end: 1500, isError: false }], { columns: 100, color: false })[0])
+    expect(
+      LiveView.renderTimeline([{ label: "x", start: 0, end: 1500, isError: false }], { columns: 100, color: false })[0]
+    )
       .toBe("  timeline 1.5s")
   })
 
@@ -271,145 +283,184 @@ const toolResult = (id: string, name: string, textValue: string, isError: boolea
 })
 
 effectDescribe("LiveView.make", () => {
-  effectIt.effect("with live: false writes plain lines only, with a timeline after the batch", () =>
-    Effect.scoped(Effect.gen(function*() {
-      let out = ""
-      const view = yield* LiveView.make({ live: false, color: false, columns: 100, write: (t) => void (out += t) })
-      const partial = assistant([{ type: "text", text: "Let me look." }])
-      const events: Array<AgentEvent> = [
-        { type: "message_update", message: partial, assistantMessageEvent: { type: "text_delta", contentIndex: 0, delta: "Let me ", partial } },
-        { type: "message_update", message: partial, assistantMessageEvent: { type: "text_delta", contentIndex: 0, delta: "look.", partial } },
-        { type: "message_update", message: partial, assistantMessageEvent: { type: "thinking_delta", contentIndex: 1, delta: "hmm", partial } },
-        { type: "tool_execution_start", toolCallId: "a", toolName: "read", args: { path: "src/a.ts" } },
-        { type: "tool_execution_start", toolCallId: "b", toolName: "bash", args: { command: "make test" } }
-      ]
-      for (const event of events) yield* view.handle(event)
-      yield* TestClock.adjust("50 millis")
-      yield* view.handle({
-        type: "tool_execution_update",
-        toolCallId: "b",
-        toolName: "bash",
-        args: { command: "make test" },
-        partialResult: { content: [{ type: "text", text: "compiling\nrunning tests" }] }
-      })
-      yield* view.handle({
-        type: "tool_execution_end",
-        toolCallId: "a",
-        toolName: "read",
-        result: { content: [{ type: "text", text: "line one\nline two" }] },
-        isError: false
-      })
-      yield* TestClock.adjust("1950 millis")
-      yield* view.handle({
-        type: "tool_execution_end",
-        toolCallId: "b",
-        toolName: "bash",
-        result: { content: [{ type: "text", text: "1 test failed" }] },
-        isError: true
-      })
-      yield* view.handle({
-        type: "turn_end",
-        message: assistant([]),
-        toolResults: [toolResult("a", "read", "line one", false), toolResult("b", "bash", "1 test failed", true)]
-      })
-      yield* view.close
+  effectIt.effect(
+    "with live: false writes plain lines only, with a timeline after the batch",
+    () =>
+      Effect.scoped(Effect.gen(function*() {
+        let out = ""
+        const view = yield* LiveView.make({ live: false, color: false, columns: 100, write: (t) => void (out += t) })
+        const partial = assistant([{ type: "text", text: "Let me look." }])
+        const events: Array<AgentEvent> = [
+          {
+            type: "message_update",
+            message: partial,
+            assistantMessageEvent: { type: "text_delta", contentIndex: 0, delta: "Let me ", partial }
+          },
+          {
+            type: "message_update",
+            message: partial,
+            assistantMessageEvent: { type: "text_delta", contentIndex: 0, delta: "look.", partial }
+          },
+          {
+            type: "message_update",
+            message: partial,
+            assistantMessageEvent: { type: "thinking_delta", contentIndex: 1, delta: "hmm", partial }
+          },
+          { type: "tool_execution_start", toolCallId: "a", toolName: "read", args: { path: "src/a.ts" } },
+          { type: "tool_execution_start", toolCallId: "b", toolName: "bash", args: { command: "make test" } }
+        ]
+        for (const event of events) yield* view.handle(event)
+        yield* TestClock.adjust("50 millis")
+        yield* view.handle({
+          type: "tool_execution_update",
+          toolCallId: "b",
+          toolName: "bash",
+          args: { command: "make test" },
+          partialResult: { content: [{ type: "text", text: "compiling\nrunning tests" }] }
+        })
+        yield* view.handle({
+          type: "tool_execution_end",
+          toolCallId: "a",
+          toolName: "read",
+          result: { content: [{ type: "text", text: "line one\nline two" }] },
+          isError: false
+        })
+        yield* TestClock.adjust("1950 millis")
+        yield* view.handle({
+          type: "tool_execution_end",
+          toolCallId: "b",
+          toolName: "bash",
+          result: { content: [{ type: "text", text: "1 test failed" }] },
+          isError: true
+        })
+        yield* view.handle({
+          type: "turn_end",
+          message: assistant([]),
+          toolResults: [toolResult("a", "read", "line one", false), toolResult("b", "bash", "1 test failed", true)]
+        })
+        yield* view.close
 
-      assert.notInclude(out, ESC)
-      assert.notInclude(out, "\r")
-      assert.deepStrictEqual(out.split("\n"), [
-        "Let me look.hmm",
-        "▶ read src/a.ts",
-        "▶ bash make test",
-        "  │ running tests",
-        "✓ read src/a.ts 50ms → line one",
-        "✗ bash make test 2.0s → 1 test failed",
-        "  timeline 2.0s",
-        // 50ms of 2000ms on a 48-column axis: ceil(1.2) = 2 columns
-        "  read src/a.ts  │██                                              │ 50ms",
-        "  bash make test │████████████████████████████████████████████████│ 2.0s",
-        ""
-      ])
-    })))
+        assert.notInclude(out, ESC)
+        assert.notInclude(out, "\r")
+        assert.deepStrictEqual(out.split("\n"), [
+          "Let me look.hmm",
+          "▶ read src/a.ts",
+          "▶ bash make test",
+          "  │ running tests",
+          "✓ read src/a.ts 50ms → line one",
+          "✗ bash make test 2.0s → 1 test failed",
+          "  timeline 2.0s",
+          // 50ms of 2000ms on a 48-column axis: ceil(1.2) = 2 columns
+          "  read src/a.ts  │██                                              │ 50ms",
+          "  bash make test │████████████████████████████████████████████████│ 2.0s",
+          ""
+        ])
+      }))
+  )
 
-  effectIt.effect("prints no timeline for a turn without tool results, and a stopped run's error", () =>
-    Effect.scoped(Effect.gen(function*() {
-      let out = ""
-      const view = yield* LiveView.make({ live: false, color: false, columns: 100, write: (t) => void (out += t) })
-      yield* view.handle({ type: "turn_end", message: assistant([]), toolResults: [] })
-      yield* view.handle({
-        type: "message_end",
-        message: { ...assistant([]), stopReason: "aborted", errorMessage: "Request was aborted" }
-      })
-      yield* view.close
-      assert.strictEqual(out, "✗ aborted: Request was aborted\n")
-    })))
+  effectIt.effect(
+    "prints no timeline for a turn without tool results, and a stopped run's error",
+    () =>
+      Effect.scoped(Effect.gen(function*() {
+        let out = ""
+        const view = yield* LiveView.make({ live: false, color: false, columns: 100, write: (t) => void (out += t) })
+        yield* view.handle({ type: "turn_end", message: assistant([]), toolResults: [] })
+        yield* view.handle({
+          type: "message_end",
+          message: { ...assistant([]), stopReason: "aborted", errorMessage: "Request was aborted" }
+        })
+        yield* view.close
+        assert.strictEqual(out, "✗ aborted: Request was aborted\n")
+      }))
+  )
 
-  effectIt.effect("with live: true redraws the lanes in place and clears them when calls end", () =>
-    Effect.scoped(Effect.gen(function*() {
-      let out = ""
-      const view = yield* LiveView.make({ live: true, color: true, columns: 100, write: (t) => void (out += t) })
-      yield* view.handle({ type: "tool_execution_start", toolCallId: "a", toolName: "read", args: { path: "x" } })
-      yield* TestClock.adjust("300 millis") // the ticker redraws
-      yield* view.handle({
-        type: "tool_execution_end",
-        toolCallId: "a",
-        toolName: "read",
-        result: { content: [{ type: "text", text: "ok" }] },
-        isError: false
-      })
-      yield* view.close
-      assert.include(out, "\x1b[2K")
-      assert.include(out, "\x1b[1A\r\x1b[J")
-      assert.include(stripAnsi(out), "read x")
-      assert.include(stripAnsi(out), "✓ read x 300ms → ok")
-      assert.isTrue(out.endsWith("→ ok\x1b[0m\n"), JSON.stringify(out.slice(-40)))
-    })))
+  effectIt.effect(
+    "with live: true redraws the lanes in place and clears them when calls end",
+    () =>
+      Effect.scoped(Effect.gen(function*() {
+        let out = ""
+        const view = yield* LiveView.make({ live: true, color: true, columns: 100, write: (t) => void (out += t) })
+        yield* view.handle({ type: "tool_execution_start", toolCallId: "a", toolName: "read", args: { path: "x" } })
+        yield* TestClock.adjust("300 millis") // the ticker redraws
+        yield* view.handle({
+          type: "tool_execution_end",
+          toolCallId: "a",
+          toolName: "read",
+          result: { content: [{ type: "text", text: "ok" }] },
+          isError: false
+        })
+        yield* view.close
+        assert.include(out, "\x1b[2K")
+        assert.include(out, "\x1b[1A\r\x1b[J")
+        assert.include(stripAnsi(out), "read x")
+        assert.include(stripAnsi(out), "✓ read x 300ms → ok")
+        assert.isTrue(out.endsWith("→ ok\x1b[0m\n"), JSON.stringify(out.slice(-40)))
+      }))
+  )
 })
 
 effectDescribe("LiveView.make: bash output and usage", () => {
-  effectIt.effect("CLI 10.4: a finished bash call with several lines keeps its last lines under it", () =>
-    Effect.scoped(Effect.gen(function*() {
-      let out = ""
-      const view = yield* LiveView.make({ live: false, color: false, columns: 100, write: (t) => void (out += t) })
-      yield* view.handle({ type: "tool_execution_start", toolCallId: "b", toolName: "bash", args: { command: "npm test" } })
-      const lines = Array.from({ length: 10 }, (_, i) => `line ${i + 1}`).join("\n")
-      yield* view.handle({
-        type: "tool_execution_end",
-        toolCallId: "b",
-        toolName: "bash",
-        result: { content: [{ type: "text", text: `${lines}\n\n` }] },
-        isError: true
-      })
-      const tail = Array.from({ length: LiveView.BASH_TAIL_LINES }, (_, i) => `  │ line ${10 - LiveView.BASH_TAIL_LINES + i + 1}`)
-      assert.deepStrictEqual(out.split("\n"), ["▶ bash npm test", "✗ bash npm test 0ms", ...tail, ""])
-    })))
+  effectIt.effect(
+    "CLI 10.4: a finished bash call with several lines keeps its last lines under it",
+    () =>
+      Effect.scoped(Effect.gen(function*() {
+        let out = ""
+        const view = yield* LiveView.make({ live: false, color: false, columns: 100, write: (t) => void (out += t) })
+        yield* view.handle({
+          type: "tool_execution_start",
+          toolCallId: "b",
+          toolName: "bash",
+          args: { command: "npm test" }
+        })
+        const lines = Array.from({ length: 10 }, (_, i) => `line ${i + 1}`).join("\n")
+        yield* view.handle({
+          type: "tool_execution_end",
+          toolCallId: "b",
+          toolName: "bash",
+          result: { content: [{ type: "text", text: `${lines}\n\n` }] },
+          isError: true
+        })
+        const tail = Array.from(
+          { length: LiveView.BASH_TAIL_LINES },
+          (_, i) => `  │ line ${10 - LiveView.BASH_TAIL_LINES + i + 1}`
+        )
+        assert.deepStrictEqual(out.split("\n"), ["▶ bash npm test", "✗ bash npm test 0ms", ...tail, ""])
+      }))
+  )
 
-  effectIt.effect("CLI 5.4: after each run, its usage and the session's total (resumed usage included)", () =>
-    Effect.scoped(Effect.gen(function*() {
-      let out = ""
-      const before = { ...Usage.empty, input: 1000, output: 100, cost: 0.5, requests: 1 }
-      const view = yield* LiveView.make({
-        live: false,
-        color: false,
-        columns: 100,
-        write: (t) => void (out += t),
-        usageBefore: before
-      })
-      const answer = { ...assistant([{ type: "text", text: "hi" }]), model: "gpt-4o", usage: { ...emptyUsage, input: 12_000, output: 800 } }
-      yield* view.handle({ type: "agent_start" })
-      yield* view.handle({ type: "message_end", message: answer })
-      yield* view.handle({ type: "agent_end", messages: [answer] })
-      const turn = Usage.ofMessage(answer)
-      assert.strictEqual(out, LiveView.usageLine(turn, Usage.add(before, turn)) + "\n")
-      assert.match(out, /^↑ 12k ↓ 800 \$0\.0380 ctx 10% · total ↑ 13k ↓ 900 \$0\.5380 ctx 10%\n$/)
-      // A run without a model request, or whose model reported no tokens, prints no usage line.
-      out = ""
-      yield* view.handle({ type: "agent_start" })
-      yield* view.handle({ type: "agent_end", messages: [] })
-      const silent = assistant([{ type: "text", text: "hi" }])
-      yield* view.handle({ type: "agent_start" })
-      yield* view.handle({ type: "message_end", message: silent })
-      yield* view.handle({ type: "agent_end", messages: [silent] })
-      assert.strictEqual(out, "")
-    })))
+  effectIt.effect(
+    "CLI 5.4: after each run, its usage and the session's total (resumed usage included)",
+    () =>
+      Effect.scoped(Effect.gen(function*() {
+        let out = ""
+        const before = { ...Usage.empty, input: 1000, output: 100, cost: 0.5, requests: 1 }
+        const view = yield* LiveView.make({
+          live: false,
+          color: false,
+          columns: 100,
+          write: (t) => void (out += t),
+          usageBefore: before
+        })
+        const answer = {
+          ...assistant([{ type: "text", text: "hi" }]),
+          model: "gpt-4o",
+          usage: { ...emptyUsage, input: 12_000, output: 800 }
+        }
+        yield* view.handle({ type: "agent_start" })
+        yield* view.handle({ type: "message_end", message: answer })
+        yield* view.handle({ type: "agent_end", messages: [answer] })
+        const turn = Usage.ofMessage(answer)
+        assert.strictEqual(out, LiveView.usageLine(turn, Usage.add(before, turn)) + "\n")
+        assert.match(out, /^↑ 12k ↓ 800 \$0\.0380 ctx 10% · total ↑ 13k ↓ 900 \$0\.5380 ctx 10%\n$/)
+        // A run without a model request, or whose model reported no tokens, prints no usage line.
+        out = ""
+        yield* view.handle({ type: "agent_start" })
+        yield* view.handle({ type: "agent_end", messages: [] })
+        const silent = assistant([{ type: "text", text: "hi" }])
+        yield* view.handle({ type: "agent_start" })
+        yield* view.handle({ type: "message_end", message: silent })
+        yield* view.handle({ type: "agent_end", messages: [silent] })
+        assert.strictEqual(out, "")
+      }))
+  )
 })

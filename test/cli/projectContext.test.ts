@@ -76,16 +76,27 @@ describe("ProjectContext.systemPrompt", () => {
     ],
     workspace: "/repo/app",
     now: Date.UTC(2026, 11, 3, 23, 59),
-    tools: [{ name: "read", description: "Read the contents of a file. More words." }, { name: "bash", description: "Run a command" }]
+    tools: [{ name: "read", description: "Read the contents of a file. More words." }, {
+      name: "bash",
+      description: "Run a command"
+    }]
   }
 
   it("CLI 6.4: instructions, the context files in order, the folder, the date and the tools", () => {
     const prompt = ProjectContext.systemPrompt(parts)
     assert.isTrue(prompt.startsWith(ProjectContext.DEFAULT_INSTRUCTIONS))
-    const order = ["# Project context", "## /repo/AGENTS.md\n\nUse tabs.", "## /repo/app/CLAUDE.md\n\nRun npm test.\n\n[cut", "# Environment"]
+    const order = [
+      "# Project context",
+      "## /repo/AGENTS.md\n\nUse tabs.",
+      "## /repo/app/CLAUDE.md\n\nRun npm test.\n\n[cut",
+      "# Environment"
+    ]
       .map((piece) => prompt.indexOf(piece))
     assert.isTrue(order.every((at, i) => at > 0 && (i === 0 || at > order[i - 1])), `in order: ${order}`)
-    assert.include(prompt, "Working folder: /repo/app\nDate: 2026-12-03\nTools:\n- read: Read the contents of a file.\n- bash: Run a command")
+    assert.include(
+      prompt,
+      "Working folder: /repo/app\nDate: 2026-12-03\nTools:\n- read: Read the contents of a file.\n- bash: Run a command"
+    )
   })
 
   it("CLI 6.4: --system-prompt replaces only the instructions; --append-system-prompt comes last", () => {

@@ -25,7 +25,9 @@ describe("provider settings", () => {
   it.effect("CLI 9.3: a value that is not a positive whole number is a UsageError naming the variable", () =>
     Effect.gen(function*() {
       for (const bad of ["0", "-5", "1.5", "lots"]) {
-        const exit = yield* Effect.exit(providerSettings("anthropic", FLAGS).pipe(withEnv({ ANTHROPIC_MAX_TOKENS: bad })))
+        const exit = yield* Effect.exit(
+          providerSettings("anthropic", FLAGS).pipe(withEnv({ ANTHROPIC_MAX_TOKENS: bad }))
+        )
         assert.isTrue(Exit.isFailure(exit), bad)
         const error = Exit.isFailure(exit) ? (exit.cause.reasons[0] as any).error : undefined
         assert.instanceOf(error, UsageError, bad)
@@ -38,7 +40,16 @@ describe("provider settings", () => {
     for (const provider of providerNames) {
       assert.isTrue(providerEnvironment.some(([, what]) => what.includes(provider)), provider)
     }
-    for (const name of ["EFFECT_AGENT_HOME", "OPENAI_API_KEY", "ANTHROPIC_MAX_TOKENS", "GEMINI_MODEL", "NO_COLOR", "EFFECT_AGENT_LIVE"]) {
+    for (
+      const name of [
+        "EFFECT_AGENT_HOME",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_MAX_TOKENS",
+        "GEMINI_MODEL",
+        "NO_COLOR",
+        "EFFECT_AGENT_LIVE"
+      ]
+    ) {
       assert.include(names, name)
     }
   })

@@ -13,11 +13,26 @@ import { customTool } from "../support/loop.ts"
 
 describe("Rpc.parseCommand", () => {
   it("CLI 11.3: decodes each command; a bad line gets a one-line error naming the line", () => {
-    assert.deepStrictEqual(Rpc.parseCommand(`{"type":"steer","message":"hi","id":"7"}`, 1), { type: "steer", message: "hi", id: "7" })
+    assert.deepStrictEqual(Rpc.parseCommand(`{"type":"steer","message":"hi","id":"7"}`, 1), {
+      type: "steer",
+      message: "hi",
+      id: "7"
+    })
     assert.deepStrictEqual(Rpc.parseCommand(`{"type":"abort"}`, 1), { type: "abort" })
     const bad = Rpc.parseCommand(`{"type":"follow_up","id":"x","message":3}`, 9)
-    assert.deepStrictEqual(bad, { type: "response", command: "follow_up", id: "x", success: false, error: "line 9: \"follow_up\" needs a \"message\" string" })
-    assert.deepStrictEqual(Rpc.parseCommand(`[1,2]`, 2), { type: "response", command: undefined, success: false, error: "line 2: a command is a JSON object with a \"type\"" })
+    assert.deepStrictEqual(bad, {
+      type: "response",
+      command: "follow_up",
+      id: "x",
+      success: false,
+      error: "line 9: \"follow_up\" needs a \"message\" string"
+    })
+    assert.deepStrictEqual(Rpc.parseCommand(`[1,2]`, 2), {
+      type: "response",
+      command: undefined,
+      success: false,
+      error: "line 2: a command is a JSON object with a \"type\""
+    })
   })
 })
 
@@ -25,8 +40,7 @@ describe("Rpc.serve", () => {
   it.effect("CLI 11.2, 11.4: follow_up during a run is queued; abort settles the held call; the end of input ends it", () =>
     Effect.gen(function*() {
       const entered = yield* Deferred.make<void>()
-      const gate = customTool("wait", () =>
-        Effect.andThen(Deferred.succeed(entered, undefined), Effect.never))
+      const gate = customTool("wait", () => Effect.andThen(Deferred.succeed(entered, undefined), Effect.never))
       const model = yield* ScriptedModel.make([
         ScriptedModel.callTools([ScriptedModel.toolCall("w1", "wait", {})], "Waiting."),
         ScriptedModel.say("After the abort."),

@@ -17,7 +17,9 @@ describe("--sandbox, --bwrap", () => {
     const run = await runCli(["--json", "--yes", "--bwrap", MISSING, "--workspace", ws.dir])
     expect(run.code, run.stderr).toBe(0)
     const notices = run.stderr.split("\n").filter((line) => line.includes("without a sandbox"))
-    expect(notices).toEqual([`effect-agent: bash runs without a sandbox: ${MISSING} was not found (it comes with the bubblewrap package)`])
+    expect(notices).toEqual([
+      `effect-agent: bash runs without a sandbox: ${MISSING} was not found (it comes with the bubblewrap package)`
+    ])
     const events = parseJsonLines(run.stdout)
     const check = events.find((e) => e.type === "tool_execution_end" && e.toolCallId === "demo-check")
     expect(check.isError).toBe(false)

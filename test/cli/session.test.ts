@@ -9,6 +9,7 @@ import { copyFileSync, existsSync, readFileSync, writeFileSync } from "node:fs"
 import { hostname } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { command } from "../../src/cli/main.ts"
 import {
   defaultSessionFiles,
   endedMessages,
@@ -20,7 +21,6 @@ import {
   tempDir,
   TEST_TIMEOUT_MS
 } from "./support.ts"
-import { command } from "../../src/cli/main.ts"
 
 describe("--session and --resume", () => {
   const ws = tempDir("session")
@@ -50,7 +50,16 @@ describe("--session and --resume", () => {
   it("--resume FILE loads the saved messages, keeps the old lines unchanged and appends the new ones", async () => {
     const resumed = join(ws.dir, "resumed.jsonl")
     copyFileSync(sessionFile, resumed)
-    const run = await runCli(["--json", "--yes", "--workspace", ws.dir, "--resume", resumed, "--prompt", "Again please"])
+    const run = await runCli([
+      "--json",
+      "--yes",
+      "--workspace",
+      ws.dir,
+      "--resume",
+      resumed,
+      "--prompt",
+      "Again please"
+    ])
     expect(run.stderr.trim()).toBe("")
     expect(run.code).toBe(0)
     const events = parseJsonLines(run.stdout)
@@ -62,7 +71,10 @@ describe("--session and --resume", () => {
     const lines = nonBlankLines(resumed)
     expect(lines.slice(0, oldLines.length)).toEqual(oldLines)
     expect(lines).toHaveLength(oldLines.length + added.length)
-    expect(JSON.parse(lines[oldLines.length])).toMatchObject({ role: "user", content: [{ type: "text", text: "Again please" }] })
+    expect(JSON.parse(lines[oldLines.length])).toMatchObject({
+      role: "user",
+      content: [{ type: "text", text: "Again please" }]
+    })
 
     const loaded = await loadSessionOrThrow(resumed)
     expect(JSON.parse(JSON.stringify(loaded.slice(oldLines.length)))).toEqual(added)
@@ -175,9 +187,10 @@ describe("--session and --resume", () => {
     // The lock of a live process: this one.
     writeFileSync(`${file}.lock`, JSON.stringify({ pid: process.pid, host: hostname() }))
     const exit = await Effect.runPromiseExit(
-      Command.runWith(command, { version: "test" })(["--json", "--yes", "-w", ws.dir, "--resume", file, "-p", "more"]).pipe(
-        Effect.provide(NodeServices.layer)
-      )
+      Command.runWith(command, { version: "test" })(["--json", "--yes", "-w", ws.dir, "--resume", file, "-p", "more"])
+        .pipe(
+          Effect.provide(NodeServices.layer)
+        )
     )
     expect(Exit.isFailure(exit)).toBe(true)
     const error: any = Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined

@@ -43,7 +43,10 @@ const withState = <A, E>(body: (home: string, root: string) => Effect.Effect<A, 
       const root = join(base, "work", "project")
       mkdirSync(root, { recursive: true })
       return body(home, root).pipe(
-        Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env: { EFFECT_AGENT_HOME: home } }))
+        Effect.provideService(
+          ConfigProvider.ConfigProvider,
+          ConfigProvider.fromEnv({ env: { EFFECT_AGENT_HOME: home } })
+        )
       )
     },
     (base) => Effect.sync(() => rmSync(base, { recursive: true, force: true }))
@@ -56,7 +59,10 @@ describe("SessionStore", () => {
   it.effect("CLI 7.1: the state folder is $EFFECT_AGENT_HOME, else ~/.effect-agent", () =>
     Effect.gen(function*() {
       const given = yield* SessionStore.stateFolder.pipe(
-        Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env: { EFFECT_AGENT_HOME: "/srv/agent" } }))
+        Effect.provideService(
+          ConfigProvider.ConfigProvider,
+          ConfigProvider.fromEnv({ env: { EFFECT_AGENT_HOME: "/srv/agent" } })
+        )
       )
       assert.strictEqual(given, "/srv/agent")
       const fallback = yield* SessionStore.stateFolder.pipe(
@@ -108,7 +114,11 @@ describe("SessionStore", () => {
         mkdirSync(folder, { recursive: true })
         writeFileSync(join(folder, "a.jsonl"), lines(user("hi")))
         const found = yield* SessionStore.plan({ ...NO_FLAGS, continue: true }, root, false)
-        assert.deepStrictEqual([found.how, found.source, found.target], ["continued", join(folder, "a.jsonl"), join(folder, "a.jsonl")])
+        assert.deepStrictEqual([found.how, found.source, found.target], [
+          "continued",
+          join(folder, "a.jsonl"),
+          join(folder, "a.jsonl")
+        ])
       })
     ))
 
@@ -123,7 +133,11 @@ describe("SessionStore", () => {
         assert.strictEqual(forked.how, "forked")
         assert.strictEqual(forked.source, file)
         assert.isTrue(forked.target.startsWith((yield* SessionStore.projectFolder(root)) + "/"))
-        const into = yield* SessionStore.plan({ ...NO_FLAGS, resume: Option.some(file), session: Option.some("/tmp/x.jsonl") }, root, false)
+        const into = yield* SessionStore.plan(
+          { ...NO_FLAGS, resume: Option.some(file), session: Option.some("/tmp/x.jsonl") },
+          root,
+          false
+        )
         assert.strictEqual(into.target, "/tmp/x.jsonl")
       })
     ))
@@ -131,14 +145,20 @@ describe("SessionStore", () => {
   it.effect("CLI 7.3, 7.4: two of --resume/--continue/--fork, or a picker without a terminal, are UsageErrors", () =>
     withState((_home, root) =>
       Effect.gen(function*() {
-        const both = failureOf(yield* Effect.exit(SessionStore.plan({ ...NO_FLAGS, resume: Option.some("a"), continue: true }, root, true)))
+        const both = failureOf(
+          yield* Effect.exit(SessionStore.plan({ ...NO_FLAGS, resume: Option.some("a"), continue: true }, root, true))
+        )
         assert.instanceOf(both, UsageError)
         assert.include((both as UsageError).message, "--resume and --continue cannot be used together")
-        const noTerminal = failureOf(yield* Effect.exit(SessionStore.plan({ ...NO_FLAGS, resume: Option.some("") }, root, false)))
+        const noTerminal = failureOf(
+          yield* Effect.exit(SessionStore.plan({ ...NO_FLAGS, resume: Option.some("") }, root, false))
+        )
         assert.instanceOf(noTerminal, UsageError)
         assert.include((noTerminal as UsageError).message, "needs a terminal")
         // With a terminal but nothing saved, the picker is not even opened.
-        const nothing = failureOf(yield* Effect.exit(SessionStore.plan({ ...NO_FLAGS, fork: Option.some("") }, root, true)))
+        const nothing = failureOf(
+          yield* Effect.exit(SessionStore.plan({ ...NO_FLAGS, fork: Option.some("") }, root, true))
+        )
         assert.instanceOf(nothing, UsageError)
         assert.include((nothing as UsageError).message, "no saved sessions")
       })

@@ -65,68 +65,70 @@ beforeAll(() => {
 })
 afterAll(() => workspaces.forEach((ws) => ws.cleanup()))
 
-for (const [signal, exitCode] of SIGNALS) describe(`${signal} during the demo's check`, () => {
-  const ws = workspaces.get(signal)!
-  let run: RunResult
-  let events: Array<any>
-  let sent = false
-  let checkPid: number | undefined
-  let leftInWorkspace: Array<{ pid: number; args: string }> = []
-  let leftInGroup: Array<string> = []
+for (const [signal, exitCode] of SIGNALS) {
+  describe(`${signal} during the demo's check`, () => {
+    const ws = workspaces.get(signal)!
+    let run: RunResult
+    let events: Array<any>
+    let sent = false
+    let checkPid: number | undefined
+    let leftInWorkspace: Array<{ pid: number; args: string }> = []
+    let leftInGroup: Array<string> = []
 
-  beforeAll(async () => {
-    ;({ run, events, sent, checkPid, leftInWorkspace, leftInGroup } = await observations.get(signal)!)
-  }, TEST_TIMEOUT_MS)
+    beforeAll(async () => {
+      ;({ run, events, sent, checkPid, leftInWorkspace, leftInGroup } = await observations.get(signal)!)
+    }, TEST_TIMEOUT_MS)
 
-  it("was sent during the check", () => {
-    expect(sent).toBe(true)
-    expect(typeof checkPid).toBe("number")
+    it("was sent during the check", () => {
+      expect(sent).toBe(true)
+      expect(typeof checkPid).toBe("number")
+    })
+
+    it(`exits with code ${exitCode} and says the run was interrupted`, () => {
+      expect(run.signal).toBeNull()
+      expect(run.code).toBe(exitCode)
+      expect(run.stderr).toContain(`interrupted (${signal})`)
+      expect(run.stderr).not.toMatch(/\bat file:\/\//)
+    })
+
+    it("ends every started call with an end event and a result message, and ends the run", () => {
+      expect(events[0].type).toBe("agent_start")
+      expect(events.at(-1).type).toBe("agent_end")
+      const started = events.filter((e) => e.type === "tool_execution_start").map((e) => e.toolCallId)
+      expect(started).toContain("demo-check")
+      for (const id of started) {
+        const ends = events.filter((e) => e.type === "tool_execution_end" && e.toolCallId === id)
+        expect(ends, id).toHaveLength(1)
+        const results = endedMessages(events).filter((m) => m.role === "toolResult" && m.toolCallId === id)
+        expect(results, id).toHaveLength(1)
+        expect(results[0].isError, id).toBe(ends[0].isError)
+      }
+      const check = events.find((e) => e.type === "tool_execution_end" && e.toolCallId === "demo-check")
+      expect(check.isError).toBe(true)
+      expect(resultText(check.result)).toMatch(/interrupted/i)
+      // The check never finished its loop (the grep that ends it did not run).
+      expect(resultText(check.result)).not.toContain("return a + b")
+      // No turn was started after the interruption, and the model did not answer again.
+      expect(events.filter((e) => e.type === "turn_start")).toHaveLength(3)
+      expect(endedMessages(events).filter((m) => m.role === "assistant" && m.stopReason === "stop")).toHaveLength(0)
+    })
+
+    it("saved every completed message in the session file", async () => {
+      const files = defaultSessionFiles(ws.dir)
+      expect(files).toHaveLength(1)
+      const loaded = await loadSessionOrThrow(files[0])
+      const ended = endedMessages(events)
+      expect(JSON.parse(JSON.stringify(loaded))).toEqual(ended)
+      // user, 3 assistant responses, 8 results (the interrupted check included)
+      expect(loaded).toHaveLength(12)
+      expect(loaded.at(-1)).toMatchObject({ role: "toolResult", toolCallId: "demo-check", isError: true })
+    })
+
+    it("leaves no process of the check behind (no sleep, no shell)", () => {
+      expect(leftInGroup).toEqual([])
+      expect(leftInWorkspace).toEqual([])
+      const sleeps = leftInWorkspace.filter((p) => /\bsleep\b/.test(p.args))
+      expect(sleeps).toEqual([])
+    })
   })
-
-  it(`exits with code ${exitCode} and says the run was interrupted`, () => {
-    expect(run.signal).toBeNull()
-    expect(run.code).toBe(exitCode)
-    expect(run.stderr).toContain(`interrupted (${signal})`)
-    expect(run.stderr).not.toMatch(/\bat file:\/\//)
-  })
-
-  it("ends every started call with an end event and a result message, and ends the run", () => {
-    expect(events[0].type).toBe("agent_start")
-    expect(events.at(-1).type).toBe("agent_end")
-    const started = events.filter((e) => e.type === "tool_execution_start").map((e) => e.toolCallId)
-    expect(started).toContain("demo-check")
-    for (const id of started) {
-      const ends = events.filter((e) => e.type === "tool_execution_end" && e.toolCallId === id)
-      expect(ends, id).toHaveLength(1)
-      const results = endedMessages(events).filter((m) => m.role === "toolResult" && m.toolCallId === id)
-      expect(results, id).toHaveLength(1)
-      expect(results[0].isError, id).toBe(ends[0].isError)
-    }
-    const check = events.find((e) => e.type === "tool_execution_end" && e.toolCallId === "demo-check")
-    expect(check.isError).toBe(true)
-    expect(resultText(check.result)).toMatch(/interrupted/i)
-    // The check never finished its loop (the grep that ends it did not run).
-    expect(resultText(check.result)).not.toContain("return a + b")
-    // No turn was started after the interruption, and the model did not answer again.
-    expect(events.filter((e) => e.type === "turn_start")).toHaveLength(3)
-    expect(endedMessages(events).filter((m) => m.role === "assistant" && m.stopReason === "stop")).toHaveLength(0)
-  })
-
-  it("saved every completed message in the session file", async () => {
-    const files = defaultSessionFiles(ws.dir)
-    expect(files).toHaveLength(1)
-    const loaded = await loadSessionOrThrow(files[0])
-    const ended = endedMessages(events)
-    expect(JSON.parse(JSON.stringify(loaded))).toEqual(ended)
-    // user, 3 assistant responses, 8 results (the interrupted check included)
-    expect(loaded).toHaveLength(12)
-    expect(loaded.at(-1)).toMatchObject({ role: "toolResult", toolCallId: "demo-check", isError: true })
-  })
-
-  it("leaves no process of the check behind (no sleep, no shell)", () => {
-    expect(leftInGroup).toEqual([])
-    expect(leftInWorkspace).toEqual([])
-    const sleeps = leftInWorkspace.filter((p) => /\bsleep\b/.test(p.args))
-    expect(sleeps).toEqual([])
-  })
-})
+}

@@ -84,7 +84,9 @@ describe("provider settings", () => {
       const flags = { ...NO_FLAGS, model: "m", apiKey: Redacted.make("k") }
       const settings = yield* providerSettings("anthropic", flags).pipe(withEnv({ ANTHROPIC_MAX_TOKENS: "2048" }))
       assert.strictEqual(settings.maxTokens, 2048)
-      const error = yield* usageError(providerSettings("anthropic", flags).pipe(withEnv({ ANTHROPIC_MAX_TOKENS: "lots" })))
+      const error = yield* usageError(
+        providerSettings("anthropic", flags).pipe(withEnv({ ANTHROPIC_MAX_TOKENS: "lots" }))
+      )
       assert.include(error.message, "ANTHROPIC_MAX_TOKENS")
     }))
 })

@@ -110,8 +110,12 @@ export const runProcess = (command: string, args: ReadonlyArray<string>, options
     })
     const timer = setTimeout(() => {
       child.kill("SIGKILL")
-      reject(new Error(`${command} ${args.join(" ")} did not finish in ${options.timeoutMs ?? RUN_TIMEOUT_MS}ms\n` +
-        `stdout:\n${stdout}\nstderr:\n${stderr}`))
+      reject(
+        new Error(
+          `${command} ${args.join(" ")} did not finish in ${options.timeoutMs ?? RUN_TIMEOUT_MS}ms\n` +
+            `stdout:\n${stdout}\nstderr:\n${stderr}`
+        )
+      )
     }, options.timeoutMs ?? RUN_TIMEOUT_MS)
     child.on("error", (error) => {
       clearTimeout(timer)

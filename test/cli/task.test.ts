@@ -17,7 +17,24 @@ const stdinOf = (...chunks: ReadonlyArray<string>) =>
 /** A stdin that fails the test if it is read at all. */
 const untouchedStdin = Stdio.layerTest({ stdin: Stream.die("standard input was read") })
 
-const PNG_BYTES = Uint8Array.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, 0x49, 0x48, 0x44, 0x52])
+const PNG_BYTES = Uint8Array.from([
+  0x89,
+  0x50,
+  0x4e,
+  0x47,
+  0x0d,
+  0x0a,
+  0x1a,
+  0x0a,
+  0,
+  0,
+  0,
+  0x0d,
+  0x49,
+  0x48,
+  0x44,
+  0x52
+])
 
 describe("resolveTask", () => {
   it.effect("CLI 8.1: the words after the flags, joined by spaces, are the task; stdin is then left alone", () =>
@@ -83,7 +100,10 @@ describe("attachFiles", () => {
         writeFileSync(join(root, "src", "a.ts"), "export const a = 1\n")
         const prompt = yield* attachFiles("explain @src/a.ts, please", root)
         assert.deepStrictEqual(prompt.attached, ["src/a.ts"])
-        assert.strictEqual(prompt.text, "explain @src/a.ts, please\n\n<file path=\"src/a.ts\">\nexport const a = 1\n</file>")
+        assert.strictEqual(
+          prompt.text,
+          "explain @src/a.ts, please\n\n<file path=\"src/a.ts\">\nexport const a = 1\n</file>"
+        )
         assert.deepStrictEqual(prompt.images, [])
       })
     ))

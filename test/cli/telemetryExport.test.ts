@@ -157,7 +157,14 @@ describe("OT 6: export of a real command-line run over OTLP/HTTP", () => {
 
   it("OT 4.1: no contents are exported by default", () => {
     for (const span of spans) {
-      for (const key of ["gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.arguments", "gen_ai.tool.call.result"]) {
+      for (
+        const key of [
+          "gen_ai.input.messages",
+          "gen_ai.output.messages",
+          "gen_ai.tool.call.arguments",
+          "gen_ai.tool.call.result"
+        ]
+      ) {
         expect(attr(span, key), `${span.name} ${key}`).toBeUndefined()
       }
     }
@@ -165,7 +172,9 @@ describe("OT 6: export of a real command-line run over OTLP/HTTP", () => {
 
   it("OT 5.2, 6.1: the metrics arrive at <endpoint>/v1/metrics with tool durations by tool", () => {
     const metrics = receiver.received.filter((r) => r.path === "/v1/metrics").flatMap((r) =>
-      (r.body.resourceMetrics ?? []).flatMap((rm: any) => (rm.scopeMetrics ?? []).flatMap((sm: any) => sm.metrics ?? []))
+      (r.body.resourceMetrics ?? []).flatMap((rm: any) =>
+        (rm.scopeMetrics ?? []).flatMap((sm: any) => sm.metrics ?? [])
+      )
     )
     const names = new Set(metrics.map((m: any) => m.name))
     expect(names).toContain("effect_agent.tool.call.duration")

@@ -22,7 +22,10 @@ const HOSTILE = `a${CLEAR_SCREEN}b${SET_TITLE}c${CLIPBOARD}d${C1_CSI}e\rf\x7f`
 
 /** Text mixing arbitrary strings with control characters (plain random strings rarely hold any). */
 const Mixed = Schema.Array(
-  Schema.Union([Schema.String, Schema.Literals(["\x1b", "\x07", "\x9b", "\x85", "\r", "\n", "\t", "\x7f", "\x00", "\x1b]52;c;"])])
+  Schema.Union([
+    Schema.String,
+    Schema.Literals(["\x1b", "\x07", "\x9b", "\x85", "\r", "\n", "\t", "\x7f", "\x00", "\x1b]52;c;"])
+  ])
 )
 
 describe("terminalSafe", () => {
@@ -68,9 +71,21 @@ const assistant = (content: AssistantMessage["content"], extra: Partial<Assistan
 const hostileEvents = (hostile: string): Array<AgentEvent> => {
   const partial = assistant([{ type: "text", text: hostile }])
   return [
-    { type: "message_update", message: partial, assistantMessageEvent: { type: "text_delta", contentIndex: 0, delta: hostile, partial } },
-    { type: "message_update", message: partial, assistantMessageEvent: { type: "thinking_delta", contentIndex: 1, delta: hostile, partial } },
-    { type: "message_update", message: partial, assistantMessageEvent: { type: "text_end", contentIndex: 0, content: hostile, partial } },
+    {
+      type: "message_update",
+      message: partial,
+      assistantMessageEvent: { type: "text_delta", contentIndex: 0, delta: hostile, partial }
+    },
+    {
+      type: "message_update",
+      message: partial,
+      assistantMessageEvent: { type: "thinking_delta", contentIndex: 1, delta: hostile, partial }
+    },
+    {
+      type: "message_update",
+      message: partial,
+      assistantMessageEvent: { type: "text_end", contentIndex: 0, content: hostile, partial }
+    },
     { type: "tool_execution_start", toolCallId: "a", toolName: `bash${hostile}`, args: { command: hostile } },
     {
       type: "tool_execution_update",

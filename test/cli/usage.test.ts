@@ -3,9 +3,9 @@
  * model catalogue, and the one-line form `↑ in ↓ out $cost ctx n%`.
  */
 import { assert, describe, it } from "@effect/vitest"
+import * as Tally from "../../src/cli/Usage.ts"
 import type { AgentMessage, AssistantMessage, Usage } from "../../src/Message.ts"
 import { emptyUsage } from "../../src/Message.ts"
-import * as Tally from "../../src/cli/Usage.ts"
 
 const assistant = (model: string, usage: Partial<Usage>): AssistantMessage => ({
   role: "assistant",
@@ -68,9 +68,15 @@ describe("Usage", () => {
 
   it("CLI 5.3: one line with arrows, dollars and the context share", () => {
     const tally = Tally.ofMessages([assistant("gpt-4o", { input: 12_000, output: 800 })])
-    assert.strictEqual(Tally.format(tally), `↑ 12k ↓ 800 ${Tally.formatCost(Tally.costOf(assistant("gpt-4o", { input: 12_000, output: 800 })))} ctx 10%`)
+    assert.strictEqual(
+      Tally.format(tally),
+      `↑ 12k ↓ 800 ${Tally.formatCost(Tally.costOf(assistant("gpt-4o", { input: 12_000, output: 800 })))} ctx 10%`
+    )
     assert.strictEqual(Tally.format(Tally.empty), "↑ 0 ↓ 0 $0.0000")
-    assert.strictEqual(Tally.format(Tally.ofMessages([assistant("gpt-4o", { input: 640, output: 0 })])), "↑ 640 ↓ 0 $0.0016 ctx 0.5%")
+    assert.strictEqual(
+      Tally.format(Tally.ofMessages([assistant("gpt-4o", { input: 640, output: 0 })])),
+      "↑ 640 ↓ 0 $0.0016 ctx 0.5%"
+    )
     assert.strictEqual(Tally.formatTokens(1234), "1.2k")
     assert.strictEqual(Tally.formatTokens(1_250_000), "1.25M")
     assert.strictEqual(Tally.formatCost(12.345), "$12.35")

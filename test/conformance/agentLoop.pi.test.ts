@@ -48,8 +48,8 @@ import {
   textOf,
   toolResults,
   user,
-  withoutTimestamps,
-  within
+  within,
+  withoutTimestamps
 } from "../support/loop.ts"
 
 const SYSTEM = "You are a test."
@@ -129,7 +129,9 @@ const runOurs = (s: Scenario) =>
       toolExecution: s.toolExecution ?? "parallel",
       getSteeringMessages: Effect.sync(() => drainOf(queues.steering, s.steeringMode)),
       getFollowUpMessages: Effect.sync(() => drainOf(queues.followUps, "all")),
-      ...(s.stopAfterTurn !== undefined ? { shouldStopAfterTurn: () => Effect.sync(() => ++turns === s.stopAfterTurn) } : {})
+      ...(s.stopAfterTurn !== undefined
+        ? { shouldStopAfterTurn: () => Effect.sync(() => ++turns === s.stopAfterTurn) }
+        : {})
     }
     const { events, messages, requests } = yield* runLoop({
       script: s.script,
@@ -151,7 +153,11 @@ const conforms = (s: Scenario) =>
     assert.deepStrictEqual(withoutTimestamps(ours.requests), withoutTimestamps(pi.requests), "model requests")
     // turn_end and agent_end payloads agree too
     const payloads = (events: ReadonlyArray<any>) =>
-      withoutTimestamps(events.filter((e) => e.type === "turn_end" || e.type === "agent_end").map((e) => e.type === "turn_end" ? [e.message, e.toolResults] : e.messages))
+      withoutTimestamps(
+        events.filter((e) => e.type === "turn_end" || e.type === "agent_end").map((e) =>
+          e.type === "turn_end" ? [e.message, e.toolResults] : e.messages
+        )
+      )
     assert.deepStrictEqual(payloads(ours.events), payloads(pi.events), "turn_end / agent_end payloads")
     return { pi, ours }
   })
@@ -277,22 +283,42 @@ describe("[pi] agent loop: same events, messages and model requests as pi", () =
         makeRecorder().sink
       )
       assert.deepStrictEqual(ours.map(labelOf), piEvents.events.map(labelOf))
-      assert.deepStrictEqual(withoutTimestamps(piEvents.result), withoutTimestamps((ours.at(-1) as { messages: unknown }).messages))
+      assert.deepStrictEqual(
+        withoutTimestamps(piEvents.result),
+        withoutTimestamps((ours.at(-1) as { messages: unknown }).messages)
+      )
     }))
 
   it.effect("AL 2.11 continue refuses an empty context and an assistant tail with pi's texts (typed for us)", () =>
     Effect.gen(function*() {
-      const assistant: AssistantMessage = { role: "assistant", content: [], api: "x", provider: "x", model: "x", usage: emptyUsage, stopReason: "stop", timestamp: 0 }
+      const assistant: AssistantMessage = {
+        role: "assistant",
+        content: [],
+        api: "x",
+        provider: "x",
+        model: "x",
+        usage: emptyUsage,
+        stopReason: "stop",
+        timestamp: 0
+      }
       for (const messages of [[], [user("q"), assistant]] as Array<Array<AgentMessage>>) {
         let piError: unknown
         try {
-          piAgentLoopContinue({ systemPrompt: SYSTEM, messages: messages as Array<any> }, { model: piModel, convertToLlm: (ms: Array<any>) => ms } as any)
+          piAgentLoopContinue(
+            { systemPrompt: SYSTEM, messages: messages as Array<any> },
+            { model: piModel, convertToLlm: (ms: Array<any>) => ms } as any
+          )
         } catch (e) {
           piError = e
         }
         assert.instanceOf(piError, Error)
         const model = yield* ScriptedModel.make([say("never")])
-        const ours = yield* provideRun(runAgentLoopContinue({ systemPrompt: SYSTEM, messages }), model, [], makeRecorder().sink).pipe(Effect.flip)
+        const ours = yield* provideRun(
+          runAgentLoopContinue({ systemPrompt: SYSTEM, messages }),
+          model,
+          [],
+          makeRecorder().sink
+        ).pipe(Effect.flip)
         assert.strictEqual(ours._tag, "CannotContinue")
         assert.strictEqual(ours.message, (piError as Error).message)
       }
@@ -384,7 +410,10 @@ describe("[pi] AL 2 agent loop on random conversations", () => {
 describe("[pi later] / [ours] agent loop: what pi 0.73.1 does, and what we do instead", () => {
   it.effect("[pi later] AL 2.10 a `length` stop: pi runs the possibly-truncated tool calls; we do not, each gets an error result", () =>
     Effect.gen(function*() {
-      const script = [{ ...callTools([call("c1", "add", { a: 1, b: 2 })]), stopReason: "length" as const }, say("retry")]
+      const script = [
+        { ...callTools([call("c1", "add", { a: 1, b: 2 })]), stopReason: "length" as const },
+        say("retry")
+      ]
       const pi = yield* Effect.promise(() => runPi({ script }))
       const [piResult] = toolResults(pi.messages)
       assert.isFalse(piResult!.isError, "pi executed the call")
@@ -402,11 +431,17 @@ describe("[pi later] / [ours] agent loop: what pi 0.73.1 does, and what we do in
 
   it.effect("[ours] AL 3.3 an error message holding tool calls: pi leaves them without results; we give each one", () =>
     Effect.gen(function*() {
-      const script = [{ fail: "broke", as: "event" as const, content: [call("c1", "add", { a: 1, b: 2 })] }, say("never")]
+      const script = [
+        { fail: "broke", as: "event" as const, content: [call("c1", "add", { a: 1, b: 2 })] },
+        say("never")
+      ]
       const pi = yield* Effect.promise(() => runPi({ script }))
       assert.deepStrictEqual(pi.messages.map((m) => m.role), ["user", "assistant"])
       assert.throws(() => assertWellFormed(pi.messages), /c1/, "pi's transcript has an orphaned tool call")
-      assert.deepStrictEqual(pi.events.map((e) => labelOf(e as any)).slice(-2), ["turn_end:assistant:error[]", "agent_end"])
+      assert.deepStrictEqual(pi.events.map((e) => labelOf(e as any)).slice(-2), [
+        "turn_end:assistant:error[]",
+        "agent_end"
+      ])
       const ours = yield* runLoop({ script })
       assertWellFormed(ours.messages)
       assert.deepStrictEqual(ours.messages.map((m) => m.role), ["user", "assistant", "toolResult"])
@@ -432,7 +467,9 @@ describe("[pi later] / [ours] agent loop: what pi 0.73.1 does, and what we do in
           { model: piModel, convertToLlm: (ms: Array<any>) => ms } as any,
           async (event: any) => {
             events.push(event)
-            if (event.type === "message_update" && event.assistantMessageEvent.type === "toolcall_end") controller.abort()
+            if (event.type === "message_update" && event.assistantMessageEvent.type === "toolcall_end") {
+              controller.abort()
+            }
           },
           controller.signal,
           streamFn as any
@@ -497,7 +534,9 @@ describe("[pi later] / [ours] agent loop: what pi 0.73.1 does, and what we do in
       // ours
       const controller = new AbortController()
       const gate = makeGate()
-      const fiber = yield* runLoop({ script, tools: [gate.tool], config: { signal: controller.signal } }).pipe(Effect.forkChild)
+      const fiber = yield* runLoop({ script, tools: [gate.tool], config: { signal: controller.signal } }).pipe(
+        Effect.forkChild
+      )
       yield* within(Deferred.await(gate.started), "the tool runs")
       controller.abort()
       const ours = yield* within(Fiber.join(fiber), "our run ends")
@@ -530,14 +569,24 @@ describe("[pi later] / [ours] agent loop: what pi 0.73.1 does, and what we do in
           controller.signal,
           streamFn as any
         )
-        return Promise.race([run.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 200))])
+        return Promise.race([
+          run.then(() => true),
+          new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 200))
+        ])
       })
       assert.isFalse(piSettled, "pi is still waiting for the tool 200ms after the abort")
       // ours
       const controller = new AbortController()
       const started = Deferred.makeUnsafe<void>()
-      const stubborn = customTool("stubborn", () => Deferred.succeed(started, undefined).pipe(Effect.andThen(Effect.uninterruptible(Effect.never))))
-      const fiber = yield* runLoop({ script, tools: [stubborn], config: { signal: controller.signal, abandonAfter: "1 second" } }).pipe(Effect.forkChild)
+      const stubborn = customTool(
+        "stubborn",
+        () => Deferred.succeed(started, undefined).pipe(Effect.andThen(Effect.uninterruptible(Effect.never)))
+      )
+      const fiber = yield* runLoop({
+        script,
+        tools: [stubborn],
+        config: { signal: controller.signal, abandonAfter: "1 second" }
+      }).pipe(Effect.forkChild)
       yield* within(Deferred.await(started), "the tool runs")
       controller.abort()
       yield* TestClock.adjust("1 second")
@@ -641,7 +690,12 @@ describe("[pi later] / [ours] agent loop: what pi 0.73.1 does, and what we do in
       assert.strictEqual(piFrozen, "TypeError")
       const ourMessages: Array<AgentMessage> = [user("q")]
       const model = yield* ScriptedModel.make([say("a")])
-      const added = yield* provideRun(runAgentLoopContinue({ systemPrompt: SYSTEM, messages: ourMessages }), model, [], makeRecorder().sink)
+      const added = yield* provideRun(
+        runAgentLoopContinue({ systemPrompt: SYSTEM, messages: ourMessages }),
+        model,
+        [],
+        makeRecorder().sink
+      )
       assert.strictEqual(ourMessages.length, 1)
       assert.strictEqual(added.length, 1)
     }))
@@ -690,12 +744,18 @@ interface AgentSetup {
   readonly followUpMode?: "one-at-a-time" | "all"
 }
 
-const userTextsOf = (messages: ReadonlyArray<Message>) => messages.filter((m) => m.role === "user").map((m) => textOf(m))
+const userTextsOf = (messages: ReadonlyArray<Message>) =>
+  messages.filter((m) => m.role === "user").map((m) => textOf(m))
 
 const piDriver = (setup: AgentSetup, gate: ReturnType<typeof promiseGate>): AgentDriver => {
   const { streamFn, calls } = piScripted(setup.script)
   const agent = new PiAgent({
-    initialState: { systemPrompt: SYSTEM, model: piModel, tools: [...piTools(), gate.pi] as Array<any>, messages: [...(setup.messages ?? [])] as Array<any> },
+    initialState: {
+      systemPrompt: SYSTEM,
+      model: piModel,
+      tools: [...piTools(), gate.pi] as Array<any>,
+      messages: [...(setup.messages ?? [])] as Array<any>
+    },
     streamFn: streamFn as any,
     ...(setup.steeringMode ? { steeringMode: setup.steeringMode } : {}),
     ...(setup.followUpMode ? { followUpMode: setup.followUpMode } : {})
@@ -714,7 +774,9 @@ const piDriver = (setup: AgentSetup, gate: ReturnType<typeof promiseGate>): Agen
 }
 
 const ourDriver = (setup: AgentSetup, gate: ReturnType<typeof promiseGate>): AgentDriver => {
-  const model: ModelShape & { requests: Effect.Effect<ReadonlyArray<ModelRequest>> } = Effect.runSync(ScriptedModel.make(setup.script))
+  const model: ModelShape & { requests: Effect.Effect<ReadonlyArray<ModelRequest>> } = Effect.runSync(
+    ScriptedModel.make(setup.script)
+  )
   const tools: ReadonlyArray<RegisteredTool> = [...standardTools, gate.ours]
   const agent = new PromiseAgent({
     layer: Layer.merge(Layer.succeed(Model, model), ToolRegistry.fromEntries(tools)),
@@ -764,7 +826,16 @@ const errorText = (p: Promise<unknown>) => p.then(() => "resolved", (e: Error) =
 
 const assistantTail: ReadonlyArray<AgentMessage> = [
   user("q", 1),
-  { role: "assistant", content: [{ type: "text", text: "a" }], api: "x", provider: "x", model: "x", usage: emptyUsage, stopReason: "stop", timestamp: 2 }
+  {
+    role: "assistant",
+    content: [{ type: "text", text: "a" }],
+    api: "x",
+    provider: "x",
+    model: "x",
+    usage: emptyUsage,
+    stopReason: "stop",
+    timestamp: 2
+  }
 ]
 
 describe("[pi] stateful agent: pi's Agent and our PromiseAgent agree", () => {
@@ -776,99 +847,126 @@ describe("[pi] stateful agent: pi's Agent and our PromiseAgent agree", () => {
 
   for (const mode of ["one-at-a-time", "all"] as const) {
     it(`steering during a tool call (${mode})`, async () => {
-      agree(await bothAgents({ script: [callTools([call("g", "gate")]), say("r1"), say("r2"), say("r3")], steeringMode: mode }, async (agent, gate) => {
-        const run = agent.prompt("go")
-        await gate.started
-        await agent.steer(user("A", 10))
-        await agent.steer(user("B", 11))
-        gate.open()
-        await run
-      }))
+      agree(
+        await bothAgents({
+          script: [callTools([call("g", "gate")]), say("r1"), say("r2"), say("r3")],
+          steeringMode: mode
+        }, async (agent, gate) => {
+          const run = agent.prompt("go")
+          await gate.started
+          await agent.steer(user("A", 10))
+          await agent.steer(user("B", 11))
+          gate.open()
+          await run
+        })
+      )
     })
 
     it(`follow-ups (${mode})`, async () => {
-      agree(await bothAgents({ script: [say("r1"), say("r2"), say("r3")], followUpMode: mode }, async (agent) => {
-        await agent.followUp(user("F1", 10))
-        await agent.followUp(user("F2", 11))
-        await agent.prompt("go")
-      }))
+      agree(
+        await bothAgents({ script: [say("r1"), say("r2"), say("r3")], followUpMode: mode }, async (agent) => {
+          await agent.followUp(user("F1", 10))
+          await agent.followUp(user("F2", 11))
+          await agent.prompt("go")
+        })
+      )
     })
   }
 
   it("AL 2.2 initial steering joins the first turn", async () => {
-    agree(await bothAgents({ script: [say("r1")] }, async (agent) => {
-      await agent.steer(user("S", 10))
-      await agent.prompt("go")
-    }))
+    agree(
+      await bothAgents({ script: [say("r1")] }, async (agent) => {
+        await agent.steer(user("S", 10))
+        await agent.prompt("go")
+      })
+    )
   })
 
   it("AL 4.3 continue from an assistant tail drains one steering message, then the rest as steering, then follow-ups", async () => {
-    agree(await bothAgents({ script: [say("r1"), say("r2"), say("r3")], messages: assistantTail }, async (agent) => {
-      await agent.steer(user("A", 10))
-      await agent.steer(user("B", 11))
-      await agent.followUp(user("F", 12))
-      await agent.continue()
-    }))
+    agree(
+      await bothAgents({ script: [say("r1"), say("r2"), say("r3")], messages: assistantTail }, async (agent) => {
+        await agent.steer(user("A", 10))
+        await agent.steer(user("B", 11))
+        await agent.followUp(user("F", 12))
+        await agent.continue()
+      })
+    )
   })
 
   it("AL 4.3 continue from an assistant tail runs the follow-ups when there is no steering", async () => {
-    agree(await bothAgents({ script: [say("r1"), say("r2")], messages: assistantTail, followUpMode: "all" }, async (agent) => {
-      await agent.followUp(user("F1", 10))
-      await agent.followUp(user("F2", 11))
-      await agent.continue()
-    }))
+    agree(
+      await bothAgents(
+        { script: [say("r1"), say("r2")], messages: assistantTail, followUpMode: "all" },
+        async (agent) => {
+          await agent.followUp(user("F1", 10))
+          await agent.followUp(user("F2", 11))
+          await agent.continue()
+        }
+      )
+    )
   })
 
   it("AL 4.3 continue refusals and continue from a user tail", async () => {
-    agree(await bothAgents({ script: [say("r1")], messages: assistantTail }, async (agent) => {
-      const fromAssistant = await errorText(agent.continue())
-      await agent.reset()
-      const fromNothing = await errorText(agent.continue())
-      return { fromAssistant, fromNothing }
-    }))
-    agree(await bothAgents({ script: [say("r1")], messages: [user("q", 1)] }, async (agent) => {
-      await agent.continue()
-    }))
+    agree(
+      await bothAgents({ script: [say("r1")], messages: assistantTail }, async (agent) => {
+        const fromAssistant = await errorText(agent.continue())
+        await agent.reset()
+        const fromNothing = await errorText(agent.continue())
+        return { fromAssistant, fromNothing }
+      })
+    )
+    agree(
+      await bothAgents({ script: [say("r1")], messages: [user("q", 1)] }, async (agent) => {
+        await agent.continue()
+      })
+    )
   })
 
   it("AL 4.2 prompt and continue during a run are refused with the same texts", async () => {
-    agree(await bothAgents({ script: [callTools([call("g", "gate")]), say("done")] }, async (agent, gate) => {
-      const run = agent.prompt("go")
-      await gate.started
-      const prompt = await errorText(agent.prompt("again"))
-      const cont = await errorText(agent.continue())
-      gate.open()
-      await run
-      return { prompt, cont }
-    }))
+    agree(
+      await bothAgents({ script: [callTools([call("g", "gate")]), say("done")] }, async (agent, gate) => {
+        const run = agent.prompt("go")
+        await gate.started
+        const prompt = await errorText(agent.prompt("again"))
+        const cont = await errorText(agent.continue())
+        gate.open()
+        await run
+        return { prompt, cont }
+      })
+    )
   })
 
   it("AL 4.6 prompt settles only after agent_end listeners finish", async () => {
-    agree(await bothAgents({ script: [say("r1")] }, async (agent) => {
-      const order: Array<string> = []
-      await agent.subscribe(async (e) => {
-        if (e.type === "agent_end") {
-          await new Promise((resolve) => setTimeout(resolve, 5))
-          order.push("listener done")
-        }
+    agree(
+      await bothAgents({ script: [say("r1")] }, async (agent) => {
+        const order: Array<string> = []
+        await agent.subscribe(async (e) => {
+          if (e.type === "agent_end") {
+            await new Promise((resolve) => setTimeout(resolve, 5))
+            order.push("listener done")
+          }
+        })
+        await agent.prompt("go")
+        order.push("prompt settled")
+        return order
       })
-      await agent.prompt("go")
-      order.push("prompt settled")
-      return order
-    }))
+    )
   })
 })
 
 describe("[ours] stateful agent: deliberate differences from pi's Agent", () => {
   it("AL 4.7 a listener throwing on the assistant's message_end: pi orphans the tool call; ours does not", async () => {
-    const r = await bothAgents({ script: [callTools([call("c1", "add", { a: 1, b: 2 })]), say("3")] }, async (agent) => {
-      await agent.subscribe((e) => {
-        if (e.type === "message_end" && e.message.role === "assistant" && e.message.stopReason === "toolUse") {
-          throw new Error("listener broke")
-        }
-      })
-      await agent.prompt("go").catch(() => undefined)
-    })
+    const r = await bothAgents(
+      { script: [callTools([call("c1", "add", { a: 1, b: 2 })]), say("3")] },
+      async (agent) => {
+        await agent.subscribe((e) => {
+          if (e.type === "message_end" && e.message.role === "assistant" && e.message.stopReason === "toolUse") {
+            throw new Error("listener broke")
+          }
+        })
+        await agent.prompt("go").catch(() => undefined)
+      }
+    )
     assert.throws(() => assertWellFormed(r.pi.raw), /c1/, "pi's transcript has an orphaned tool call")
     assert.strictEqual((r.pi.raw.at(-1) as AssistantMessage).errorMessage, "listener broke")
     assertWellFormed(r.ours.raw)
@@ -885,7 +983,11 @@ describe("[ours] stateful agent: deliberate differences from pi's Agent", () => 
       return reset
     })
     assert.strictEqual(r.pi.value, "resolved", "pi accepts the reset")
-    assert.notDeepEqual(r.pi.raw.map((m) => m.role), ["user", "assistant", "toolResult", "assistant"], "pi lost the start of the run")
+    assert.notDeepEqual(
+      r.pi.raw.map((m) => m.role),
+      ["user", "assistant", "toolResult", "assistant"],
+      "pi lost the start of the run"
+    )
     assert.match(r.ours.value, /Abort it or wait/)
     assert.deepStrictEqual(r.ours.raw.map((m) => m.role), ["user", "assistant", "toolResult", "assistant"])
   })

@@ -18,9 +18,9 @@
 import { describe, expect, it } from "vitest"
 import {
   type AfterOverride,
-  completingInSourceOrder,
   type BeforeDecision,
   type Behaviour,
+  completingInSourceOrder,
   issuePaths,
   labels,
   P,
@@ -64,7 +64,9 @@ const expectSameBatch = (pi: RunResult, ours: RunResult) => {
   expect(ours.argumentsAfter).toStrictEqual(pi.argumentsAfter)
   // Announced messages are the returned ones, in the same order, with non-decreasing timestamps.
   for (const run of [pi, ours]) {
-    expect(run.events.filter((e) => e.type === "message_end").map((e) => (e as any).message)).toStrictEqual(run.messages)
+    expect(run.events.filter((e) => e.type === "message_end").map((e) => (e as any).message)).toStrictEqual(
+      run.messages
+    )
     expect([...run.timestamps].sort((a, b) => a - b)).toStrictEqual(run.timestamps)
   }
 }
@@ -213,7 +215,10 @@ describe("[pi] TE 2 prepare", () => {
       toolName: "nope",
       args: { n: "1", extra: [1] }
     })
-    expect(endOf(ours, "a")).toMatchObject({ isError: true, result: { content: [{ type: "text", text: "Tool nope not found" }] } })
+    expect(endOf(ours, "a")).toMatchObject({
+      isError: true,
+      result: { content: [{ type: "text", text: "Tool nope not found" }] }
+    })
   })
 
   describe("validation failure: `Validation failed for tool \"<name>\"`, issue lines normalized", () => {
@@ -249,7 +254,11 @@ describe("[pi] TE 2 prepare", () => {
         expect(textOf(end.result)).toMatch(/^Validation failed for tool "shape":\n {2}- /)
         expect(textOf(end.result)).toContain(`\n\nReceived arguments:\n${JSON.stringify(args, null, 2)}`)
       }
-      if (samePaths) expect(issuePaths(textOf(endOf(runs.ours, "a").result))).toStrictEqual(issuePaths(textOf(endOf(runs.pi, "a").result)))
+      if (samePaths) {
+        expect(issuePaths(textOf(endOf(runs.ours, "a").result))).toStrictEqual(
+          issuePaths(textOf(endOf(runs.pi, "a").result))
+        )
+      }
       expectSameBatch(withNormalizedValidation(runs.pi), withNormalizedValidation(runs.ours))
       expect(runs.ours.executions).toStrictEqual([])
     })
@@ -260,15 +269,26 @@ describe("[pi] TE 2 prepare", () => {
       { name: "null", shimmed: null, received: "null" },
       { name: "undefined", shimmed: undefined, received: "undefined" }
     ]
-    it.each(rootCases)("`root` is the path of the top value (prepareArguments returns $name)", async ({ received, shimmed }) => {
-      const unwrap: ScenarioTool = { name: "unwrap", parameters: P.object({ n: P.number }), prepareArguments: () => shimmed }
-      const { ours, pi } = await conform({ tools: [unwrap], calls: [call("a", "unwrap", { n: 1 })] })
-      for (const run of [pi, ours]) {
-        expect(textOf(endOf(run, "a").result)).toMatch(
-          new RegExp(`^Validation failed for tool "unwrap":\n  - root: [^\n]+\n\nReceived arguments:\n${received.replace(/[[\]]/g, "\\$&")}$`)
-        )
+    it.each(rootCases)(
+      "`root` is the path of the top value (prepareArguments returns $name)",
+      async ({ received, shimmed }) => {
+        const unwrap: ScenarioTool = {
+          name: "unwrap",
+          parameters: P.object({ n: P.number }),
+          prepareArguments: () => shimmed
+        }
+        const { ours, pi } = await conform({ tools: [unwrap], calls: [call("a", "unwrap", { n: 1 })] })
+        for (const run of [pi, ours]) {
+          expect(textOf(endOf(run, "a").result)).toMatch(
+            new RegExp(
+              `^Validation failed for tool "unwrap":\n  - root: [^\n]+\n\nReceived arguments:\n${
+                received.replace(/[[\]]/g, "\\$&")
+              }$`
+            )
+          )
+        }
       }
-    })
+    )
 
     it("shows the arguments after prepareArguments in `Received arguments`", async () => {
       const shimmed: ScenarioTool = {
@@ -325,7 +345,10 @@ describe("[pi] TE 2 prepare", () => {
         behaviour: { steps: [{ mutateArgs: true }] }
       }
       const args = { tags: ["x"], opts: { x: 1 }, payload: { deep: [1], flag: "y" } }
-      const { ours, pi } = await conform({ tools: [mutating], calls: [call("a", "mutating", args), call("b", "mutating", args)] })
+      const { ours, pi } = await conform({
+        tools: [mutating],
+        calls: [call("a", "mutating", args), call("b", "mutating", args)]
+      })
       expect(pi.argumentsAfter).toStrictEqual([args, args])
       expect(ours.argumentsAfter).toStrictEqual([args, args])
     })
@@ -375,7 +398,10 @@ describe("[pi] TE 2 prepare", () => {
         beforeToolCall: (ctx) => ctx.toolCallId === "a" ? decision : undefined,
         afterToolCall: () => undefined
       })
-      expect(endOf(ours, "a")).toMatchObject({ isError: true, result: { content: [{ type: "text", text }], details: {} } })
+      expect(endOf(ours, "a")).toMatchObject({
+        isError: true,
+        result: { content: [{ type: "text", text }], details: {} }
+      })
       expect(ours.executions.map((e) => e.toolCallId)).toStrictEqual(["b"])
       expect(ours.hookCalls.filter((c) => c.hook === "after").map((c) => c.toolCallId)).toStrictEqual(["b"])
     })
@@ -421,7 +447,11 @@ describe("[pi] TE 3 execute", () => {
   })
 
   const errorCases: ReadonlyArray<{ name: string; behaviour: Behaviour; text: string }> = [
-    { name: "an Error (typed failure for us)", behaviour: { outcome: { throws: new Error("disk full") } }, text: "disk full" },
+    {
+      name: "an Error (typed failure for us)",
+      behaviour: { outcome: { throws: new Error("disk full") } },
+      text: "disk full"
+    },
     {
       name: "an Error (defect for us)",
       behaviour: { outcome: { throws: new Error("null pointer"), as: "die" } },
@@ -434,11 +464,17 @@ describe("[pi] TE 3 execute", () => {
       text: "half way"
     }
   ]
-  it.each(errorCases)("a tool that throws $name gives an error result with its message", async ({ behaviour, text }) => {
-    const { ours } = await conform({ tools: [num], calls: [call("a"), call("b")], behaviours: { a: behaviour } })
-    expect(endOf(ours, "a")).toMatchObject({ isError: true, result: { content: [{ type: "text", text }], details: {} } })
-    expect(endOf(ours, "b").isError).toBe(false)
-  })
+  it.each(errorCases)(
+    "a tool that throws $name gives an error result with its message",
+    async ({ behaviour, text }) => {
+      const { ours } = await conform({ tools: [num], calls: [call("a"), call("b")], behaviours: { a: behaviour } })
+      expect(endOf(ours, "a")).toMatchObject({
+        isError: true,
+        result: { content: [{ type: "text", text }], details: {} }
+      })
+      expect(endOf(ours, "b").isError).toBe(false)
+    }
+  )
 
   it("updates: `tool_execution_update` with the raw args, before the call's end (sequential)", async () => {
     const { ours } = await conform({
@@ -557,14 +593,27 @@ describe("[pi] TE 4 afterToolCall", () => {
 
 describe("[pi] TE 5 end event and tool-result message", () => {
   const valid: ReadonlyArray<{ name: string; result: unknown }> = [
-    { name: "image content", result: { content: [{ type: "image", data: "AAAA", mimeType: "image/png" }], details: { a: 1 } } },
+    {
+      name: "image content",
+      result: { content: [{ type: "image", data: "AAAA", mimeType: "image/png" }], details: { a: 1 } }
+    },
     { name: "no details", result: { content: [{ type: "text", text: "x" }] } },
     { name: "empty content", result: { content: [], details: {} } },
-    { name: "a text signature", result: { content: [{ type: "text", text: "x", textSignature: "sig" }], details: null } },
-    { name: "unknown extra fields", result: { content: [{ type: "text", text: "x", extra: 1 }], details: {}, extraTop: 1 } }
+    {
+      name: "a text signature",
+      result: { content: [{ type: "text", text: "x", textSignature: "sig" }], details: null }
+    },
+    {
+      name: "unknown extra fields",
+      result: { content: [{ type: "text", text: "x", extra: 1 }], details: {}, extraTop: 1 }
+    }
   ]
   it.each(valid)("a valid tool result passes through as it is: $name", async ({ result }) => {
-    const { ours } = await conform({ tools: [num], calls: [call("a")], behaviours: { a: { outcome: { returns: result } } } })
+    const { ours } = await conform({
+      tools: [num],
+      calls: [call("a")],
+      behaviours: { a: { outcome: { returns: result } } }
+    })
     expect(endOf(ours, "a")).toMatchObject({ isError: false, result })
   })
 
@@ -574,9 +623,20 @@ describe("[pi] TE 5 end event and tool-result message", () => {
       calls: [call("a")],
       behaviours: { a: { outcome: { succeed: { text: "bye", details: { d: 1 }, terminate: true } } } }
     })
-    expect(endOf(ours, "a").result).toStrictEqual({ content: [{ type: "text", text: "bye" }], details: { d: 1 }, terminate: true })
+    expect(endOf(ours, "a").result).toStrictEqual({
+      content: [{ type: "text", text: "bye" }],
+      details: { d: 1 },
+      terminate: true
+    })
     expect(ours.messages).toStrictEqual([
-      { role: "toolResult", toolCallId: "a", toolName: "num", content: [{ type: "text", text: "bye" }], details: { d: 1 }, isError: false }
+      {
+        role: "toolResult",
+        toolCallId: "a",
+        toolName: "num",
+        content: [{ type: "text", text: "bye" }],
+        details: { d: 1 },
+        isError: false
+      }
     ])
   })
 })
@@ -601,7 +661,11 @@ describe("[pi] TE 6 ordering", () => {
     expect(ours.executions.map((e) => e.toolCallId)).toStrictEqual(["a", "e"])
   })
 
-  const orders: ReadonlyArray<ReadonlyArray<string>> = [["a", "b", "c"], ["c", "a", "b"], ["c", "b", "a"], ["b", "c", "a"]]
+  const orders: ReadonlyArray<ReadonlyArray<string>> = [["a", "b", "c"], ["c", "a", "b"], ["c", "b", "a"], [
+    "b",
+    "c",
+    "a"
+  ]]
   it.each(orders)("parallel: end events in completion order (%s %s %s), messages in source order", async (...order) => {
     const gated: Behaviour = { steps: [{ gate: true }] }
     const { ours } = await conform({
@@ -646,11 +710,22 @@ describe("[pi] TE 6 ordering", () => {
 describe("[pi] TE 7 early termination (executed results)", () => {
   const terminating: Behaviour = { outcome: { echo: true, terminate: true } }
   const cases: ReadonlyArray<{ name: string; scenario: Omit<Scenario, "tools">; terminate: boolean }> = [
-    { name: "every result terminates", scenario: { calls: [call("a"), call("b")], behaviours: { a: terminating, b: terminating } }, terminate: true },
-    { name: "one does not", scenario: { calls: [call("a"), call("b")], behaviours: { a: terminating } }, terminate: false },
+    {
+      name: "every result terminates",
+      scenario: { calls: [call("a"), call("b")], behaviours: { a: terminating, b: terminating } },
+      terminate: true
+    },
+    {
+      name: "one does not",
+      scenario: { calls: [call("a"), call("b")], behaviours: { a: terminating } },
+      terminate: false
+    },
     {
       name: "one says terminate: false",
-      scenario: { calls: [call("a"), call("b")], behaviours: { a: terminating, b: { outcome: { echo: true, terminate: false } } } },
+      scenario: {
+        calls: [call("a"), call("b")],
+        behaviours: { a: terminating, b: { outcome: { echo: true, terminate: false } } }
+      },
       terminate: false
     },
     {
@@ -712,7 +787,11 @@ const DIFFERENCES: ReadonlyArray<Difference> = [
   {
     rule: "TE 2.4/TE 7 a blocked call carries the block's `terminate`",
     tag: "[pi later]",
-    scenario: { tools: [num], calls: [call("a"), call("b")], beforeToolCall: () => ({ block: true, reason: "stop", terminate: true }) },
+    scenario: {
+      tools: [num],
+      calls: [call("a"), call("b")],
+      beforeToolCall: () => ({ block: true, reason: "stop", terminate: true })
+    },
     pi: (run) => {
       // pi 0.73.1 reads only `block` and `reason`: no terminate on the result, the loop calls the model again.
       expect(endOf(run, "a").result).toStrictEqual({ content: [{ type: "text", text: "stop" }], details: {} })
@@ -720,7 +799,11 @@ const DIFFERENCES: ReadonlyArray<Difference> = [
       expect(run.modelCalls).toBe(2)
     },
     ours: (run) => {
-      expect(endOf(run, "a").result).toStrictEqual({ content: [{ type: "text", text: "stop" }], details: {}, terminate: true })
+      expect(endOf(run, "a").result).toStrictEqual({
+        content: [{ type: "text", text: "stop" }],
+        details: {},
+        terminate: true
+      })
       expect(run.terminate).toBe(true)
       // still not stored in the message
       expect(run.messages[0]).not.toHaveProperty("terminate")
@@ -760,7 +843,16 @@ const DIFFERENCES: ReadonlyArray<Difference> = [
         expect(textOf(endOf(run, id).result)).toBe("Tool num was not executed: the run was aborted before it started.")
       }
       // The abort lands while a's hook is awaited: the batch settles every call in the parallel order.
-      expect(labels(run.events)).toStrictEqual(["start:a", "start:b", "end:a", "end:b", "msg_start:a", "msg_end:a", "msg_start:b", "msg_end:b"])
+      expect(labels(run.events)).toStrictEqual([
+        "start:a",
+        "start:b",
+        "end:a",
+        "end:b",
+        "msg_start:a",
+        "msg_end:a",
+        "msg_start:b",
+        "msg_end:b"
+      ])
       expect(run.aborted).toBe(true)
     }
   },
@@ -822,7 +914,12 @@ const DIFFERENCES: ReadonlyArray<Difference> = [
     },
     ours: (run) => {
       expect(labels(run.events)).toStrictEqual([
-        "start:a", "start:b", "start:c", "end:c", "end:a", "end:b",
+        "start:a",
+        "start:b",
+        "start:c",
+        "end:c",
+        "end:a",
+        "end:b",
         ...["a", "b", "c"].flatMap((id) => [`msg_start:${id}`, `msg_end:${id}`])
       ])
       for (const id of ["a", "b"]) {
@@ -893,7 +990,16 @@ const DIFFERENCES: ReadonlyArray<Difference> = [
       expect(textOf(run.messages[1])).toContain(`"a"`)
       expect(textOf(run.messages[1])).toMatch(/duplicate/)
       // the duplicate ends during preflight, before the first call executes and ends
-      expect(labels(run.events)).toStrictEqual(["start:a", "start:a", "end:a", "end:a", "msg_start:a", "msg_end:a", "msg_start:a", "msg_end:a"])
+      expect(labels(run.events)).toStrictEqual([
+        "start:a",
+        "start:a",
+        "end:a",
+        "end:a",
+        "msg_start:a",
+        "msg_end:a",
+        "msg_start:a",
+        "msg_end:a"
+      ])
     }
   },
   {
@@ -905,7 +1011,11 @@ const DIFFERENCES: ReadonlyArray<Difference> = [
       // pi emits an end with `result: undefined`, then crashes building the message: no result messages.
       expect(run.crash).toMatch(/^TypeError: Cannot read properties of undefined \(reading 'content'\)/)
       expect(run.messages).toStrictEqual([])
-      expect(run.rawEvents.some((e: any) => e.type === "tool_execution_end" && e.toolCallId === "a" && e.result === undefined)).toBe(true)
+      expect(
+        run.rawEvents.some((e: any) =>
+          e.type === "tool_execution_end" && e.toolCallId === "a" && e.result === undefined
+        )
+      ).toBe(true)
     },
     ours: (run) => {
       expect(textOf(endOf(run, "a").result)).toMatch(/^Tool num returned an invalid result: /)
@@ -916,7 +1026,11 @@ const DIFFERENCES: ReadonlyArray<Difference> = [
   {
     rule: "TE 3 a tool result whose content is not an array becomes an error result",
     tag: "[ours]",
-    scenario: { tools: [num], calls: [call("a")], behaviours: { a: { outcome: { returns: { content: "hello", details: {} } } } } },
+    scenario: {
+      tools: [num],
+      calls: [call("a")],
+      behaviours: { a: { outcome: { returns: { content: "hello", details: {} } } } }
+    },
     pi: (run) => {
       // passed through: the transcript gets a message whose content is a string
       expect(run.messages).toStrictEqual([
@@ -956,7 +1070,15 @@ const DIFFERENCES: ReadonlyArray<Difference> = [
     pi: (run) => {
       // pi emits it after the call's end event
       expect(labels(run.events)).toStrictEqual([
-        "start:a", "start:b", "end:a", "update:a", "end:b", "msg_start:a", "msg_end:a", "msg_start:b", "msg_end:b"
+        "start:a",
+        "start:b",
+        "end:a",
+        "update:a",
+        "end:b",
+        "msg_start:a",
+        "msg_end:a",
+        "msg_start:b",
+        "msg_end:b"
       ])
     },
     ours: (run) => {

@@ -104,9 +104,11 @@ describe("SqliteClient transactions", () => {
         yield* Effect.exit(insertThen(Effect.die("bug")))
         const started = yield* Deferred.make<void>()
         const fiber = yield* Effect.forkChild(
-          sql.withTransaction(Effect.andThen(sql`INSERT INTO t VALUES (1)`, Deferred.succeed(started, undefined)).pipe(
-            Effect.andThen(Effect.never)
-          ))
+          sql.withTransaction(
+            Effect.andThen(sql`INSERT INTO t VALUES (1)`, Deferred.succeed(started, undefined)).pipe(
+              Effect.andThen(Effect.never)
+            )
+          )
         )
         yield* Deferred.await(started)
         yield* Fiber.interrupt(fiber)
@@ -220,4 +222,3 @@ describe("SqliteClient file errors", () => {
       assert.strictEqual(reasonOf(exit), "ConnectionError")
     }))
 })
-

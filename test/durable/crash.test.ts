@@ -13,11 +13,11 @@
  * The runner's shard lease is ten minutes: every resume here finishing proves it did not wait for it (DR 5.3).
  */
 import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect } from "effect"
 import * as DurableAgent from "../../src/durable/DurableAgent.ts"
 import { crashedCallText } from "../../src/durable/DurableAgent.ts"
 import * as DurableStore from "../../src/durable/DurableStore.ts"
@@ -98,7 +98,9 @@ const finish = async (started: Started) => {
 }
 
 const outLines = (work: string) =>
-  existsSync(join(work, "out.txt")) ? readFileSync(join(work, "out.txt"), "utf8").split("\n").filter((l) => l !== "") : []
+  existsSync(join(work, "out.txt"))
+    ? readFileSync(join(work, "out.txt"), "utf8").split("\n").filter((l) => l !== "")
+    : []
 
 const count = (lines: ReadonlyArray<string>, line: string) => lines.filter((l) => l === line).length
 

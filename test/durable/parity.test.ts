@@ -5,10 +5,10 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
-import type { RegisteredTool } from "../../src/ToolRegistry.ts"
 import type { ToolCall } from "../../src/Message.ts"
 import * as ScriptedModel from "../../src/ScriptedModel.ts"
 import * as Tool from "../../src/Tool.ts"
+import type { RegisteredTool } from "../../src/ToolRegistry.ts"
 import {
   assertBalanced,
   assertMessagesMatchEvents,
@@ -120,41 +120,51 @@ describe("durable run parity", () => {
     { timeout: 60_000, arbitrary: { runs: 60 } }
   )
 
-  it.live("timeouts (the tool's own, the run's, one abandoned) give the in-memory loop's events and results (DR 4.2)", () =>
-    Effect.gen(function*() {
-      const own: RegisteredTool = {
-        tool: Tool.make("own", { description: "hangs; has its own timeout", parameters: Schema.Struct({}), timeout: "20 millis" }),
-        handler: () => Effect.never
-      }
-      const stubborn: RegisteredTool = {
-        tool: Tool.make("stubborn", {
-          description: "ignores cancellation for a while",
-          parameters: Schema.Struct({}),
-          timeout: "700 millis"
-        }),
-        handler: () => Effect.uninterruptible(Effect.as(Effect.sleep("1500 millis"), Tool.textResult("late")))
-      }
-      const tools = [...standardTools, own, stubborn, customTool("hang", () => Effect.never)]
-      const script = (): Array<ScriptedModel.Step> => [
-        ScriptedModel.callTools([
-          ScriptedModel.toolCall("t1", "own", {}),
-          ScriptedModel.toolCall("t2", "hang", {}),
-          ScriptedModel.toolCall("t3", "stubborn", {}),
-          ScriptedModel.toolCall("t4", "add", { a: 1, b: 2 })
-        ]),
-        ScriptedModel.say("done")
-      ]
-      // Far apart, so the calls end in the same order on both sides even on a loaded machine.
-      const config = { timeout: "300 millis", abandonAfter: "50 millis" } as const
-      const plain = yield* runLoop({ script: script(), tools, config })
-      const durable = yield* runDurable({ script: script(), tools, config })
-      const details = plain.messages.flatMap((m) => (m.role === "toolResult" ? [(m as { details?: unknown }).details] : []))
-      assert.deepStrictEqual(details.slice(0, 3), [
-        { timedOut: true, abandoned: false },
-        { timedOut: true, abandoned: false },
-        { timedOut: true, abandoned: true }
-      ])
-      assert.deepStrictEqual(withoutTimestamps(durable.events), withoutTimestamps(plain.events))
-      assert.deepStrictEqual(withoutTimestamps(durable.messages), withoutTimestamps(plain.messages))
-    }), 30_000)
+  it.live(
+    "timeouts (the tool's own, the run's, one abandoned) give the in-memory loop's events and results (DR 4.2)",
+    () =>
+      Effect.gen(function*() {
+        const own: RegisteredTool = {
+          tool: Tool.make("own", {
+            description: "hangs; has its own timeout",
+            parameters: Schema.Struct({}),
+            timeout: "20 millis"
+          }),
+          handler: () => Effect.never
+        }
+        const stubborn: RegisteredTool = {
+          tool: Tool.make("stubborn", {
+            description: "ignores cancellation for a while",
+            parameters: Schema.Struct({}),
+            timeout: "700 millis"
+          }),
+          handler: () => Effect.uninterruptible(Effect.as(Effect.sleep("1500 millis"), Tool.textResult("late")))
+        }
+        const tools = [...standardTools, own, stubborn, customTool("hang", () => Effect.never)]
+        const script = (): Array<ScriptedModel.Step> => [
+          ScriptedModel.callTools([
+            ScriptedModel.toolCall("t1", "own", {}),
+            ScriptedModel.toolCall("t2", "hang", {}),
+            ScriptedModel.toolCall("t3", "stubborn", {}),
+            ScriptedModel.toolCall("t4", "add", { a: 1, b: 2 })
+          ]),
+          ScriptedModel.say("done")
+        ]
+        // Far apart, so the calls end in the same order on both sides even on a loaded machine.
+        const config = { timeout: "300 millis", abandonAfter: "50 millis" } as const
+        const plain = yield* runLoop({ script: script(), tools, config })
+        const durable = yield* runDurable({ script: script(), tools, config })
+        const details = plain.messages.flatMap((
+          m
+        ) => (m.role === "toolResult" ? [(m as { details?: unknown }).details] : []))
+        assert.deepStrictEqual(details.slice(0, 3), [
+          { timedOut: true, abandoned: false },
+          { timedOut: true, abandoned: false },
+          { timedOut: true, abandoned: true }
+        ])
+        assert.deepStrictEqual(withoutTimestamps(durable.events), withoutTimestamps(plain.events))
+        assert.deepStrictEqual(withoutTimestamps(durable.messages), withoutTimestamps(plain.messages))
+      }),
+    30_000
+  )
 })

@@ -25,10 +25,10 @@
 import { Effect, Layer, Schema, Stream } from "effect"
 import { appendFileSync } from "node:fs"
 import { join } from "node:path"
+import type { AgentEvent } from "../../src/AgentEvent.ts"
 import * as DurableAgent from "../../src/durable/DurableAgent.ts"
 import * as DurableStore from "../../src/durable/DurableStore.ts"
 import { ToolAttempt } from "../../src/durable/ToolAttempt.ts"
-import type { AgentEvent } from "../../src/AgentEvent.ts"
 import * as EventSink from "../../src/EventSink.ts"
 import { Model, type ModelRequest, type ModelShape } from "../../src/Model.ts"
 import * as ScriptedModel from "../../src/ScriptedModel.ts"
@@ -88,8 +88,7 @@ const tools = ToolRegistry.fromEntries([
   }
 ])
 
-const call = (id: string, line: string, sleepMillis = 0) =>
-  ScriptedModel.toolCall(id, "append", { line, sleepMillis })
+const call = (id: string, line: string, sleepMillis = 0) => ScriptedModel.toolCall(id, "append", { line, sleepMillis })
 
 const stepFor = (turn: number): ScriptedModel.Step => {
   if (scenario === "batch") {
@@ -141,18 +140,19 @@ const approvals = scenario === "approval"
   }
   : {}
 
-const services = DurableAgent.layer({ ...approvals, inbox: scenario === "inbox", abortPollInterval: "100 millis" }).pipe(
-  Layer.provide([Layer.succeed(Model, model), Layer.orDie(tools)]),
-  Layer.provideMerge(DurableStore.layer({ filename: store, timings: { shardLockExpiration: "10 minutes" } }))
-)
+const services = DurableAgent.layer({ ...approvals, inbox: scenario === "inbox", abortPollInterval: "100 millis" })
+  .pipe(
+    Layer.provide([Layer.succeed(Model, model), Layer.orDie(tools)]),
+    Layer.provideMerge(DurableStore.layer({ filename: store, timings: { shardLockExpiration: "10 minutes" } }))
+  )
 
 // A later process continues the run by its id alone: the stored payload is used.
 const program = (process.env.RUNNER_RESUME === "1"
   ? DurableAgent.resume(runId)
   : DurableAgent.run({ runId, prompts: [{ role: "user", content: "go", timestamp: 0 }] })).pipe(
-  Effect.provideService(EventSink.EventSink, EventSink.fromCallback((event) => say(`event ${labelOf(event)}`))),
-  Effect.provide(services)
-)
+    Effect.provideService(EventSink.EventSink, EventSink.fromCallback((event) => say(`event ${labelOf(event)}`))),
+    Effect.provide(services)
+  )
 
 Effect.runPromise(program).then(
   (result) => {

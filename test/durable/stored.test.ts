@@ -18,7 +18,11 @@ const throughStore = (value: unknown) =>
 describe("the stored codec (DR 4.1)", () => {
   it.effect("keeps keys holding undefined, at any depth, and array holes as undefined", () =>
     Effect.gen(function*() {
-      const value = { content: [{ type: "text", text: "x" }], details: undefined, nested: { a: undefined, b: [undefined, 1] } }
+      const value = {
+        content: [{ type: "text", text: "x" }],
+        details: undefined,
+        nested: { a: undefined, b: [undefined, 1] }
+      }
       const back = yield* throughStore(value)
       assert.deepStrictEqual(back, value)
       assert.isTrue(Object.hasOwn(back as object, "details"))
@@ -58,7 +62,12 @@ describe("the stored codec (DR 4.1)", () => {
       const back = (yield* throughStore(proto)) as object
       assert.deepStrictEqual(Object.keys(back), ["__proto__"])
       assert.strictEqual(Object.getPrototypeOf(back), Object.prototype)
-      for (const value of [{ "~u": 1 }, { "~n": "NaN" }, { "~b": "1" }, { "~d": "0" }, { "~o": { x: 1 } }, { "~u": 1, other: 2 }]) {
+      for (
+        const value of [{ "~u": 1 }, { "~n": "NaN" }, { "~b": "1" }, { "~d": "0" }, { "~o": { x: 1 } }, {
+          "~u": 1,
+          other: 2
+        }]
+      ) {
         assert.deepStrictEqual(yield* throughStore(value), value)
       }
     }))
@@ -77,7 +86,9 @@ describe("the stored codec (DR 4.1)", () => {
       ) {
         const exit = yield* Effect.exit(Schema.encodeUnknownEffect(codec)(value))
         assert.isTrue(Exit.isFailure(exit))
-        const error = Exit.isFailure(exit) && exit.cause.reasons[0]?._tag === "Fail" ? exit.cause.reasons[0].error : undefined
+        const error = Exit.isFailure(exit) && exit.cause.reasons[0]?._tag === "Fail"
+          ? exit.cause.reasons[0].error
+          : undefined
         assert.isTrue(Schema.isSchemaError(error), String(error))
         assert.include(String(error), what)
       }
@@ -98,8 +109,13 @@ describe("the stored codec (DR 4.1)", () => {
     Schema.Record(Schema.String, Schema.suspend((): Schema.Codec<unknown> => Value)) as Schema.Codec<Plain>
   ])
 
-  it.effect.prop("any plain data value comes back as it went in", { value: Value }, ({ value }) =>
-    Effect.gen(function*() {
-      assert.deepStrictEqual(yield* throughStore(value), value)
-    }), { arbitrary: { runs: 200 } })
+  it.effect.prop(
+    "any plain data value comes back as it went in",
+    { value: Value },
+    ({ value }) =>
+      Effect.gen(function*() {
+        assert.deepStrictEqual(yield* throughStore(value), value)
+      }),
+    { arbitrary: { runs: 200 } }
+  )
 })

@@ -74,9 +74,12 @@ describe("interruptOnAbort", () => {
   it.effect("a signal aborted before the call: the work is interrupted before it runs", () =>
     Effect.gen(function*() {
       let ran = false
-      const exit = yield* Effect.exit(interruptOnAbort(Effect.sync(() => {
-        ran = true
-      }), AbortSignal.abort()))
+      const exit = yield* Effect.exit(interruptOnAbort(
+        Effect.sync(() => {
+          ran = true
+        }),
+        AbortSignal.abort()
+      ))
       assert.isTrue(Exit.hasInterrupts(exit))
       assert.isFalse(ran)
     }))

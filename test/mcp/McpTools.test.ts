@@ -88,8 +88,13 @@ describe("MCP tool names and parameters", () => {
       $defs: { Mode: { type: "string", enum: ["r", "w"] } }
     })
     const decode = Schema.decodeUnknownExit(parameters)
-    assert.deepStrictEqual(decode({ path: "/a", mode: "r", count: 2 }), Exit.succeed({ path: "/a", mode: "r", count: 2 }))
-    for (const bad of [{}, { path: "a" }, { path: "/a", mode: "x" }, { path: "/a", count: 0 }, { path: "/a", count: 1.5 }]) {
+    assert.deepStrictEqual(
+      decode({ path: "/a", mode: "r", count: 2 }),
+      Exit.succeed({ path: "/a", mode: "r", count: 2 })
+    )
+    for (
+      const bad of [{}, { path: "a" }, { path: "/a", mode: "x" }, { path: "/a", count: 0 }, { path: "/a", count: 1.5 }]
+    ) {
       assert.isTrue(Exit.isFailure(decode(bad)), JSON.stringify(bad))
     }
   })

@@ -18,8 +18,22 @@ import { EVERYTHING, NODE } from "./support.ts"
 /** A streamed reply calling two tools at once. */
 const callsTwoTools = openAiSse([
   chunk({ role: "assistant", content: "" }),
-  chunk({ tool_calls: [{ index: 0, id: "call_sum", type: "function", function: { name: "get-sum", arguments: "{\"a\": 2, \"b\": 3}" } }] }),
-  chunk({ tool_calls: [{ index: 1, id: "call_echo", type: "function", function: { name: "echo", arguments: "{\"message\": \"hi\"}" } }] }),
+  chunk({
+    tool_calls: [{
+      index: 0,
+      id: "call_sum",
+      type: "function",
+      function: { name: "get-sum", arguments: "{\"a\": 2, \"b\": 3}" }
+    }]
+  }),
+  chunk({
+    tool_calls: [{
+      index: 1,
+      id: "call_echo",
+      type: "function",
+      function: { name: "echo", arguments: "{\"message\": \"hi\"}" }
+    }]
+  }),
   chunk({}, "tool_calls"),
   usageChunk(10, 5)
 ])
@@ -45,9 +59,21 @@ const runWithMcp = (extra: ReadonlyArray<string>) =>
     let runningDuringCalls = false
     const run = yield* Effect.promise(() =>
       runCli([
-        "--provider", "openai-compatible", "--base-url", endpoint.url, "--model", "test-model", "--api-key", "k",
-        "--workspace", workspace.dir, "--json", "--prompt", "use the tools",
-        "--mcp", [NODE, EVERYTHING, "stdio", marker].map(shellQuote).join(" "),
+        "--provider",
+        "openai-compatible",
+        "--base-url",
+        endpoint.url,
+        "--model",
+        "test-model",
+        "--api-key",
+        "k",
+        "--workspace",
+        workspace.dir,
+        "--json",
+        "--prompt",
+        "use the tools",
+        "--mcp",
+        [NODE, EVERYTHING, "stdio", marker].map(shellQuote).join(" "),
         ...extra
       ], {
         env: { OPENAI_API_KEY: undefined },
@@ -64,61 +90,87 @@ const ends = (stdout: string) =>
   new Map(parseJsonLines(stdout).filter((e) => e.type === "tool_execution_end").map((e) => [e.toolCallId, e]))
 
 describe("effect-agent --mcp", () => {
-  it.live("MCP 4.1, 4.3, 4.5: the server's tools join the workspace tools, run in one batch, and the server is stopped", () =>
-    Effect.gen(function*() {
-      const { endpoint, marker, run, runningDuringCalls } = yield* runWithMcp(["--yes"])
-      assert.strictEqual(run.code, 0, run.stderr)
-      // The model was offered the built-in tools and the server's, with the server's schema.
-      const offered = endpoint.requests[0].body.tools.map((t: any) => t.function)
-      const names = offered.map((f: any) => f.name)
-      for (const name of ["read", "bash", "get-sum", "echo", "get-tiny-image"]) assert.include(names, name)
-      assert.deepStrictEqual(offered.find((f: any) => f.name === "get-sum").parameters.required, ["a", "b"])
-      const results = ends(run.stdout)
-      assert.deepStrictEqual(
-        [results.get("call_sum")?.isError, resultText(results.get("call_sum")?.result)],
-        [false, "The sum of 2 and 3 is 5."]
-      )
-      assert.deepStrictEqual(
-        [results.get("call_echo")?.isError, resultText(results.get("call_echo")?.result)],
-        [false, "Echo: hi"]
-      )
-      // The model got the results and answered; then the command ended and took the server with it.
-      assert.strictEqual(endpoint.requests.length, 2)
-      assert.isTrue(runningDuringCalls)
-      assert.deepStrictEqual(processesWith(marker), [])
-    }), 60_000)
+  it.live(
+    "MCP 4.1, 4.3, 4.5: the server's tools join the workspace tools, run in one batch, and the server is stopped",
+    () =>
+      Effect.gen(function*() {
+        const { endpoint, marker, run, runningDuringCalls } = yield* runWithMcp(["--yes"])
+        assert.strictEqual(run.code, 0, run.stderr)
+        // The model was offered the built-in tools and the server's, with the server's schema.
+        const offered = endpoint.requests[0].body.tools.map((t: any) => t.function)
+        const names = offered.map((f: any) => f.name)
+        for (const name of ["read", "bash", "get-sum", "echo", "get-tiny-image"]) assert.include(names, name)
+        assert.deepStrictEqual(offered.find((f: any) => f.name === "get-sum").parameters.required, ["a", "b"])
+        const results = ends(run.stdout)
+        assert.deepStrictEqual(
+          [results.get("call_sum")?.isError, resultText(results.get("call_sum")?.result)],
+          [false, "The sum of 2 and 3 is 5."]
+        )
+        assert.deepStrictEqual(
+          [results.get("call_echo")?.isError, resultText(results.get("call_echo")?.result)],
+          [false, "Echo: hi"]
+        )
+        // The model got the results and answered; then the command ended and took the server with it.
+        assert.strictEqual(endpoint.requests.length, 2)
+        assert.isTrue(runningDuringCalls)
+        assert.deepStrictEqual(processesWith(marker), [])
+      }),
+    60_000
+  )
 
-  it.live("MCP 4.4: without --yes and with no terminal to ask, MCP tool calls are blocked like bash", () =>
-    Effect.gen(function*() {
-      const { marker, run } = yield* runWithMcp([])
-      assert.strictEqual(run.code, 0, run.stderr)
-      const results = ends(run.stdout)
-      for (const id of ["call_sum", "call_echo"]) {
-        assert.isTrue(results.get(id)?.isError)
-        assert.match(resultText(results.get(id)?.result), /needs the user's approval, but there is no terminal to ask/)
-      }
-      assert.deepStrictEqual(processesWith(marker), [])
-    }), 60_000)
+  it.live(
+    "MCP 4.4: without --yes and with no terminal to ask, MCP tool calls are blocked like bash",
+    () =>
+      Effect.gen(function*() {
+        const { marker, run } = yield* runWithMcp([])
+        assert.strictEqual(run.code, 0, run.stderr)
+        const results = ends(run.stdout)
+        for (const id of ["call_sum", "call_echo"]) {
+          assert.isTrue(results.get(id)?.isError)
+          assert.match(
+            resultText(results.get(id)?.result),
+            /needs the user's approval, but there is no terminal to ask/
+          )
+        }
+        assert.deepStrictEqual(processesWith(marker), [])
+      }),
+    60_000
+  )
 
-  it.live("MCP 1.3, 4.5: a --mcp server that does not start stops the command before the run, in one line", () =>
-    Effect.gen(function*() {
-      const endpoint = yield* startServer
-      const workspace = tempDir("mcp-missing")
-      yield* Effect.addFinalizer(() => Effect.sync(workspace.cleanup))
-      const run = yield* Effect.promise(() =>
-        runCli([
-          "--provider", "openai-compatible", "--base-url", endpoint.url, "--model", "test-model",
-          "--workspace", workspace.dir, "--json", "--prompt", "hi", "--mcp", "/nonexistent/mcp-server --stdio"
-        ])
-      )
-      assert.strictEqual(run.code, 1)
-      assert.strictEqual(run.stdout, "")
-      assert.strictEqual(
-        run.stderr.trim(),
-        `effect-agent: MCP server "/nonexistent/mcp-server --stdio" could not be started: Cannot spawn MCP server: NotFound: ChildProcess.spawn (/nonexistent/mcp-server --stdio)`
-      )
-      assert.strictEqual(endpoint.requests.length, 0)
-    }).pipe(Effect.scoped), 60_000)
+  it.live(
+    "MCP 1.3, 4.5: a --mcp server that does not start stops the command before the run, in one line",
+    () =>
+      Effect.gen(function*() {
+        const endpoint = yield* startServer
+        const workspace = tempDir("mcp-missing")
+        yield* Effect.addFinalizer(() => Effect.sync(workspace.cleanup))
+        const run = yield* Effect.promise(() =>
+          runCli([
+            "--provider",
+            "openai-compatible",
+            "--base-url",
+            endpoint.url,
+            "--model",
+            "test-model",
+            "--workspace",
+            workspace.dir,
+            "--json",
+            "--prompt",
+            "hi",
+            "--mcp",
+            "/nonexistent/mcp-server --stdio"
+          ])
+        )
+        assert.strictEqual(run.code, 1)
+        assert.strictEqual(run.stdout, "")
+        assert.strictEqual(
+          run.stderr.trim(),
+          `effect-agent: MCP server "/nonexistent/mcp-server --stdio" could not be started: Cannot spawn MCP server: NotFound: ChildProcess.spawn (/nonexistent/mcp-server --stdio)`
+        )
+        assert.strictEqual(endpoint.requests.length, 0)
+      }).pipe(Effect.scoped),
+    60_000
+  )
 
   it.effect("MCP 4.4: the approval rule covers the MCP tools it is given and still the built-in ones", () =>
     Effect.gen(function*() {
@@ -176,7 +228,10 @@ describe("effect-agent --mcp", () => {
         assert.isTrue(Exit.isFailure(exit), line)
       }
       const refused = yield* Effect.flip(stdioServer("server | tee log"))
-      assert.strictEqual(refused.message, `--mcp "server | tee log": | is shell syntax; give one command and its arguments (quote the word if it is one).`)
+      assert.strictEqual(
+        refused.message,
+        `--mcp "server | tee log": | is shell syntax; give one command and its arguments (quote the word if it is one).`
+      )
       assert.strictEqual((yield* httpServer("http://127.0.0.1:9/mcp")).url, "http://127.0.0.1:9/mcp")
       const bad = yield* Effect.flip(httpServer("ftp://example/mcp"))
       assert.strictEqual(bad.message, `--mcp-url "ftp://example/mcp": not an http or https URL.`)

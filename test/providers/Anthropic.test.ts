@@ -1,5 +1,5 @@
-import { assert, describe, expect, it } from "@effect/vitest"
 import { NodeHttpClient } from "@effect/platform-node"
+import { assert, describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Exit, Layer, Redacted, Schema, Stream } from "effect"
 import { FetchHttpClient } from "effect/http"
 import type { AssistantMessageEvent } from "../../src/AssistantMessageEvent.ts"
@@ -72,7 +72,12 @@ const successOf = <A>(exit: Exit.Exit<A, ModelError>): A => {
 
 const expectedFullContent: AssistantMessage["content"] = [
   { type: "thinking", thinking: "I need to add… 🤔 then echo", thinkingSignature: "EqQBCgIYAhIM1gbcDa9GJwZA==" },
-  { type: "thinking", thinking: "[Reasoning redacted]", thinkingSignature: "EmwKAhgBEgy3va3pzix/LafPsn4a", redacted: true },
+  {
+    type: "thinking",
+    thinking: "[Reasoning redacted]",
+    thinkingSignature: "EmwKAhgBEgy3va3pzix/LafPsn4a",
+    redacted: true
+  },
   { type: "text", text: "Héllo wörld 🌍!" },
   { type: "toolCall", id: "toolu_01", name: "add", arguments: { a: 2, b: 40 } },
   { type: "toolCall", id: "toolu_02", name: "echo", arguments: { text: "naïve ✓ 日本" } }
@@ -123,17 +128,20 @@ describe("Anthropic: streaming", () => {
       expect("partial" in partialArgs && partialArgs.partial.content[3]).toMatchObject({ arguments: { a: 2 } })
     }))
 
-  it.effect.each([1, 2, 3, 7, 128])("decodes the stream whatever the chunk size (%s bytes, in memory, CRLF)", (size) =>
-    Effect.gen(function*() {
-      const events = yield* collect(request([user("hi")])).pipe(
-        Effect.provide(
-          Anthropic.layer({ model: "claude-test", apiKey: Redacted.make(KEY), baseUrl: "http://memory" }).pipe(
-            Layer.provide(memoryClient(() => ({ chunks: bytesIn(anthropicSse(anthropicFullEvents, "\r\n"), size) })))
+  it.effect.each([1, 2, 3, 7, 128])(
+    "decodes the stream whatever the chunk size (%s bytes, in memory, CRLF)",
+    (size) =>
+      Effect.gen(function*() {
+        const events = yield* collect(request([user("hi")])).pipe(
+          Effect.provide(
+            Anthropic.layer({ model: "claude-test", apiKey: Redacted.make(KEY), baseUrl: "http://memory" }).pipe(
+              Layer.provide(memoryClient(() => ({ chunks: bytesIn(anthropicSse(anthropicFullEvents, "\r\n"), size) })))
+            )
           )
         )
-      )
-      checkFull(events)
-    }))
+        checkFull(events)
+      })
+  )
 
   it.live("maps stop reasons", () =>
     Effect.gen(function*() {
@@ -146,9 +154,10 @@ describe("Anthropic: streaming", () => {
       expect(reasonOf(successOf((yield* runWith([{ body: anthropicSse(anthropicText("a", "end_turn")) }])).exit))).toBe(
         "stop"
       )
-      expect(reasonOf(successOf((yield* runWith([{ body: anthropicSse(anthropicText("a", "max_tokens")) }])).exit))).toBe(
-        "length"
-      )
+      expect(reasonOf(successOf((yield* runWith([{ body: anthropicSse(anthropicText("a", "max_tokens")) }])).exit)))
+        .toBe(
+          "length"
+        )
       expect(reasonOf(successOf((yield* runWith([{ body: anthropicSse(anthropicText("a", "stop_sequence")) }])).exit)))
         .toBe("stop")
       expect(reasonOf(successOf((yield* runWith([{ body: anthropicSse(anthropicText("a", "refusal")) }])).exit)))
@@ -186,7 +195,10 @@ describe("Anthropic: streaming", () => {
         messageDelta("end_turn"),
         messageStop
       ])
-      expect(checkProtocol(successOf((yield* runWith([{ body }])).exit)).content).toEqual([{ type: "text", text: "ok" }])
+      expect(checkProtocol(successOf((yield* runWith([{ body }])).exit)).content).toEqual([{
+        type: "text",
+        text: "ok"
+      }])
     }))
 
   it.live("a known block or delta of the wrong shape is a decode error, not skipped", () =>
@@ -247,7 +259,10 @@ describe("Anthropic: the request", () => {
     const withThinking = Anthropic.toRequestBody(request([user("x")], { options: { thinkingLevel: "high" } }), settings)
     expect(withThinking.thinking).toEqual({ type: "enabled", budget_tokens: 16384 })
     expect(withThinking.max_tokens).toBeGreaterThan(16384)
-    const plain = Anthropic.toRequestBody(request([user("x")], { options: { temperature: 0.1, thinkingLevel: "off" } }), settings)
+    const plain = Anthropic.toRequestBody(
+      request([user("x")], { options: { temperature: 0.1, thinkingLevel: "off" } }),
+      settings
+    )
     expect(plain.thinking).toBeUndefined()
     expect(plain.temperature).toBe(0.1)
     expect(plain.max_tokens).toBe(4096)
@@ -256,7 +271,10 @@ describe("Anthropic: the request", () => {
   it("converts every message kind to the Messages form", () => {
     const messages: Array<Message> = [
       user("What is in this picture?"),
-      user([{ type: "text", text: "Look:" }, { type: "image", data: PNG, mimeType: "image/png" }, { type: "text", text: " " }]),
+      user([{ type: "text", text: "Look:" }, { type: "image", data: PNG, mimeType: "image/png" }, {
+        type: "text",
+        text: " "
+      }]),
       assistant([
         { type: "thinking", thinking: "Hmm.", thinkingSignature: "sig-1" },
         { type: "thinking", thinking: "[Reasoning redacted]", thinkingSignature: "opaque==", redacted: true },
@@ -264,10 +282,18 @@ describe("Anthropic: the request", () => {
         { type: "toolCall", id: "toolu_1", name: "read", arguments: { path: "a.png" } },
         { type: "toolCall", id: "call|weird/id", name: "add", arguments: { a: 1, b: 2 } }
       ], INFO),
-      toolResult("toolu_1", "read", [{ type: "text", text: "an image:" }, { type: "image", data: PNG, mimeType: "image/png" }]),
+      toolResult("toolu_1", "read", [{ type: "text", text: "an image:" }, {
+        type: "image",
+        data: PNG,
+        mimeType: "image/png"
+      }]),
       toolResult("call|weird/id", "add", [{ type: "text", text: "boom" }], true),
       // An errored turn and the results of its calls never reach the provider.
-      assistant([{ type: "toolCall", id: "toolu_bad", name: "add", arguments: {} }], { ...INFO, stopReason: "error", errorMessage: "x" }),
+      assistant([{ type: "toolCall", id: "toolu_bad", name: "add", arguments: {} }], {
+        ...INFO,
+        stopReason: "error",
+        errorMessage: "x"
+      }),
       toolResult("toolu_bad", "add", [{ type: "text", text: "not run" }], true),
       assistant([{ type: "text", text: "half" }], { ...INFO, stopReason: "aborted" }),
       user("And now?"),
@@ -286,7 +312,10 @@ describe("Anthropic: the request", () => {
       { role: "user", content: "What is in this picture?" },
       {
         role: "user",
-        content: [{ type: "text", text: "Look:" }, { type: "image", source: { type: "base64", media_type: "image/png", data: PNG } }]
+        content: [{ type: "text", text: "Look:" }, {
+          type: "image",
+          source: { type: "base64", media_type: "image/png", data: PNG }
+        }]
       },
       {
         role: "assistant",
@@ -309,7 +338,12 @@ describe("Anthropic: the request", () => {
               { type: "image", source: { type: "base64", media_type: "image/png", data: PNG } }
             ]
           },
-          { type: "tool_result", tool_use_id: "call_weird_id", content: [{ type: "text", text: "boom" }], is_error: true }
+          {
+            type: "tool_result",
+            tool_use_id: "call_weird_id",
+            content: [{ type: "text", text: "boom" }],
+            is_error: true
+          }
         ]
       },
       { role: "user", content: "And now?" },
@@ -322,7 +356,12 @@ describe("Anthropic: the request", () => {
       },
       {
         role: "user",
-        content: [{ type: "tool_result", tool_use_id: "call_3", content: [{ type: "text", text: "No result provided" }], is_error: true }]
+        content: [{
+          type: "tool_result",
+          tool_use_id: "call_3",
+          content: [{ type: "text", text: "No result provided" }],
+          is_error: true
+        }]
       },
       { role: "user", content: "Stop." }
     ])
@@ -334,14 +373,16 @@ describe("Anthropic: the request", () => {
         if (block.type === "tool_use") {
           const next = wire[i + 1]!
           assert.isTrue(
-            Array.isArray(next.content) && next.content.some((b) => b.type === "tool_result" && b.tool_use_id === block.id),
+            Array.isArray(next.content) &&
+              next.content.some((b) => b.type === "tool_result" && b.tool_use_id === block.id),
             `tool_use ${block.id} is not answered`
           )
         }
         if (block.type === "tool_result") {
           const previous = wire[i - 1]!
           assert.isTrue(
-            Array.isArray(previous.content) && previous.content.some((b) => b.type === "tool_use" && b.id === block.tool_use_id),
+            Array.isArray(previous.content) &&
+              previous.content.some((b) => b.type === "tool_use" && b.id === block.tool_use_id),
             `tool_result ${block.tool_use_id} answers nothing`
           )
         }
@@ -372,7 +413,10 @@ describe("Anthropic: faults", () => {
     Effect.gen(function*() {
       const { exit } = yield* runWith([{
         status: 401,
-        body: JSON.stringify({ type: "error", error: { type: "authentication_error", message: `invalid x-api-key ${KEY}` } })
+        body: JSON.stringify({
+          type: "error",
+          error: { type: "authentication_error", message: `invalid x-api-key ${KEY}` }
+        })
       }])
       const error = failureOf(exit)
       expect(error.reason).toBe("auth")
@@ -386,7 +430,10 @@ describe("Anthropic: faults", () => {
         {
           status: 429,
           headers: { "retry-after": "1" },
-          body: JSON.stringify({ type: "error", error: { type: "rate_limit_error", message: "Number of requests exceeded" } })
+          body: JSON.stringify({
+            type: "error",
+            error: { type: "rate_limit_error", message: "Number of requests exceeded" }
+          })
         },
         { body: anthropicSse(anthropicText("waited")) }
       ])
@@ -398,7 +445,10 @@ describe("Anthropic: faults", () => {
   it.live("an HTTP 529 (overloaded) and 500 are retried, then succeed", () =>
     Effect.gen(function*() {
       const { exit, server } = yield* runWith([
-        { status: 529, body: JSON.stringify({ type: "error", error: { type: "overloaded_error", message: "Overloaded" } }) },
+        {
+          status: 529,
+          body: JSON.stringify({ type: "error", error: { type: "overloaded_error", message: "Overloaded" } })
+        },
         { status: 500, body: JSON.stringify({ type: "error", error: { type: "api_error", message: "Internal" } }) },
         { body: anthropicSse(anthropicText("third")) }
       ])
@@ -408,7 +458,9 @@ describe("Anthropic: faults", () => {
 
   it.live("an error event before anything streamed is retried when it is transient", () =>
     Effect.gen(function*() {
-      const overloaded = anthropicSse([{ type: "error", error: { type: "overloaded_error", message: "Overloaded" } } as any])
+      const overloaded = anthropicSse([
+        { type: "error", error: { type: "overloaded_error", message: "Overloaded" } } as any
+      ])
       const { exit, server } = yield* runWith([{ body: overloaded }, { body: anthropicSse(anthropicText("ok")) }])
       expect(checkProtocol(successOf(exit)).content).toEqual([{ type: "text", text: "ok" }])
       expect(server.requests).toHaveLength(2)
@@ -432,7 +484,8 @@ describe("Anthropic: faults", () => {
 
   it.live("a malformed JSON event is a decode error", () =>
     Effect.gen(function*() {
-      const body = anthropicSse([messageStart()]) + "event: content_block_start\ndata: {\"type\": \"content_block_start\", \"index\": 0,\n\n"
+      const body = anthropicSse([messageStart()]) +
+        "event: content_block_start\ndata: {\"type\": \"content_block_start\", \"index\": 0,\n\n"
       const error = failureOf((yield* runWith([{ body }])).exit)
       expect(error.reason).toBe("decode")
     }))
@@ -451,10 +504,12 @@ describe("Anthropic: faults", () => {
       expect(error.message).toMatch(/message_stop/)
     }))
 
-  it.live.each([
-    ["fetch", FetchHttpClient.layer],
-    ["node:http", NodeHttpClient.layerNodeHttp]
-  ] as const)("a connection dropped mid-stream is a network error (%s client)", ([_, client]) =>
+  it.live.each(
+    [
+      ["fetch", FetchHttpClient.layer],
+      ["node:http", NodeHttpClient.layerNodeHttp]
+    ] as const
+  )("a connection dropped mid-stream is a network error (%s client)", ([_, client]) =>
     Effect.gen(function*() {
       const server = yield* startServer
       server.replies = [{ body: anthropicSse(anthropicFullEvents.slice(0, 5)), after: "destroy" }]
@@ -463,7 +518,12 @@ describe("Anthropic: faults", () => {
         Stream.runForEach(model.stream(request([user("hi")])), (e) => Effect.sync(() => seen.push(e.type)))
       ).pipe(
         Effect.provide(
-          Anthropic.layer({ model: "claude-test", baseUrl: server.url, apiKey: Redacted.make(KEY), retry: { baseDelay: 5 } })
+          Anthropic.layer({
+            model: "claude-test",
+            baseUrl: server.url,
+            apiKey: Redacted.make(KEY),
+            retry: { baseDelay: 5 }
+          })
             .pipe(Layer.provide(client))
         ),
         Effect.exit
@@ -521,11 +581,15 @@ describe("Anthropic: configuration", () => {
   it.effect("a missing key is a ConfigError, and the key is Redacted", () =>
     Effect.gen(function*() {
       const missing = yield* Effect.flip(
-        Anthropic.config.pipe(Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env: { ANTHROPIC_MODEL: "m" } }))))
+        Anthropic.config.pipe(
+          Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env: { ANTHROPIC_MODEL: "m" } })))
+        )
       )
       expect(missing._tag).toBe("ConfigError")
       const options = yield* Anthropic.config.pipe(
-        Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env: { ANTHROPIC_MODEL: "m", ANTHROPIC_API_KEY: KEY } })))
+        Effect.provide(
+          ConfigProvider.layer(ConfigProvider.fromEnv({ env: { ANTHROPIC_MODEL: "m", ANTHROPIC_API_KEY: KEY } }))
+        )
       )
       assert.isTrue(Redacted.isRedacted(options.apiKey))
       expect(JSON.stringify(options) + String(options.apiKey)).not.toContain(KEY)
@@ -534,7 +598,10 @@ describe("Anthropic: configuration", () => {
 })
 
 describe("Anthropic: end to end", () => {
-  const Add = Tool.make("add", { description: "Add", parameters: Schema.Struct({ a: Schema.Number, b: Schema.Number }) })
+  const Add = Tool.make("add", {
+    description: "Add",
+    parameters: Schema.Struct({ a: Schema.Number, b: Schema.Number })
+  })
   const Echo = Tool.make("echo", { description: "Echo", parameters: Schema.Struct({ text: Schema.String }) })
   const tools = ToolRegistry.layer(Add, Echo).pipe(Layer.provide([
     Add.toLayer(({ a, b }) => Effect.succeed(Tool.textResult(String(a + b)))),
@@ -549,7 +616,9 @@ describe("Anthropic: end to end", () => {
   it.live("tool uses from the stream run through executeToolCalls; results, images and signed thinking go back", () =>
     Effect.gen(function*() {
       const server = yield* startServer
-      server.replies = [{ body: anthropicSse(anthropicFullEvents), chunkSize: 13 }, { body: anthropicSse(anthropicText("42.")) }]
+      server.replies = [{ body: anthropicSse(anthropicFullEvents), chunkSize: 13 }, {
+        body: anthropicSse(anthropicText("42."))
+      }]
       const layer = layerFor(server)
       const first = yield* collect(request([user("go")])).pipe(Effect.provide(layer))
       const done = first[first.length - 1]!
@@ -596,7 +665,9 @@ describe("Anthropic: live", () => {
     "answers a prompt against the configured API (ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY, ANTHROPIC_MODEL)",
     () =>
       Effect.gen(function*() {
-        const events = yield* collect(request([user("Reply with the single word: pong")], { options: { maxTokens: 100 } }))
+        const events = yield* collect(
+          request([user("Reply with the single word: pong")], { options: { maxTokens: 100 } })
+        )
           .pipe(
             Effect.provide(
               Anthropic.layer({

@@ -138,7 +138,14 @@ describe("EffectAi: a LanguageModel as our Model", () => {
         },
         {
           role: "tool",
-          content: [{ type: "tool-result", id: "c1", name: "add", isFailure: false, result: "3", providerExecuted: false }]
+          content: [{
+            type: "tool-result",
+            id: "c1",
+            name: "add",
+            isFailure: false,
+            result: "3",
+            providerExecuted: false
+          }]
         }
       ])
     }))
@@ -217,7 +224,11 @@ const Countdown = AiTool.make("countdown", {
   parameters: Schema.Struct({ from: Schema.Int }),
   success: Schema.String
 })
-const Crash = AiTool.make("crash", { description: "Always fails", parameters: Schema.Struct({}), success: Schema.String })
+const Crash = AiTool.make("crash", {
+  description: "Always fails",
+  parameters: Schema.Struct({}),
+  success: Schema.String
+})
 const Weather = Toolkit.make(GetWeather, Countdown, Crash)
 
 const handlerCalls: Array<string> = []
@@ -232,7 +243,10 @@ const WeatherHandlers = Weather.toLayer(Weather.of({
     for (let i = from; i > 0; i--) yield* ctx.preliminary(`${i}…`)
     return "liftoff"
   }),
-  crash: () => Effect.fail(AiError.make({ module: "Test", method: "crash", reason: new AiError.UnknownError({ description: "kaboom" }) }))
+  crash: () =>
+    Effect.fail(
+      AiError.make({ module: "Test", method: "crash", reason: new AiError.UnknownError({ description: "kaboom" }) })
+    )
 }))
 
 const callsMessage = (calls: Array<[string, string, Record<string, unknown>]>): AssistantMessage =>
@@ -267,7 +281,9 @@ describe("EffectAi: a Toolkit as our tools", () => {
         Effect.provide(EffectAi.registryFromToolkit(Weather).pipe(Layer.provide(WeatherHandlers))),
         Effect.provideService(EventSink.EventSink, EventSink.fromCallback((e) => updates.push(e)))
       )
-      const results = batch.messages.map((m) => [m.toolCallId, m.isError, m.content.map((c) => c.type === "text" ? c.text : c.type).join("")])
+      const results = batch.messages.map((
+        m
+      ) => [m.toolCallId, m.isError, m.content.map((c) => c.type === "text" ? c.text : c.type).join("")])
       expect(results[0]).toEqual(["1", false, "{\"city\":\"Oslo\",\"temperature\":21}"])
       expect(results[1]![1]).toBe(true)
       expect(results[1]![2]).toContain("city")
@@ -282,7 +298,11 @@ describe("EffectAi: a Toolkit as our tools", () => {
       // Preliminary results became progress updates.
       const progress = updates.flatMap((e) =>
         e.type === "tool_execution_update" && e.toolCallId === "4"
-          ? [(e.partialResult as { content: ReadonlyArray<{ type: string; text?: string }> }).content.map((c) => c.text ?? "").join("")]
+          ? [
+            (e.partialResult as { content: ReadonlyArray<{ type: string; text?: string }> }).content.map((c) =>
+              c.text ?? ""
+            ).join("")
+          ]
           : []
       )
       expect(progress).toEqual(["2…", "1…"])
@@ -311,11 +331,16 @@ describe("EffectAi: a Toolkit as our tools", () => {
 })
 
 describe("issue 11.7: the effect/ai bridge carries what it used to drop", () => {
-  class FakeConfig extends Context.Service<FakeConfig, { readonly temperature?: number; readonly maxOutput?: number }>()(
-    "test/FakeConfig"
-  ) {}
+  class FakeConfig
+    extends Context.Service<FakeConfig, { readonly temperature?: number; readonly maxOutput?: number }>()(
+      "test/FakeConfig"
+    )
+  {}
 
-  const textParts = (usage: typeof Response.Usage.Encoded = { inputTokens: {}, outputTokens: {} }, reason: Response.FinishReason = "stop") =>
+  const textParts = (
+    usage: typeof Response.Usage.Encoded = { inputTokens: {}, outputTokens: {} },
+    reason: Response.FinishReason = "stop"
+  ) =>
     Stream.fromIterable<Response.StreamPartEncoded>([
       { type: "text-start", id: "t" },
       { type: "text-delta", id: "t", delta: "ok" },
@@ -333,7 +358,10 @@ describe("issue 11.7: the effect/ai bridge carries what it used to drop", () => 
           generateText: () => Effect.die("not used"),
           streamText: () =>
             Stream.unwrap(Effect.gen(function*() {
-              reached.push({ options: yield* EffectAi.RequestOptions, config: Option.getOrUndefined(yield* Effect.serviceOption(FakeConfig)) })
+              reached.push({
+                options: yield* EffectAi.RequestOptions,
+                config: Option.getOrUndefined(yield* Effect.serviceOption(FakeConfig))
+              })
               return textParts()
             }))
         })
@@ -406,9 +434,9 @@ describe("issue 11.7: the effect/ai bridge carries what it used to drop", () => 
     Effect.gen(function*() {
       const events = yield* collect(request([user("x")])).pipe(
         Effect.provide(EffectAi.layer()),
-        Effect.provide(fakeLanguageModel(() =>
-          textParts({ inputTokens: { total: 10 }, outputTokens: { text: 5, reasoning: 40 } })
-        ))
+        Effect.provide(
+          fakeLanguageModel(() => textParts({ inputTokens: { total: 10 }, outputTokens: { text: 5, reasoning: 40 } }))
+        )
       )
       expect(checkProtocol(events).usage).toMatchObject({ input: 10, output: 45, totalTokens: 55 })
     }))

@@ -9,7 +9,14 @@ import * as Tool from "../../src/Tool.ts"
 import { executeToolCalls } from "../../src/ToolExecution.ts"
 import { ToolRegistry } from "../../src/ToolRegistry.ts"
 import { addTool, assistant, PNG, request, toolResult, user } from "./support/fixtures.ts"
-import { geminiChunk, geminiFullChunks, geminiSse, geminiText, MODEL_VERSION, SIGNATURE } from "./support/geminiFixtures.ts"
+import {
+  geminiChunk,
+  geminiFullChunks,
+  geminiSse,
+  geminiText,
+  MODEL_VERSION,
+  SIGNATURE
+} from "./support/geminiFixtures.ts"
 import { checkProtocol, eventShape } from "./support/protocol.ts"
 import { bytesIn, memoryClient, type Reply, startServer, type TestServer } from "./support/server.ts"
 
@@ -29,7 +36,11 @@ const layerFor = (server: TestServer, overrides: Partial<Gemini.Options> = {}) =
 
 const collect = (req: ModelRequest) => Model.use((model) => Stream.runCollect(model.stream(req)))
 
-const runWith = (replies: Array<Reply>, req: ModelRequest = request([user("hi")]), overrides: Partial<Gemini.Options> = {}) =>
+const runWith = (
+  replies: Array<Reply>,
+  req: ModelRequest = request([user("hi")]),
+  overrides: Partial<Gemini.Options> = {}
+) =>
   Effect.gen(function*() {
     const server = yield* startServer
     server.replies = replies
@@ -102,11 +113,16 @@ describe("Gemini: streaming", () => {
       ])
     }))
 
-  it.effect.each([1, 2, 3, 5, 64])("decodes the stream whatever the chunk size (%s bytes, in memory, CRLF and LF)", (size) =>
-    Effect.gen(function*() {
-      checkFull(yield* collect(request([user("hi")])).pipe(Effect.provide(inMemory(fullBody, size))))
-      checkFull(yield* collect(request([user("hi")])).pipe(Effect.provide(inMemory(geminiSse(geminiFullChunks, "\n"), size))))
-    }))
+  it.effect.each([1, 2, 3, 5, 64])(
+    "decodes the stream whatever the chunk size (%s bytes, in memory, CRLF and LF)",
+    (size) =>
+      Effect.gen(function*() {
+        checkFull(yield* collect(request([user("hi")])).pipe(Effect.provide(inMemory(fullBody, size))))
+        checkFull(
+          yield* collect(request([user("hi")])).pipe(Effect.provide(inMemory(geminiSse(geminiFullChunks, "\n"), size)))
+        )
+      })
+  )
 
   it.effect.prop(
     "any split of the bytes decodes to the same message",
@@ -137,7 +153,9 @@ describe("Gemini: streaming", () => {
 
   it.effect("a signature sent in a part of its own lands on the text before it; the API's call ids are kept", () =>
     Effect.gen(function*() {
-      const text = checkProtocol(yield* collect(request([user("hi")])).pipe(Effect.provide(inMemory(geminiSse(geminiText("Hey")), 7))))
+      const text = checkProtocol(
+        yield* collect(request([user("hi")])).pipe(Effect.provide(inMemory(geminiSse(geminiText("Hey")), 7)))
+      )
       expect(text.content).toEqual([{ type: "text", text: "Hey", textSignature: SIGNATURE }])
       expect(text.stopReason).toBe("stop")
       const withIds = geminiSse([
@@ -159,10 +177,15 @@ describe("Gemini: streaming", () => {
         expect(safetyEnd.error.errorMessage).toMatch(/content filter \(SAFETY\)/)
         expect(safetyEnd.error.content).toEqual([{ type: "text", text: "a", textSignature: SIGNATURE }])
       }
-      const malformed = geminiSse([geminiChunk([], { finishReason: "MALFORMED_FUNCTION_CALL", finishMessage: "Malformed function call: add(" })])
+      const malformed = geminiSse([
+        geminiChunk([], { finishReason: "MALFORMED_FUNCTION_CALL", finishMessage: "Malformed function call: add(" })
+      ])
       const malformedEnd = successOf((yield* runWith([{ body: malformed }])).exit).at(-1)!
       expect(malformedEnd.type === "error" && malformedEnd.error.errorMessage).toMatch(/MALFORMED_FUNCTION_CALL.*add\(/)
-      const blocked = geminiSse([{ promptFeedback: { blockReason: "PROHIBITED_CONTENT" }, usageMetadata: { promptTokenCount: 9 } }])
+      const blocked = geminiSse([{
+        promptFeedback: { blockReason: "PROHIBITED_CONTENT" },
+        usageMetadata: { promptTokenCount: 9 }
+      }])
       const blockedEvents = successOf((yield* runWith([{ body: blocked }])).exit)
       const blockedEnd = blockedEvents.at(-1)!
       expect(blockedEnd.type === "error" && blockedEnd.error.errorMessage).toMatch(/blocked.*PROHIBITED_CONTENT/)
@@ -191,7 +214,13 @@ describe("Gemini: the request", () => {
       expect(recorded!.body).toEqual({
         contents: [{ role: "user", parts: [{ text: "hi" }] }],
         systemInstruction: { parts: [{ text: "Be brief." }] },
-        tools: [{ functionDeclarations: [{ name: "add", description: addTool.description, parametersJsonSchema: addTool.parameters }] }],
+        tools: [{
+          functionDeclarations: [{
+            name: "add",
+            description: addTool.description,
+            parametersJsonSchema: addTool.parameters
+          }]
+        }],
         generationConfig: {
           maxOutputTokens: 300,
           temperature: 0.2,
@@ -211,9 +240,13 @@ describe("Gemini: the request", () => {
             return { chunks: bytesIn(geminiSse(geminiText()), 50) }
           }))
         )
-      yield* collect(request([user("x")], { options: { thinkingLevel: "low" } })).pipe(Effect.provide(layerOf("models/gemini-3-pro-preview")))
+      yield* collect(request([user("x")], { options: { thinkingLevel: "low" } })).pipe(
+        Effect.provide(layerOf("models/gemini-3-pro-preview"))
+      )
       expect(seen[0]!.url).toBe(`${Gemini.DEFAULT_BASE_URL}/models/gemini-3-pro-preview:streamGenerateContent?alt=sse`)
-      expect(seen[0]!.body.generationConfig).toEqual({ thinkingConfig: { includeThoughts: true, thinkingLevel: "low" } })
+      expect(seen[0]!.body.generationConfig).toEqual({
+        thinkingConfig: { includeThoughts: true, thinkingLevel: "low" }
+      })
       yield* collect(request([user("x")])).pipe(Effect.provide(layerOf(MODEL)))
       expect(seen[1]!.body.generationConfig).toBeUndefined()
     }))
@@ -229,10 +262,18 @@ describe("Gemini: the request", () => {
         { type: "toolCall", id: "call_1", name: "read", arguments: { path: "a.png" }, thoughtSignature: SIGNATURE },
         { type: "toolCall", id: "call_2", name: "add", arguments: { a: 1, b: 2 } }
       ], INFO),
-      toolResult("call_1", "read", [{ type: "text", text: "an image:" }, { type: "image", data: PNG, mimeType: "image/png" }]),
+      toolResult("call_1", "read", [{ type: "text", text: "an image:" }, {
+        type: "image",
+        data: PNG,
+        mimeType: "image/png"
+      }]),
       toolResult("call_2", "add", [{ type: "text", text: "failed: bad input" }], true),
       // An errored turn and its result never reach the provider, nor does an aborted one.
-      assistant([{ type: "toolCall", id: "call_bad", name: "add", arguments: {} }], { ...INFO, stopReason: "error", errorMessage: "boom" }),
+      assistant([{ type: "toolCall", id: "call_bad", name: "add", arguments: {} }], {
+        ...INFO,
+        stopReason: "error",
+        errorMessage: "boom"
+      }),
       toolResult("call_bad", "add", [{ type: "text", text: "not run" }], true),
       assistant([{ type: "text", text: "partial" }], { ...INFO, stopReason: "aborted", errorMessage: "aborted" }),
       user("And now?"),
@@ -271,7 +312,9 @@ describe("Gemini: the request", () => {
       { role: "user", parts: [{ text: "And now?" }] },
       {
         role: "model",
-        parts: [{ text: "Other model thoughts" }, { text: "Answer." }, { functionCall: { name: "add", args: { a: 5, b: 5 } } }]
+        parts: [{ text: "Other model thoughts" }, { text: "Answer." }, {
+          functionCall: { name: "add", args: { a: 5, b: 5 } }
+        }]
       },
       { role: "user", parts: [{ functionResponse: { name: "add", response: { error: "No result provided" } } }] },
       { role: "user", parts: [{ text: "Stop." }] }
@@ -279,7 +322,9 @@ describe("Gemini: the request", () => {
     for (const content of wire) Schema.decodeUnknownSync(Gemini.Content)(content)
     // Every call sent is answered in the next turn, in order.
     const calls = wire.flatMap((c) => c.parts.flatMap((p) => "functionCall" in p ? [p.functionCall.name] : []))
-    const answers = wire.flatMap((c) => c.parts.flatMap((p) => "functionResponse" in p ? [p.functionResponse.name] : []))
+    const answers = wire.flatMap((c) =>
+      c.parts.flatMap((p) => "functionResponse" in p ? [p.functionResponse.name] : [])
+    )
     expect(answers).toEqual(calls)
   })
 
@@ -311,12 +356,18 @@ describe("Gemini: the request", () => {
     })
     expect(wire[3]).toEqual({
       role: "model",
-      parts: [{ functionCall: { name: "add", args: {} }, thoughtSignature: SIGNATURE }, { functionCall: { name: "add", args: {} } }]
+      parts: [{ functionCall: { name: "add", args: {} }, thoughtSignature: SIGNATURE }, {
+        functionCall: { name: "add", args: {} }
+      }]
     })
     // Gemini 2.5 gets no made-up signature.
     const older = Gemini.toContents([
       user("go"),
-      assistant([{ type: "toolCall", id: "toolu_1", name: "add", arguments: {} }], { api: "anthropic-messages", provider: "anthropic", model: "claude" })
+      assistant([{ type: "toolCall", id: "toolu_1", name: "add", arguments: {} }], {
+        api: "anthropic-messages",
+        provider: "anthropic",
+        model: "claude"
+      })
     ], INFO)
     expect(older[1]).toEqual({ role: "model", parts: [{ functionCall: { name: "add", args: {} } }] })
   })
@@ -348,7 +399,9 @@ describe("Gemini: faults", () => {
     Effect.gen(function*() {
       const { exit } = yield* runWith([{
         status: 400,
-        body: JSON.stringify({ error: { code: 400, message: "Invalid JSON payload received.", status: "INVALID_ARGUMENT" } })
+        body: JSON.stringify({
+          error: { code: 400, message: "Invalid JSON payload received.", status: "INVALID_ARGUMENT" }
+        })
       }])
       const error = failureOf(exit)
       expect(error.reason).toBe("http")
@@ -358,25 +411,40 @@ describe("Gemini: faults", () => {
   it.live("an HTTP 429 (RESOURCE_EXHAUSTED) is a rate-limit error, retried", () =>
     Effect.gen(function*() {
       const { exit, server } = yield* runWith([
-        { status: 429, body: JSON.stringify({ error: { code: 429, message: "Resource has been exhausted", status: "RESOURCE_EXHAUSTED" } }) },
+        {
+          status: 429,
+          body: JSON.stringify({
+            error: { code: 429, message: "Resource has been exhausted", status: "RESOURCE_EXHAUSTED" }
+          })
+        },
         { body: geminiSse(geminiText("after")) }
       ])
-      expect(checkProtocol(successOf(exit)).content).toEqual([{ type: "text", text: "after", textSignature: SIGNATURE }])
+      expect(checkProtocol(successOf(exit)).content).toEqual([{
+        type: "text",
+        text: "after",
+        textSignature: SIGNATURE
+      }])
       expect(server.requests).toHaveLength(2)
     }))
 
   it.live("an error in the stream, a stream cut before its finish reason, and malformed JSON are typed errors", () =>
     Effect.gen(function*() {
-      const streamed = geminiSse([geminiChunk([{ text: "x" }]), { error: { code: 500, message: "Internal error", status: "INTERNAL" } }])
+      const streamed = geminiSse([geminiChunk([{ text: "x" }]), {
+        error: { code: 500, message: "Internal error", status: "INTERNAL" }
+      }])
       const streamError = failureOf((yield* runWith([{ body: streamed }])).exit)
       expect(streamError.reason).toBe("stream")
       expect(streamError.message).toContain("Internal error (INTERNAL)")
       const cut = failureOf((yield* runWith([{ body: geminiSse([geminiChunk([{ text: "cut sh" }])]) }])).exit)
       expect(cut.reason).toBe("stream")
       expect(cut.message).toMatch(/ended before the response was complete/)
-      const malformed = failureOf((yield* runWith([{ body: `${geminiSse([geminiChunk([{ text: "x" }])])}data: {"candidates": [\r\n\r\n` }])).exit)
+      const malformed = failureOf(
+        (yield* runWith([{ body: `${geminiSse([geminiChunk([{ text: "x" }])])}data: {"candidates": [\r\n\r\n` }])).exit
+      )
       expect(malformed.reason).toBe("decode")
-      const wrongShape = failureOf((yield* runWith([{ body: geminiSse([{ candidates: [{ content: { parts: [{ text: 42 }] } }] }]) }])).exit)
+      const wrongShape = failureOf(
+        (yield* runWith([{ body: geminiSse([{ candidates: [{ content: { parts: [{ text: 42 }] } }] }]) }])).exit
+      )
       expect(wrongShape.reason).toBe("decode")
     }))
 })
@@ -402,13 +470,17 @@ describe("Gemini: configuration", () => {
   it.effect("the key is read as Redacted; a missing key or model is a ConfigError", () =>
     Effect.gen(function*() {
       const options = yield* Gemini.config.pipe(
-        Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env: { GEMINI_API_KEY: KEY, GEMINI_MODEL: "m" } })))
+        Effect.provide(
+          ConfigProvider.layer(ConfigProvider.fromEnv({ env: { GEMINI_API_KEY: KEY, GEMINI_MODEL: "m" } }))
+        )
       )
       expect(options.baseUrl).toBe(Gemini.DEFAULT_BASE_URL)
       assert.isTrue(Redacted.isRedacted(options.apiKey))
       expect(JSON.stringify(options)).not.toContain(KEY)
       for (const env of [{ GEMINI_MODEL: "m" }, { GEMINI_API_KEY: KEY }]) {
-        const missing = yield* Effect.flip(Gemini.config.pipe(Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env })))))
+        const missing = yield* Effect.flip(
+          Gemini.config.pipe(Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env }))))
+        )
         expect(missing._tag).toBe("ConfigError")
       }
     }))
@@ -442,7 +514,11 @@ describe("Gemini: end to end", () => {
       const second = yield* collect(request([user("add 2 and 40, echo naïve"), done.message, ...batch.messages])).pipe(
         Effect.provide(layer)
       )
-      expect(checkProtocol(second).content).toEqual([{ type: "text", text: "The sum is 42.", textSignature: SIGNATURE }])
+      expect(checkProtocol(second).content).toEqual([{
+        type: "text",
+        text: "The sum is 42.",
+        textSignature: SIGNATURE
+      }])
       expect(server.requests[1]!.body.contents.slice(1)).toEqual([
         {
           role: "model",
@@ -470,7 +546,9 @@ describe("Gemini: live", () => {
     "answers a prompt against Gemini (GEMINI_API_KEY, GEMINI_MODEL, GEMINI_BASE_URL)",
     () =>
       Effect.gen(function*() {
-        const events = yield* collect(request([user("Reply with the single word: pong")], { options: { maxTokens: 400 } })).pipe(
+        const events = yield* collect(
+          request([user("Reply with the single word: pong")], { options: { maxTokens: 400 } })
+        ).pipe(
           Effect.provide(
             Gemini.layer({
               baseUrl: env.GEMINI_BASE_URL ?? Gemini.DEFAULT_BASE_URL,

@@ -80,7 +80,13 @@ describe("ModelCatalogue: lookup", () => {
     expect(contextWindow("gemini-2.5-flash")).toBe(1_048_576)
     expect(contextWindow("my-local-model")).toBeUndefined()
     const custom = ModelCatalogue.withEntries(builtIn, [
-      { id: "my-local-model", vendor: "local", contextWindow: 32_768, maxOutput: 4096, pricing: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 } }
+      {
+        id: "my-local-model",
+        vendor: "local",
+        contextWindow: 32_768,
+        maxOutput: 4096,
+        pricing: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }
+      }
     ])
     expect(contextWindow("my-local-model", custom)).toBe(32_768)
   })
@@ -91,7 +97,13 @@ describe("ModelCatalogue: lookup", () => {
       expect(yield* ModelCatalogue.entryFor("my-local-model")).toBeUndefined()
       const added = yield* ModelCatalogue.entryFor("my-local-model").pipe(
         Effect.provide(ModelCatalogue.layerWith([
-          { id: "my-local-model", vendor: "local", contextWindow: 8192, maxOutput: 2048, pricing: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 } }
+          {
+            id: "my-local-model",
+            vendor: "local",
+            contextWindow: 8192,
+            maxOutput: 2048,
+            pricing: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }
+          }
         ]))
       )
       expect(added?.contextWindow).toBe(8192)
@@ -100,15 +112,29 @@ describe("ModelCatalogue: lookup", () => {
   it("pricingFor: explicit prices win, else the catalogue, else none", () => {
     const explicit = { input: 9, output: 9 }
     expect(ModelCatalogue.pricingFor(builtIn, "gpt-4.1", explicit)).toBe(explicit)
-    expect(ModelCatalogue.pricingFor(builtIn, "gpt-4.1")).toEqual({ input: 2, output: 8, cacheRead: 0.5, cacheWrite: 0 })
+    expect(ModelCatalogue.pricingFor(builtIn, "gpt-4.1")).toEqual({
+      input: 2,
+      output: 8,
+      cacheRead: 0.5,
+      cacheWrite: 0
+    })
     expect(ModelCatalogue.pricingFor(builtIn, "unknown")).toBeUndefined()
   })
 
   it.prop(
     "an added entry is found by its id and by any dated form of it, and replaces an entry of the same id",
-    [Schema.String.check(Schema.isPattern(/^[a-z][a-z0-9]{0,8}(-[a-z][a-z0-9]{0,5}){0,3}$/)), Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 10_000_000 }))],
+    [
+      Schema.String.check(Schema.isPattern(/^[a-z][a-z0-9]{0,8}(-[a-z][a-z0-9]{0,5}){0,3}$/)),
+      Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 10_000_000 }))
+    ],
     ([id, window]) => {
-      const added = { id, vendor: "test", contextWindow: window, maxOutput: 1, pricing: { input: 1, output: 2, cacheRead: 0, cacheWrite: 0 } }
+      const added = {
+        id,
+        vendor: "test",
+        contextWindow: window,
+        maxOutput: 1,
+        pricing: { input: 1, output: 2, cacheRead: 0, cacheWrite: 0 }
+      }
       const catalogue = ModelCatalogue.withEntries(builtIn, [added])
       assert.strictEqual(lookup(catalogue, id), added)
       assert.strictEqual(lookup(catalogue, `${id}-20250101`), added)
@@ -188,7 +214,13 @@ describe("ModelCatalogue: cost per message", () => {
         request([user("hi")]),
         openAi("llama3.1:8b").pipe(
           Layer.provide(ModelCatalogue.layerWith([
-            { id: "llama3.1:8b", vendor: "ollama", contextWindow: 131_072, maxOutput: 8192, pricing: { input: 1, output: 2, cacheRead: 0.5, cacheWrite: 0 } }
+            {
+              id: "llama3.1:8b",
+              vendor: "ollama",
+              contextWindow: 131_072,
+              maxOutput: 8192,
+              pricing: { input: 1, output: 2, cacheRead: 0.5, cacheWrite: 0 }
+            }
           ]))
         )
       )
@@ -197,7 +229,13 @@ describe("ModelCatalogue: cost per message", () => {
         request([user("hi")]),
         anthropic("claude-sonnet-4-5-20250929").pipe(
           Layer.provide(ModelCatalogue.layerWith([
-            { id: "claude-sonnet-4-5", vendor: "anthropic", contextWindow: 1_000_000, maxOutput: 64_000, pricing: { input: 6, output: 22.5, cacheRead: 0.6, cacheWrite: 7.5 } }
+            {
+              id: "claude-sonnet-4-5",
+              vendor: "anthropic",
+              contextWindow: 1_000_000,
+              maxOutput: 64_000,
+              pricing: { input: 6, output: 22.5, cacheRead: 0.6, cacheWrite: 7.5 }
+            }
           ]))
         )
       )
@@ -216,7 +254,11 @@ describe("ModelCatalogue: cost per message", () => {
         { type: "text-start", id: "t1" },
         { type: "text-delta", id: "t1", delta: "hi" },
         { type: "text-end", id: "t1" },
-        { type: "finish", reason: "stop", usage: { inputTokens: { uncached: 80, total: 100, cacheRead: 20 }, outputTokens: { total: 30 } } }
+        {
+          type: "finish",
+          reason: "stop",
+          usage: { inputTokens: { uncached: 80, total: 100, cacheRead: 20 }, outputTokens: { total: 30 } }
+        }
       ]
       const languageModel = Layer.effect(
         LanguageModel.LanguageModel,

@@ -15,7 +15,14 @@ import * as OpenAiResponses from "../../src/providers/OpenAiResponses.ts"
 import { request, user } from "./support/fixtures.ts"
 import { geminiChunk, geminiFullChunks, geminiSse, geminiText, SIGNATURE } from "./support/geminiFixtures.ts"
 import { checkProtocol } from "./support/protocol.ts"
-import { completed, incomplete, responsesFullEvents, responsesSse, responsesText, usage } from "./support/responsesFixtures.ts"
+import {
+  completed,
+  incomplete,
+  responsesFullEvents,
+  responsesSse,
+  responsesText,
+  usage
+} from "./support/responsesFixtures.ts"
 import { startServer } from "./support/server.ts"
 
 type AnyMessage = AssistantMessage | PiAssistantMessage
@@ -73,7 +80,8 @@ const compare = (
   })
 
 describe("OpenAI Responses: ours and pi's decode the same bytes alike", () => {
-  const pi = (baseUrl: string) => complete({ ...getModel("openai", "gpt-5-mini"), baseUrl }, context, { apiKey: "k-test" })
+  const pi = (baseUrl: string) =>
+    complete({ ...getModel("openai", "gpt-5-mini"), baseUrl }, context, { apiKey: "k-test" })
   const ours = (baseUrl: string) =>
     OpenAiResponses.layer({ model: "gpt-5-mini", baseUrl, apiKey: Redacted.make("k-test"), retry: { times: 0 } }).pipe(
       Layer.provide(FetchHttpClient.layer)
@@ -102,11 +110,15 @@ describe("OpenAI Responses: where we differ from pi on purpose", () => {
       )
       const events = yield* Model.use((model) => Stream.runCollect(model.stream(request([user("hi")])))).pipe(
         Effect.provide(
-          OpenAiResponses.layer({ model: "gpt-5-mini", baseUrl: `${server.url}/v1` }).pipe(Layer.provide(FetchHttpClient.layer))
+          OpenAiResponses.layer({ model: "gpt-5-mini", baseUrl: `${server.url}/v1` }).pipe(
+            Layer.provide(FetchHttpClient.layer)
+          )
         )
       )
       const mine = checkProtocol(events)
-      expect(mine.content).toEqual(theirs.content.map((block) => block.type === "text" ? { ...block, textSignature: "msg_t" } : block))
+      expect(mine.content).toEqual(
+        theirs.content.map((block) => block.type === "text" ? { ...block, textSignature: "msg_t" } : block)
+      )
       expect(mine.stopReason).toBe("length")
       expect(mine.usage).toMatchObject({ input: 10, output: 5 })
       // pi leaves the answer as a normal stop with no usage.
@@ -116,7 +128,8 @@ describe("OpenAI Responses: where we differ from pi on purpose", () => {
 })
 
 describe("Gemini: ours and pi's decode the same bytes alike", () => {
-  const pi = (baseUrl: string) => complete({ ...getModel("google", "gemini-2.5-flash"), baseUrl }, context, { apiKey: "k-test" })
+  const pi = (baseUrl: string) =>
+    complete({ ...getModel("google", "gemini-2.5-flash"), baseUrl }, context, { apiKey: "k-test" })
   const ours = (baseUrl: string) =>
     Gemini.layer({ model: "gemini-2.5-flash", baseUrl, apiKey: Redacted.make("k-test"), retry: { times: 0 } }).pipe(
       Layer.provide(FetchHttpClient.layer)
@@ -130,7 +143,10 @@ describe("Gemini: ours and pi's decode the same bytes alike", () => {
       geminiSse([
         geminiChunk([{ text: "One. " }]),
         geminiChunk([{ text: "Hmm…", thought: true }]),
-        geminiChunk([{ text: "Two." }], { finishReason: "STOP", usage: { promptTokenCount: 4, candidatesTokenCount: 3, totalTokenCount: 7 } })
+        geminiChunk([{ text: "Two." }], {
+          finishReason: "STOP",
+          usage: { promptTokenCount: 4, candidatesTokenCount: 3, totalTokenCount: 7 }
+        })
       ])
     ]
   ]
@@ -203,14 +219,21 @@ describe("the model's own turn goes back as pi sends it", () => {
       server.replies = [...reply, ...reply]
       yield* piSecondRequest({ ...getModel("openai", "gpt-5-mini"), baseUrl: `${server.url}/v1` })
       yield* oursSecondRequest(
-        OpenAiResponses.layer({ model: "gpt-5-mini", baseUrl: `${server.url}/v1` }).pipe(Layer.provide(FetchHttpClient.layer))
+        OpenAiResponses.layer({ model: "gpt-5-mini", baseUrl: `${server.url}/v1` }).pipe(
+          Layer.provide(FetchHttpClient.layer)
+        )
       )
       const turn = (body: any) =>
         (body.input as Array<any>).filter((item) =>
           item.type === "reasoning" || item.type === "function_call" || item.role === "assistant"
         )
       expect(turn(server.requests[3]!.body)).toEqual(turn(server.requests[1]!.body))
-      expect(turn(server.requests[3]!.body).map((item: any) => item.type)).toEqual(["reasoning", "message", "function_call", "function_call"])
+      expect(turn(server.requests[3]!.body).map((item: any) => item.type)).toEqual([
+        "reasoning",
+        "message",
+        "function_call",
+        "function_call"
+      ])
     }))
 
   it.live("Gemini: thought, text and calls, the call with its thought signature", () =>
@@ -220,13 +243,13 @@ describe("the model's own turn goes back as pi sends it", () => {
       server.replies = [...reply, ...reply]
       yield* piSecondRequest({ ...getModel("google", "gemini-2.5-flash"), baseUrl: `${server.url}/v1beta` })
       yield* oursSecondRequest(
-        Gemini.layer({ model: "gemini-2.5-flash", baseUrl: `${server.url}/v1beta`, apiKey: Redacted.make("k-test") }).pipe(
-          Layer.provide(FetchHttpClient.layer)
-        )
+        Gemini.layer({ model: "gemini-2.5-flash", baseUrl: `${server.url}/v1beta`, apiKey: Redacted.make("k-test") })
+          .pipe(
+            Layer.provide(FetchHttpClient.layer)
+          )
       )
       const modelTurn = (body: any) => (body.contents as Array<any>).find((content) => content.role === "model")
       expect(modelTurn(server.requests[3]!.body)).toEqual(modelTurn(server.requests[1]!.body))
       expect(modelTurn(server.requests[3]!.body).parts[2].thoughtSignature).toBe(SIGNATURE)
     }))
 })
-

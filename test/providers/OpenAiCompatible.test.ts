@@ -118,17 +118,20 @@ describe("OpenAiCompatible: streaming", () => {
       })
     }))
 
-  it.effect.each([1, 2, 3, 5, 64])("decodes the stream whatever the chunk size (%s bytes, in memory)", (size) =>
-    Effect.gen(function*() {
-      const events = yield* collect(request([user("hi")])).pipe(
-        Effect.provide(
-          OpenAiCompatible.layer({ model: "test-model", baseUrl: "http://memory/v1" }).pipe(
-            Layer.provide(memoryClient(() => ({ chunks: bytesIn(openAiFullStream, size) })))
+  it.effect.each([1, 2, 3, 5, 64])(
+    "decodes the stream whatever the chunk size (%s bytes, in memory)",
+    (size) =>
+      Effect.gen(function*() {
+        const events = yield* collect(request([user("hi")])).pipe(
+          Effect.provide(
+            OpenAiCompatible.layer({ model: "test-model", baseUrl: "http://memory/v1" }).pipe(
+              Layer.provide(memoryClient(() => ({ chunks: bytesIn(openAiFullStream, size) })))
+            )
           )
         )
-      )
-      checkFull(events)
-    }))
+        checkFull(events)
+      })
+  )
 
   it.effect("accepts CRLF line endings and comment lines", () =>
     Effect.gen(function*() {
@@ -187,7 +190,10 @@ describe("OpenAiCompatible: streaming", () => {
   it.live("a finish reason without [DONE] is a complete response", () =>
     Effect.gen(function*() {
       const body = openAiSse([chunk({ content: "ok" }), chunk({}, "stop")], false)
-      expect(checkProtocol(successOf((yield* runWith([{ body }])).exit)).content).toEqual([{ type: "text", text: "ok" }])
+      expect(checkProtocol(successOf((yield* runWith([{ body }])).exit)).content).toEqual([{
+        type: "text",
+        text: "ok"
+      }])
     }))
 })
 
@@ -214,7 +220,10 @@ describe("OpenAiCompatible: the request", () => {
         messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "hi" }],
         stream: true,
         stream_options: { include_usage: true },
-        tools: [{ type: "function", function: { name: "add", description: addTool.description, parameters: addTool.parameters } }],
+        tools: [{
+          type: "function",
+          function: { name: "add", description: addTool.description, parameters: addTool.parameters }
+        }],
         max_tokens: 300,
         temperature: 0.2,
         reasoning_effort: "medium"
@@ -258,7 +267,11 @@ describe("OpenAiCompatible: the request", () => {
         { type: "toolCall", id: "call_1", name: "read", arguments: { path: "a.png" } },
         { type: "toolCall", id: "call_2", name: "add", arguments: { a: 1, b: 2 } }
       ]),
-      toolResult("call_1", "read", [{ type: "text", text: "an image:" }, { type: "image", data: PNG, mimeType: "image/png" }]),
+      toolResult("call_1", "read", [{ type: "text", text: "an image:" }, {
+        type: "image",
+        data: PNG,
+        mimeType: "image/png"
+      }]),
       toolResult("call_2", "add", [{ type: "text", text: "3" }], false),
       // An errored turn and its (synthetic) result never reach the provider.
       assistant([{ type: "toolCall", id: "call_bad", name: "add", arguments: {} }], {
@@ -286,7 +299,10 @@ describe("OpenAiCompatible: the request", () => {
       { role: "user", content: "What is in this picture?" },
       {
         role: "user",
-        content: [{ type: "text", text: "Look:" }, { type: "image_url", image_url: { url: `data:image/png;base64,${PNG}` } }]
+        content: [{ type: "text", text: "Look:" }, {
+          type: "image_url",
+          image_url: { url: `data:image/png;base64,${PNG}` }
+        }]
       },
       {
         role: "assistant",
@@ -329,7 +345,10 @@ describe("OpenAiCompatible: the request", () => {
       toolResult("c", "shot", [{ type: "image", data: PNG, mimeType: "image/jpeg" }])
     ], { info: { api: "x", provider: "x", model: "x" }, replayReasoning: true })
     expect(wire[1]).toEqual({ role: "tool", tool_call_id: "c", content: "(see attached image)" })
-    expect(wire[2]).toMatchObject({ role: "user", content: [{}, { image_url: { url: `data:image/jpeg;base64,${PNG}` } }] })
+    expect(wire[2]).toMatchObject({
+      role: "user",
+      content: [{}, { image_url: { url: `data:image/jpeg;base64,${PNG}` } }]
+    })
   })
 })
 
@@ -355,7 +374,9 @@ describe("OpenAiCompatible: faults", () => {
     Effect.gen(function*() {
       const { exit, server } = yield* runWith([{
         status: 401,
-        body: JSON.stringify({ error: { message: `Incorrect API key provided: ${KEY}.`, type: "invalid_request_error" } })
+        body: JSON.stringify({
+          error: { message: `Incorrect API key provided: ${KEY}.`, type: "invalid_request_error" }
+        })
       }])
       const error = failureOf(exit)
       expect(error.reason).toBe("auth")
@@ -370,7 +391,11 @@ describe("OpenAiCompatible: faults", () => {
   it.live("an HTTP 429 is retried after the retry-after it names", () =>
     Effect.gen(function*() {
       const { exit, server } = yield* runWith([
-        { status: 429, headers: { "retry-after": "1" }, body: JSON.stringify({ error: { message: "Rate limit reached" } }) },
+        {
+          status: 429,
+          headers: { "retry-after": "1" },
+          body: JSON.stringify({ error: { message: "Rate limit reached" } })
+        },
         { body: openAiTextStream("after the wait") }
       ])
       const events = successOf(exit)
@@ -457,9 +482,14 @@ describe("OpenAiCompatible: faults", () => {
   it.live("a connection dropped mid-stream is a network error; what streamed was delivered and nothing is retried", () =>
     Effect.gen(function*() {
       const server = yield* startServer
-      server.replies = [{ body: openAiSse([chunk({ content: "Hello" }), chunk({ content: " wor" })], false), after: "destroy" }]
+      server.replies = [{
+        body: openAiSse([chunk({ content: "Hello" }), chunk({ content: " wor" })], false),
+        after: "destroy"
+      }]
       const seen: Array<AssistantMessageEvent> = []
-      const exit = yield* Model.use((model) => Stream.runForEach(model.stream(request([user("hi")])), (e) => Effect.sync(() => seen.push(e)))).pipe(
+      const exit = yield* Model.use((model) =>
+        Stream.runForEach(model.stream(request([user("hi")])), (e) => Effect.sync(() => seen.push(e)))
+      ).pipe(
         Effect.provide(layerFor(server)),
         Effect.exit
       )
@@ -472,7 +502,9 @@ describe("OpenAiCompatible: faults", () => {
 
   it.live("a connection dropped before anything streamed is retried", () =>
     Effect.gen(function*() {
-      const { exit, server } = yield* runWith([{ body: "", after: "destroy" }, { body: openAiTextStream("second try") }])
+      const { exit, server } = yield* runWith([{ body: "", after: "destroy" }, {
+        body: openAiTextStream("second try")
+      }])
       expect(checkProtocol(successOf(exit)).content).toEqual([{ type: "text", text: "second try" }])
       expect(server.requests).toHaveLength(2)
     }))
@@ -481,9 +513,10 @@ describe("OpenAiCompatible: faults", () => {
     Effect.gen(function*() {
       const exit = yield* collect(request([user("hi")])).pipe(
         Effect.provide(
-          OpenAiCompatible.layer({ model: "m", baseUrl: "http://127.0.0.1:9/v1", retry: { times: 1, baseDelay: 5 } }).pipe(
-            Layer.provide(FetchHttpClient.layer)
-          )
+          OpenAiCompatible.layer({ model: "m", baseUrl: "http://127.0.0.1:9/v1", retry: { times: 1, baseDelay: 5 } })
+            .pipe(
+              Layer.provide(FetchHttpClient.layer)
+            )
         ),
         Effect.exit
       )
@@ -521,9 +554,10 @@ describe("OpenAiCompatible: faults", () => {
     Effect.gen(function*() {
       const server = yield* startServer
       server.replies = [{ body: openAiFullStream, chunkSize: 16, delayMs: 30, after: "hang" }]
-      const events = yield* Model.use((model) => Stream.runCollect(Stream.take(model.stream(request([user("hi")])), 3))).pipe(
-        Effect.provide(layerFor(server))
-      )
+      const events = yield* Model.use((model) => Stream.runCollect(Stream.take(model.stream(request([user("hi")])), 3)))
+        .pipe(
+          Effect.provide(layerFor(server))
+        )
       expect(events).toHaveLength(3)
       const closed = yield* Effect.promise(() => server.closed(0))
       expect(closed.early).toBe(true)
@@ -552,7 +586,9 @@ describe("OpenAiCompatible: configuration", () => {
   it.effect("the key is read as Redacted and a missing model is a ConfigError", () =>
     Effect.gen(function*() {
       const options = yield* OpenAiCompatible.config.pipe(
-        Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env: { OPENAI_API_KEY: KEY, OPENAI_MODEL: "m" } })))
+        Effect.provide(
+          ConfigProvider.layer(ConfigProvider.fromEnv({ env: { OPENAI_API_KEY: KEY, OPENAI_MODEL: "m" } }))
+        )
       )
       expect(options.baseUrl).toBe(OpenAiCompatible.DEFAULT_BASE_URL)
       assert.isTrue(Redacted.isRedacted(options.apiKey))
@@ -598,11 +634,13 @@ describe("OpenAiCompatible: end to end", () => {
       const server = yield* startServer
       server.replies = [{ body: openAiFullStream, chunkSize: 11 }, { body: openAiTextStream("The sum is 42.") }]
       const layer = layerFor(server)
-      const first = yield* collect(request([user("add 2 and 40, echo naïve")], { tools: [Add, Echo].map((t) => ({
-        name: t.name,
-        description: t.description,
-        parameters: t.jsonSchema
-      })) })).pipe(Effect.provide(layer))
+      const first = yield* collect(request([user("add 2 and 40, echo naïve")], {
+        tools: [Add, Echo].map((t) => ({
+          name: t.name,
+          description: t.description,
+          parameters: t.jsonSchema
+        }))
+      })).pipe(Effect.provide(layer))
       const done = first[first.length - 1]!
       assert.strictEqual(done.type, "done")
       if (done.type !== "done") return
@@ -637,7 +675,9 @@ describe("OpenAiCompatible: live", () => {
     "answers a prompt against the configured server (OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL)",
     () =>
       Effect.gen(function*() {
-        const events = yield* collect(request([user("Reply with the single word: pong")], { options: { maxTokens: 200 } })).pipe(
+        const events = yield* collect(
+          request([user("Reply with the single word: pong")], { options: { maxTokens: 200 } })
+        ).pipe(
           Effect.provide(
             OpenAiCompatible.layer({
               baseUrl: env.OPENAI_BASE_URL!,

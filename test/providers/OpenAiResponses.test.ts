@@ -132,10 +132,13 @@ describe("OpenAiResponses: streaming", () => {
       expect(firstArgs.type === "toolcall_delta" && firstArgs.partial.content[2]).toMatchObject({ arguments: { a: 2 } })
     }))
 
-  it.effect.each([1, 2, 3, 5, 64])("decodes the stream whatever the chunk size (%s bytes, in memory)", (size) =>
-    Effect.gen(function*() {
-      checkFull(yield* collect(request([user("hi")])).pipe(Effect.provide(inMemory(fullBody, size))))
-    }))
+  it.effect.each([1, 2, 3, 5, 64])(
+    "decodes the stream whatever the chunk size (%s bytes, in memory)",
+    (size) =>
+      Effect.gen(function*() {
+        checkFull(yield* collect(request([user("hi")])).pipe(Effect.provide(inMemory(fullBody, size))))
+      })
+  )
 
   it.effect.prop(
     "any split of the bytes decodes to the same message",
@@ -149,9 +152,10 @@ describe("OpenAiResponses: streaming", () => {
           chunks.push(bytes.subarray(offset, offset + size))
           offset += size
         }
-        const layer = OpenAiResponses.layer({ model: MODEL, baseUrl: "http://memory/v1", apiKey: Redacted.make(KEY) }).pipe(
-          Layer.provide(memoryClient(() => ({ chunks })))
-        )
+        const layer = OpenAiResponses.layer({ model: MODEL, baseUrl: "http://memory/v1", apiKey: Redacted.make(KEY) })
+          .pipe(
+            Layer.provide(memoryClient(() => ({ chunks })))
+          )
         checkFull(yield* collect(request([user("hi")])).pipe(Effect.provide(layer)))
       }),
     { arbitrary: { runs: 25 } }
@@ -170,8 +174,21 @@ describe("OpenAiResponses: streaming", () => {
         created,
         { type: "response.web_search_call.in_progress", output_index: 0, item_id: "ws_1" },
         itemAdded(0, { id: "msg_w", type: "message", status: "in_progress", role: "assistant", content: [] }),
-        itemDone(0, { id: "msg_w", type: "message", status: "completed", role: "assistant", content: [{ type: "output_text", text: "whole", annotations: [] }] }),
-        itemDone(1, { id: "fc_w", type: "function_call", status: "completed", call_id: "call_w", name: "add", arguments: "{\"a\":1,\"b\":2}" }),
+        itemDone(0, {
+          id: "msg_w",
+          type: "message",
+          status: "completed",
+          role: "assistant",
+          content: [{ type: "output_text", text: "whole", annotations: [] }]
+        }),
+        itemDone(1, {
+          id: "fc_w",
+          type: "function_call",
+          status: "completed",
+          call_id: "call_w",
+          name: "add",
+          arguments: "{\"a\":1,\"b\":2}"
+        }),
         completed(usage(3, 4))
       ])
       const message = checkProtocol(yield* collect(request([user("hi")])).pipe(Effect.provide(inMemory(body, 9))))
@@ -186,10 +203,14 @@ describe("OpenAiResponses: streaming", () => {
     Effect.gen(function*() {
       const stop = successOf((yield* runWith([{ body: responsesSse(responsesText("a")) }])).exit)
       expect(checkProtocol(stop).stopReason).toBe("stop")
-      const length = successOf((yield* runWith([{ body: responsesSse(responsesText("a", incomplete("max_output_tokens"))) }])).exit)
+      const length = successOf(
+        (yield* runWith([{ body: responsesSse(responsesText("a", incomplete("max_output_tokens"))) }])).exit
+      )
       const lengthEnd = length[length.length - 1]!
       expect(lengthEnd.type === "done" && lengthEnd.reason).toBe("length")
-      const filtered = successOf((yield* runWith([{ body: responsesSse(responsesText("a", incomplete("content_filter"))) }])).exit)
+      const filtered = successOf(
+        (yield* runWith([{ body: responsesSse(responsesText("a", incomplete("content_filter"))) }])).exit
+      )
       const filteredEnd = filtered[filtered.length - 1]!
       assert.strictEqual(filteredEnd.type, "error")
       if (filteredEnd.type === "error") {
@@ -224,7 +245,13 @@ describe("OpenAiResponses: the request", () => {
         stream: true,
         store: false,
         include: ["reasoning.encrypted_content"],
-        tools: [{ type: "function", name: "add", description: addTool.description, parameters: addTool.parameters, strict: false }],
+        tools: [{
+          type: "function",
+          name: "add",
+          description: addTool.description,
+          parameters: addTool.parameters,
+          strict: false
+        }],
         max_output_tokens: 300,
         temperature: 0.2,
         reasoning: { effort: "medium", summary: "auto" }
@@ -248,8 +275,14 @@ describe("OpenAiResponses: the request", () => {
       expect(seen[0]!.body.store).toBe(false)
       // Which models reason, by id.
       const includes = OpenAiResponses.isReasoningModel
-      expect(["o3", "o4-mini", "gpt-5", "gpt-5.1-codex", "openai/gpt-oss-120b", "codex-mini-latest"].filter((m) => !includes(m))).toEqual([])
-      expect(["gpt-4.1", "gpt-4o-mini", "gpt-5-chat-latest", "gpt-5.1-chat-latest"].filter((m) => includes(m))).toEqual([])
+      expect(
+        ["o3", "o4-mini", "gpt-5", "gpt-5.1-codex", "openai/gpt-oss-120b", "codex-mini-latest"].filter((m) =>
+          !includes(m)
+        )
+      ).toEqual([])
+      expect(["gpt-4.1", "gpt-4o-mini", "gpt-5-chat-latest", "gpt-5.1-chat-latest"].filter((m) => includes(m))).toEqual(
+        []
+      )
     }))
 
   it("converts every message kind to input items", () => {
@@ -263,10 +296,18 @@ describe("OpenAiResponses: the request", () => {
         { type: "toolCall", id: "call_1", name: "read", arguments: { path: "a.png" }, thoughtSignature: "fc_01" },
         { type: "toolCall", id: "call_2", name: "add", arguments: { a: 1, b: 2 }, thoughtSignature: "fc_02" }
       ], INFO),
-      toolResult("call_1", "read", [{ type: "text", text: "an image:" }, { type: "image", data: PNG, mimeType: "image/png" }]),
+      toolResult("call_1", "read", [{ type: "text", text: "an image:" }, {
+        type: "image",
+        data: PNG,
+        mimeType: "image/png"
+      }]),
       toolResult("call_2", "add", [{ type: "text", text: "failed: bad input" }], true),
       // An errored turn and its result never reach the provider, nor does an aborted one.
-      assistant([{ type: "toolCall", id: "call_bad", name: "add", arguments: {} }], { ...INFO, stopReason: "error", errorMessage: "boom" }),
+      assistant([{ type: "toolCall", id: "call_bad", name: "add", arguments: {} }], {
+        ...INFO,
+        stopReason: "error",
+        errorMessage: "boom"
+      }),
       toolResult("call_bad", "add", [{ type: "text", text: "not run" }], true),
       assistant([{ type: "text", text: "partial" }], { ...INFO, stopReason: "aborted", errorMessage: "aborted" }),
       user("And now?"),
@@ -281,7 +322,11 @@ describe("OpenAiResponses: the request", () => {
       user("Stop."),
       // This model's turn whose reasoning has no encrypted content (nothing to send back): no ids either.
       assistant([
-        { type: "thinking", thinking: "plain", thinkingSignature: JSON.stringify({ type: "reasoning", id: "rs_9", summary: [] }) },
+        {
+          type: "thinking",
+          thinking: "plain",
+          thinkingSignature: JSON.stringify({ type: "reasoning", id: "rs_9", summary: [] })
+        },
         { type: "text", text: "Done.", textSignature: "msg_9" },
         // A call as pi records it: `call_id|item_id`.
         { type: "toolCall", id: "call_9|fc_9", name: "add", arguments: {} }
@@ -289,7 +334,11 @@ describe("OpenAiResponses: the request", () => {
       toolResult("call_9|fc_9", "add", []),
       // A turn as pi records it: the message id as JSON in the text's signature, the call's item id after `|`.
       assistant([
-        { type: "thinking", thinking: "", thinkingSignature: JSON.stringify({ id: "rs_p", type: "reasoning", summary: [], encrypted_content: "enc" }) },
+        {
+          type: "thinking",
+          thinking: "",
+          thinkingSignature: JSON.stringify({ id: "rs_p", type: "reasoning", summary: [], encrypted_content: "enc" })
+        },
         { type: "text", text: "From pi.", textSignature: JSON.stringify({ v: 1, id: "msg_p" }) },
         { type: "toolCall", id: "call_p|fc_p", name: "add", arguments: { a: 1, b: 1 } }
       ], INFO),
@@ -303,7 +352,10 @@ describe("OpenAiResponses: the request", () => {
       {
         type: "reasoning",
         id: "rs_01",
-        summary: [{ type: "summary_text", text: "**Adding** numbers… 🤔" }, { type: "summary_text", text: "Then echo." }],
+        summary: [{ type: "summary_text", text: "**Adding** numbers… 🤔" }, {
+          type: "summary_text",
+          text: "Then echo."
+        }],
         encrypted_content: ENCRYPTED
       },
       {
@@ -317,7 +369,11 @@ describe("OpenAiResponses: the request", () => {
       { type: "function_call", id: "fc_02", call_id: "call_2", name: "add", arguments: "{\"a\":1,\"b\":2}" },
       { type: "function_call_output", call_id: "call_1", output: "an image:" },
       { type: "function_call_output", call_id: "call_2", output: "failed: bad input" },
-      { type: "message", role: "user", content: [{ type: "input_text", text: "Attached image(s) from tool result:" }, image] },
+      {
+        type: "message",
+        role: "user",
+        content: [{ type: "input_text", text: "Attached image(s) from tool result:" }, image]
+      },
       { type: "message", role: "user", content: [{ type: "input_text", text: "And now?" }] },
       { type: "message", role: "assistant", content: "Other model thoughts" },
       { type: "message", role: "assistant", content: "Answer." },
@@ -328,7 +384,13 @@ describe("OpenAiResponses: the request", () => {
       { type: "function_call", call_id: "call_9", name: "add", arguments: "{}" },
       { type: "function_call_output", call_id: "call_9", output: "(no output)" },
       { type: "reasoning", id: "rs_p", summary: [], encrypted_content: "enc" },
-      { type: "message", role: "assistant", id: "msg_p", status: "completed", content: [{ type: "output_text", text: "From pi.", annotations: [] }] },
+      {
+        type: "message",
+        role: "assistant",
+        id: "msg_p",
+        status: "completed",
+        content: [{ type: "output_text", text: "From pi.", annotations: [] }]
+      },
       { type: "function_call", id: "fc_p", call_id: "call_p", name: "add", arguments: "{\"a\":1,\"b\":1}" },
       { type: "function_call_output", call_id: "call_p", output: "2" }
     ])
@@ -345,7 +407,13 @@ describe("OpenAiResponses: faults", () => {
     Effect.gen(function*() {
       const { exit, server } = yield* runWith([{
         status: 401,
-        body: JSON.stringify({ error: { message: `Incorrect API key provided: ${KEY}.`, type: "invalid_request_error", code: "invalid_api_key" } })
+        body: JSON.stringify({
+          error: {
+            message: `Incorrect API key provided: ${KEY}.`,
+            type: "invalid_request_error",
+            code: "invalid_api_key"
+          }
+        })
       }])
       const error = failureOf(exit)
       expect(error.reason).toBe("auth")
@@ -356,7 +424,12 @@ describe("OpenAiResponses: faults", () => {
 
   it.live("response.failed is a stream error with the server's message", () =>
     Effect.gen(function*() {
-      const body = responsesSse([created, itemAdded(0, { id: "m", type: "message", role: "assistant", content: [] }), textDelta("m", 0, "x"), failed("server_error", "The model crashed")])
+      const body = responsesSse([
+        created,
+        itemAdded(0, { id: "m", type: "message", role: "assistant", content: [] }),
+        textDelta("m", 0, "x"),
+        failed("server_error", "The model crashed")
+      ])
       const error = failureOf((yield* runWith([{ body }])).exit)
       expect(error.reason).toBe("stream")
       expect(error.message).toContain("The model crashed (server_error)")
@@ -364,7 +437,12 @@ describe("OpenAiResponses: faults", () => {
 
   it.live("an error event is a stream error with its message", () =>
     Effect.gen(function*() {
-      const body = responsesSse([created, { type: "error", code: "rate_limit_exceeded", message: "Slow down", param: null }])
+      const body = responsesSse([created, {
+        type: "error",
+        code: "rate_limit_exceeded",
+        message: "Slow down",
+        param: null
+      }])
       const error = failureOf((yield* runWith([{ body }])).exit)
       expect(error.reason).toBe("stream")
       expect(error.message).toContain("Slow down (rate_limit_exceeded)")
@@ -380,7 +458,8 @@ describe("OpenAiResponses: faults", () => {
 
   it.live("malformed JSON and events of the wrong shape are decode errors", () =>
     Effect.gen(function*() {
-      const malformed = responsesSse([created]) + "event: response.output_text.delta\ndata: {\"type\": \"response.output\n\n"
+      const malformed = responsesSse([created]) +
+        "event: response.output_text.delta\ndata: {\"type\": \"response.output\n\n"
       expect(failureOf((yield* runWith([{ body: malformed }])).exit).reason).toBe("decode")
       const wrongShape = responsesSse([created, { type: "response.output_text.delta", output_index: 0, delta: 42 }])
       const error = failureOf((yield* runWith([{ body: wrongShape }])).exit)
@@ -450,7 +529,10 @@ describe("OpenAiResponses: end to end", () => {
         {
           type: "reasoning",
           id: "rs_01",
-          summary: [{ type: "summary_text", text: "**Adding** numbers… 🤔" }, { type: "summary_text", text: "Then echo." }],
+          summary: [{ type: "summary_text", text: "**Adding** numbers… 🤔" }, {
+            type: "summary_text",
+            text: "Then echo."
+          }],
           encrypted_content: ENCRYPTED
         },
         {
@@ -461,7 +543,13 @@ describe("OpenAiResponses: end to end", () => {
           content: [{ type: "output_text", text: "Héllo wörld 🌍!", annotations: [] }]
         },
         { type: "function_call", id: "fc_01", call_id: "call_a", name: "add", arguments: "{\"a\":2,\"b\":40}" },
-        { type: "function_call", id: "fc_02", call_id: "call_b", name: "echo", arguments: "{\"text\":\"naïve ✓ 日本\"}" },
+        {
+          type: "function_call",
+          id: "fc_02",
+          call_id: "call_b",
+          name: "echo",
+          arguments: "{\"text\":\"naïve ✓ 日本\"}"
+        },
         { type: "function_call_output", call_id: "call_a", output: "42" },
         { type: "function_call_output", call_id: "call_b", output: "NAÏVE ✓ 日本" }
       ])
@@ -474,7 +562,9 @@ describe("OpenAiResponses: live", () => {
     "answers a prompt against OpenAI (OPENAI_API_KEY, OPENAI_RESPONSES_MODEL, OPENAI_BASE_URL)",
     () =>
       Effect.gen(function*() {
-        const events = yield* collect(request([user("Reply with the single word: pong")], { options: { maxTokens: 400 } })).pipe(
+        const events = yield* collect(
+          request([user("Reply with the single word: pong")], { options: { maxTokens: 400 } })
+        ).pipe(
           Effect.provide(
             OpenAiResponses.layer({
               baseUrl: env.OPENAI_BASE_URL ?? OpenAiResponses.DEFAULT_BASE_URL,

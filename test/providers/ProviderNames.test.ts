@@ -14,16 +14,28 @@ describe("picking the Responses and Gemini providers by name", () => {
 
   it.effect("layerConfig and EFFECT_AGENT_PROVIDER build them from OPENAI_* and GEMINI_*", () =>
     Effect.gen(function*() {
-      expect(yield* infoOf(Providers.layerConfig("openai-responses"), { OPENAI_MODEL: "gpt-5-mini", OPENAI_API_KEY: "k-123" }))
+      expect(
+        yield* infoOf(Providers.layerConfig("openai-responses"), {
+          OPENAI_MODEL: "gpt-5-mini",
+          OPENAI_API_KEY: "k-123"
+        })
+      )
         .toEqual({ api: "openai-responses", provider: "openai", model: "gpt-5-mini" })
-      expect(yield* infoOf(Providers.layerConfig("gemini"), { GEMINI_MODEL: "gemini-2.5-flash", GEMINI_API_KEY: "k-123" }))
+      expect(
+        yield* infoOf(Providers.layerConfig("gemini"), { GEMINI_MODEL: "gemini-2.5-flash", GEMINI_API_KEY: "k-123" })
+      )
         .toEqual({ api: "google-generative-ai", provider: "google", model: "gemini-2.5-flash" })
-      expect((yield* infoOf(Providers.layerFromEnv, {
-        EFFECT_AGENT_PROVIDER: "gemini",
-        GEMINI_MODEL: "gemini-2.5-pro",
-        GEMINI_API_KEY: "k-123"
-      })).api).toBe("google-generative-ai")
-      expect((yield* infoOf(Providers.layerFromEnv, { EFFECT_AGENT_PROVIDER: "openai-responses", OPENAI_MODEL: "o4-mini" })).api)
+      expect(
+        (yield* infoOf(Providers.layerFromEnv, {
+          EFFECT_AGENT_PROVIDER: "gemini",
+          GEMINI_MODEL: "gemini-2.5-pro",
+          GEMINI_API_KEY: "k-123"
+        })).api
+      ).toBe("google-generative-ai")
+      expect(
+        (yield* infoOf(Providers.layerFromEnv, { EFFECT_AGENT_PROVIDER: "openai-responses", OPENAI_MODEL: "o4-mini" }))
+          .api
+      )
         .toBe("openai-responses")
       const missingKey = yield* Effect.flip(infoOf(Providers.layerConfig("gemini"), { GEMINI_MODEL: "gemini-2.5-pro" }))
       expect((missingKey as { _tag: string })._tag).toBe("ConfigError")
@@ -34,7 +46,9 @@ describe("picking the Responses and Gemini providers by name", () => {
       const env = (vars: Record<string, string>) => ConfigProvider.layer(ConfigProvider.fromEnv({ env: vars }))
       const info = (name: Providers.ProviderName, flags: ProviderFlags, vars: Record<string, string>) =>
         providerSettings(name, flags).pipe(
-          Effect.flatMap((settings) => Model.use((model) => Effect.succeed(model.info)).pipe(Effect.provide(providerLayer(settings)))),
+          Effect.flatMap((settings) =>
+            Model.use((model) => Effect.succeed(model.info)).pipe(Effect.provide(providerLayer(settings)))
+          ),
           Effect.provide(env(vars))
         )
       const noFlags = { baseUrl: undefined, model: undefined, apiKey: undefined }

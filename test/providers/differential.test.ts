@@ -141,7 +141,9 @@ const anthropicBody = (c: AnthropicCase): string => {
         events.push(blockDelta(index, { type: "signature_delta", signature: block.signature }))
         break
       case "tool_use":
-        events.push(blockStart(index, { type: "tool_use", id: `toolu_${index}_${c.seed}`, name: block.name, input: {} }))
+        events.push(
+          blockStart(index, { type: "tool_use", id: `toolu_${index}_${c.seed}`, name: block.name, input: {} })
+        )
         for (const piece of split(JSON.stringify(block.args), next)) {
           events.push(blockDelta(index, { type: "input_json_delta", partial_json: piece }))
         }

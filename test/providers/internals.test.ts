@@ -1,38 +1,43 @@
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Duration, Effect, Layer, Schema } from "effect"
+import { Redacted } from "effect"
 import { HttpClient } from "effect/http"
 import { Model } from "../../src/Model.ts"
 import * as Providers from "../../src/providers/index.ts"
 import { parseArguments, parsePartialJson } from "../../src/providers/internal/partialJson.ts"
 import { MISSING_RESULT_TEXT, sanitizeTranscript } from "../../src/providers/internal/transcript.ts"
 import { errorBodyMessage, makeScrub, retryAfterOf } from "../../src/providers/internal/transport.ts"
-import { Redacted } from "effect"
 import { assistant, toolResult, user } from "./support/fixtures.ts"
 
 describe("partial JSON", () => {
   it("parses complete JSON as JSON.parse does", () => {
-    expect(parsePartialJson("{\"a\": [1, 2, {\"b\": null}], \"c\": \"x\\\"y\"}")).toEqual({ a: [1, 2, { b: null }], c: "x\"y" })
+    expect(parsePartialJson("{\"a\": [1, 2, {\"b\": null}], \"c\": \"x\\\"y\"}")).toEqual({
+      a: [1, 2, { b: null }],
+      c: "x\"y"
+    })
   })
 
-  it.each([
-    ["{", {}],
-    ["{\"a", {}],
-    ["{\"a\"", {}],
-    ["{\"a\":", {}],
-    ["{\"a\": 1", { a: 1 }],
-    ["{\"a\": 1,", { a: 1 }],
-    ["{\"a\": 1, \"b\": \"hel", { a: 1, b: "hel" }],
-    ["{\"a\": 1, \"b\": \"hel\\", { a: 1, b: "hel" }],
-    ["{\"a\": 1, \"b\": \"x\\u00", { a: 1, b: "x" }],
-    ["{\"a\": 1, \"b\": \"naïve ✓", { a: 1, b: "naïve ✓" }],
-    ["{\"a\": [1, 2", { a: [1, 2] }],
-    ["{\"a\": [1, {\"b\": tr", { a: [1, {}] }],
-    ["{\"a\": -", {}],
-    ["{\"a\": 1.", {}],
-    ["{\"a\": 1e", {}],
-    ["{\"a\": {\"b\": {\"c\": fals", { a: { b: {} } }],
-    ["  ", undefined]
-  ] as const)("%j → %j", (text, expected) => {
+  it.each(
+    [
+      ["{", {}],
+      ["{\"a", {}],
+      ["{\"a\"", {}],
+      ["{\"a\":", {}],
+      ["{\"a\": 1", { a: 1 }],
+      ["{\"a\": 1,", { a: 1 }],
+      ["{\"a\": 1, \"b\": \"hel", { a: 1, b: "hel" }],
+      ["{\"a\": 1, \"b\": \"hel\\", { a: 1, b: "hel" }],
+      ["{\"a\": 1, \"b\": \"x\\u00", { a: 1, b: "x" }],
+      ["{\"a\": 1, \"b\": \"naïve ✓", { a: 1, b: "naïve ✓" }],
+      ["{\"a\": [1, 2", { a: [1, 2] }],
+      ["{\"a\": [1, {\"b\": tr", { a: [1, {}] }],
+      ["{\"a\": -", {}],
+      ["{\"a\": 1.", {}],
+      ["{\"a\": 1e", {}],
+      ["{\"a\": {\"b\": {\"c\": fals", { a: { b: {} } }],
+      ["  ", undefined]
+    ] as const
+  )("%j → %j", (text, expected) => {
     expect(parsePartialJson(text)).toEqual(expected)
   })
 
@@ -45,19 +50,29 @@ describe("partial JSON", () => {
 
   const Args = Schema.Record(
     Schema.String,
-    Schema.Union([Schema.String, Schema.Finite, Schema.Boolean, Schema.Array(Schema.String), Schema.Struct({ n: Schema.Finite })])
+    Schema.Union([
+      Schema.String,
+      Schema.Finite,
+      Schema.Boolean,
+      Schema.Array(Schema.String),
+      Schema.Struct({ n: Schema.Finite })
+    ])
   )
-  it.prop("every prefix of a JSON object parses, without throwing, to an object; the whole text to the value", [Args], ([value]) => {
-    const text = JSON.stringify(value, null, 1)
-    for (let i = 0; i <= text.length; i++) {
-      const parsed = parseArguments(text.slice(0, i))
-      if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return false
-      // Keys seen in a prefix are keys of the value.
-      for (const key of Object.keys(parsed)) if (!(key in value)) return false
+  it.prop(
+    "every prefix of a JSON object parses, without throwing, to an object; the whole text to the value",
+    [Args],
+    ([value]) => {
+      const text = JSON.stringify(value, null, 1)
+      for (let i = 0; i <= text.length; i++) {
+        const parsed = parseArguments(text.slice(0, i))
+        if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return false
+        // Keys seen in a prefix are keys of the value.
+        for (const key of Object.keys(parsed)) if (!(key in value)) return false
+      }
+      expect(parseArguments(text)).toEqual(JSON.parse(text)) // (-0 does not survive JSON)
+      return true
     }
-    expect(parseArguments(text)).toEqual(JSON.parse(text)) // (-0 does not survive JSON)
-    return true
-  })
+  )
 })
 
 describe("transcript sanitizing", () => {
@@ -66,12 +81,23 @@ describe("transcript sanitizing", () => {
       user("a"),
       assistant([{ type: "toolCall", id: "1", name: "t", arguments: {} }], { stopReason: "aborted" }),
       toolResult("1", "t", [{ type: "text", text: "not started" }], true),
-      assistant([{ type: "toolCall", id: "2", name: "t", arguments: {} }, { type: "toolCall", id: "3", name: "t", arguments: {} }]),
+      assistant([{ type: "toolCall", id: "2", name: "t", arguments: {} }, {
+        type: "toolCall",
+        id: "3",
+        name: "t",
+        arguments: {}
+      }]),
       toolResult("3", "t", [{ type: "text", text: "three" }]),
       toolResult("3", "t", [{ type: "text", text: "three again" }]),
       assistant([{ type: "text", text: "next" }])
     ])
-    expect(out.map((m) => m.role === "toolResult" ? `result:${m.toolCallId}:${m.content[0]!.type === "text" && m.content[0].text}` : m.role)).toEqual([
+    expect(
+      out.map((m) =>
+        m.role === "toolResult"
+          ? `result:${m.toolCallId}:${m.content[0]!.type === "text" && m.content[0].text}`
+          : m.role
+      )
+    ).toEqual([
       "user",
       "assistant",
       "result:3:three",
@@ -97,9 +123,10 @@ describe("transport helpers", () => {
     expect(errorBodyMessage(JSON.stringify({ error: { message: "bad", type: "invalid_request_error" } }))).toBe(
       "bad (invalid_request_error)"
     )
-    expect(errorBodyMessage(JSON.stringify({ type: "error", error: { type: "not_found_error", message: "model: x" } }))).toBe(
-      "model: x (not_found_error)"
-    )
+    expect(errorBodyMessage(JSON.stringify({ type: "error", error: { type: "not_found_error", message: "model: x" } })))
+      .toBe(
+        "model: x (not_found_error)"
+      )
     expect(errorBodyMessage(JSON.stringify({ error: "model 'x' not found" }))).toBe("model 'x' not found")
     expect(errorBodyMessage(JSON.stringify({ detail: "Not Found" }))).toBe("Not Found")
     expect(errorBodyMessage("<html>502 Bad Gateway</html>")).toBe("<html>502 Bad Gateway</html>")
@@ -116,13 +143,22 @@ describe("picking a provider by name", () => {
   const noHttp = Layer.succeed(HttpClient.HttpClient, HttpClient.make(() => Effect.die("no network in this test")))
   const env = (vars: Record<string, string>) => ConfigProvider.layer(ConfigProvider.fromEnv({ env: vars }))
   const infoOf = (layer: Layer.Layer<Model, unknown, HttpClient.HttpClient>, vars: Record<string, string>) =>
-    Model.use((model) => Effect.succeed(model.info)).pipe(Effect.provide(layer.pipe(Layer.provide([noHttp, env(vars)]))))
+    Model.use((model) => Effect.succeed(model.info)).pipe(
+      Effect.provide(layer.pipe(Layer.provide([noHttp, env(vars)])))
+    )
 
   it.effect("layerConfig(name) builds the named provider from its environment", () =>
     Effect.gen(function*() {
-      expect(yield* infoOf(Providers.layerConfig("openai-compatible"), { OPENAI_MODEL: "llama3", OPENAI_BASE_URL: "http://localhost:11434/v1" }))
+      expect(
+        yield* infoOf(Providers.layerConfig("openai-compatible"), {
+          OPENAI_MODEL: "llama3",
+          OPENAI_BASE_URL: "http://localhost:11434/v1"
+        })
+      )
         .toEqual({ api: "openai-completions", provider: "openai-compatible", model: "llama3" })
-      expect(yield* infoOf(Providers.layerConfig("anthropic"), { ANTHROPIC_MODEL: "claude-x", ANTHROPIC_API_KEY: "k-123" }))
+      expect(
+        yield* infoOf(Providers.layerConfig("anthropic"), { ANTHROPIC_MODEL: "claude-x", ANTHROPIC_API_KEY: "k-123" })
+      )
         .toEqual({ api: "anthropic-messages", provider: "anthropic", model: "claude-x" })
     }))
 

@@ -166,7 +166,12 @@ describe("issue 11.1: prompt caching", () => {
   it.live("Anthropic: cache reads and writes are reported in usage", () =>
     Effect.gen(function*() {
       const body = anthropicSse([
-        messageStart({ input_tokens: 12, output_tokens: 1, cache_read_input_tokens: 900, cache_creation_input_tokens: 300 }),
+        messageStart({
+          input_tokens: 12,
+          output_tokens: 1,
+          cache_read_input_tokens: 900,
+          cache_creation_input_tokens: 300
+        }),
         ...anthropicText("ok").slice(1)
       ])
       const { exit } = yield* runAnthropic([{ body }], request([user("hi")]), {
@@ -209,7 +214,9 @@ describe("issue 11.1: prompt caching", () => {
       yield* collect(req).pipe(Effect.provide(layerFor("http://localhost:8000/v1", "anthropic/claude")))
       expect(breakpoints(seen[2])).toEqual([])
       yield* collect(req).pipe(
-        Effect.provide(layerFor("https://openrouter.ai/api/v1", "anthropic/claude-sonnet-4.5", { promptCaching: false }))
+        Effect.provide(
+          layerFor("https://openrouter.ai/api/v1", "anthropic/claude-sonnet-4.5", { promptCaching: false })
+        )
       )
       expect(breakpoints(seen[3])).toEqual([])
     }))
@@ -284,7 +291,11 @@ describe("issue 11.2: retries that listen to the server", () => {
   it.live("a retry-after beyond the cap fails at once and the error says how long the server asked for", () =>
     Effect.gen(function*() {
       const { exit, server } = yield* runOpenAi(
-        [{ status: 429, headers: { "retry-after": "3600" }, body: JSON.stringify({ error: { message: "slow down" } }) }],
+        [{
+          status: 429,
+          headers: { "retry-after": "3600" },
+          body: JSON.stringify({ error: { message: "slow down" } })
+        }],
         request([user("hi")]),
         { retry: { times: 2, baseDelay: 5, maxDelay: "10 seconds" } }
       )
@@ -422,7 +433,9 @@ describe("issue 11.4: the server's own words reach the user", () => {
       const error = failureOf(exit)
       expect(error.message).toContain("model 'nope' not found")
       expect(server.requests).toHaveLength(1)
-      const plain = failureOf((yield* runOpenAi([{ headers: { "content-type": "application/json" }, body: "[1,2]" }])).exit)
+      const plain = failureOf(
+        (yield* runOpenAi([{ headers: { "content-type": "application/json" }, body: "[1,2]" }])).exit
+      )
       expect(plain.reason).toBe("decode")
       expect(plain.message).toContain("[1,2]")
     }))
@@ -461,7 +474,14 @@ describe("issue 11.4: the server's own words reach the user", () => {
         body: openAiSse([
           chunk({ content: "Let me add " }),
           chunk({ content: "these." }),
-          chunk({ tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "add", arguments: "{\"a\": 2" } }] })
+          chunk({
+            tool_calls: [{
+              index: 0,
+              id: "call_1",
+              type: "function",
+              function: { name: "add", arguments: "{\"a\": 2" }
+            }]
+          })
         ], false),
         after: "destroy"
       }]
@@ -499,8 +519,12 @@ describe("issue 11.5: OpenAI tool-call assembly by index", () => {
   it.live("calls come out in index order even when a higher index streams first", () =>
     Effect.gen(function*() {
       const body = openAiSse([
-        chunk({ tool_calls: [{ index: 1, id: "call_b", type: "function", function: { name: "echo", arguments: "{\"text\"" } }] }),
-        chunk({ tool_calls: [{ index: 0, id: "call_a", type: "function", function: { name: "add", arguments: "{\"a\":1," } }] }),
+        chunk({
+          tool_calls: [{ index: 1, id: "call_b", type: "function", function: { name: "echo", arguments: "{\"text\"" } }]
+        }),
+        chunk({
+          tool_calls: [{ index: 0, id: "call_a", type: "function", function: { name: "add", arguments: "{\"a\":1," } }]
+        }),
         chunk({ tool_calls: [{ index: 1, function: { arguments: ":\"x\"}" } }] }),
         chunk({ tool_calls: [{ index: 0, function: { arguments: "\"b\":2}" } }] }),
         chunk({}, "tool_calls")
@@ -515,8 +539,17 @@ describe("issue 11.5: OpenAI tool-call assembly by index", () => {
   it.live("two calls that share an index but have different ids stay two calls", () =>
     Effect.gen(function*() {
       const body = openAiSse([
-        chunk({ tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "add", arguments: "{\"a\":1,\"b\":2}" } }] }),
-        chunk({ tool_calls: [{ index: 0, id: "call_2", type: "function", function: { name: "add", arguments: "{\"a\":3," } }] }),
+        chunk({
+          tool_calls: [{
+            index: 0,
+            id: "call_1",
+            type: "function",
+            function: { name: "add", arguments: "{\"a\":1,\"b\":2}" }
+          }]
+        }),
+        chunk({
+          tool_calls: [{ index: 0, id: "call_2", type: "function", function: { name: "add", arguments: "{\"a\":3," } }]
+        }),
         chunk({ tool_calls: [{ index: 0, function: { arguments: "\"b\":4}" } }] }),
         chunk({}, "tool_calls")
       ])
@@ -530,8 +563,22 @@ describe("issue 11.5: OpenAI tool-call assembly by index", () => {
   it.live("arguments that never became valid JSON are kept raw; valid ones are not marked", () =>
     Effect.gen(function*() {
       const body = openAiSse([
-        chunk({ tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "add", arguments: "{\"a\": 1, \"b\": " } }] }),
-        chunk({ tool_calls: [{ index: 1, id: "call_2", type: "function", function: { name: "add", arguments: "{\"a\":1,\"b\":2}" } }] }),
+        chunk({
+          tool_calls: [{
+            index: 0,
+            id: "call_1",
+            type: "function",
+            function: { name: "add", arguments: "{\"a\": 1, \"b\": " }
+          }]
+        }),
+        chunk({
+          tool_calls: [{
+            index: 1,
+            id: "call_2",
+            type: "function",
+            function: { name: "add", arguments: "{\"a\":1,\"b\":2}" }
+          }]
+        }),
         chunk({}, "tool_calls")
       ])
       const events = successOf((yield* runOpenAi([{ body }])).exit)

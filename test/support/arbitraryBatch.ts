@@ -133,8 +133,10 @@ const weighted = <A>(options: ReadonlyArray<readonly [number, A]>): Arbitrary.Ar
 }
 
 const nullable = <A>(arb: Arbitrary.Arbitrary<A>, weightNull = 1, weightValue = 1): Arbitrary.Arbitrary<A | null> =>
-  Arbitrary.flatMap(weighted<boolean>([[weightNull, false], [weightValue, true]]), (present) =>
-    present ? arb : Arbitrary.Constant(null))
+  Arbitrary.flatMap(
+    weighted<boolean>([[weightNull, false], [weightValue, true]]),
+    (present) => present ? arb : Arbitrary.Constant(null)
+  )
 
 // ---------------------------------------------------------------------------------------------------------
 // Generators
@@ -206,7 +208,10 @@ const abortOf = (tag: Abort["_tag"]): Arbitrary.Arbitrary<Abort> => {
     case "SignalFromCall":
     case "InterruptFromCall":
       return Arbitrary.map(
-        Arbitrary.all({ call: int(0, 5), at: weighted<AbortPoint>([[2, "handler"], [3, "bodyBegin"], [2, "bodyEnd"], [1, "before"], [1, "after"]]) }),
+        Arbitrary.all({
+          call: int(0, 5),
+          at: weighted<AbortPoint>([[2, "handler"], [3, "bodyBegin"], [2, "bodyEnd"], [1, "before"], [1, "after"]])
+        }),
         ({ at, call }) => ({ _tag: tag, call, at })
       )
   }
@@ -232,7 +237,10 @@ export const abortByInterrupt: Arbitrary.Arbitrary<Abort> = Arbitrary.flatMap(
  * subscriber on its k-th event (updates included), through the signal or by interrupting the batch's fiber.
  */
 export const abortFromInside: Arbitrary.Arbitrary<Abort> = Arbitrary.flatMap(
-  weighted<Abort["_tag"]>([[3, "SignalFromCall"], [2, "InterruptFromCall"], [2, "SignalAfterEvents"], [1, "InterruptAfterEvents"]]),
+  weighted<Abort["_tag"]>([[3, "SignalFromCall"], [2, "InterruptFromCall"], [2, "SignalAfterEvents"], [
+    1,
+    "InterruptAfterEvents"
+  ]]),
   abortOf
 )
 
@@ -316,7 +324,10 @@ const normalize = (raw: {
 }
 
 /** How often each concurrency limit is drawn (most batches run unbounded). */
-const defaultConcurrency: ReadonlyArray<readonly [number, number | "unbounded"]> = [[3, "unbounded"], [1, 1], [1, 2], [1, 3], [1, 4]]
+const defaultConcurrency: ReadonlyArray<readonly [number, number | "unbounded"]> = [[3, "unbounded"], [1, 1], [1, 2], [
+  1,
+  3
+], [1, 4]]
 
 /**
  * Random batches whose abort point is drawn from `abort`. `concurrency` reweights the concurrency limits, e.g.
@@ -332,7 +343,9 @@ export const makeBatchCaseArb = (
       calls: Arbitrary.flatMap(
         weighted<boolean>([[12, true], [1, false]]),
         (nonEmpty) =>
-          nonEmpty ? Arbitrary.array(callSpecArb, { minLength: 1, maxLength: 6 }) : Arbitrary.Constant<Array<CallSpec>>([])
+          nonEmpty
+            ? Arbitrary.array(callSpecArb, { minLength: 1, maxLength: 6 })
+            : Arbitrary.Constant<Array<CallSpec>>([])
       ),
       // Every call behaves like the first (bodies, hooks): makes "every result terminates" and similar likely.
       homogeneous: weighted<boolean>([[5, false], [1, true]]),

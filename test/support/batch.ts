@@ -146,7 +146,11 @@ export const byCallId = (scripts: Record<string, Script>): Script => (args, ctx)
 
 /** Succeeds with a text result (and optional details / terminate). */
 export const succeedWith = (text: string, extra: { details?: unknown; terminate?: boolean } = {}): Script => () =>
-  Effect.succeed({ content: [{ type: "text", text }], details: extra.details ?? { text }, ...(extra.terminate !== undefined ? { terminate: extra.terminate } : {}) })
+  Effect.succeed({
+    content: [{ type: "text", text }],
+    details: extra.details ?? { text },
+    ...(extra.terminate !== undefined ? { terminate: extra.terminate } : {})
+  })
 
 /**
  * Marks `exec:<id>` in the trace, waits for the gate named after the call id, marks `done:<id>`, and
@@ -225,7 +229,8 @@ export const assertBatchInvariants = (
     const positions = (type: AgentEvent["type"]) =>
       events.flatMap((e, i) =>
         e.type === type &&
-          ((e as { toolCallId?: string }).toolCallId ?? (e as { message?: { toolCallId?: string } }).message?.toolCallId) ===
+          ((e as { toolCallId?: string }).toolCallId ??
+              (e as { message?: { toolCallId?: string } }).message?.toolCallId) ===
             call.id
           ? [i]
           : []

@@ -381,7 +381,10 @@ export const piTools = (): Array<any> => {
       label: "echo",
       description: "Echoes its text",
       parameters: text,
-      execute: async (_id: string, { text }: { text: string }) => ({ content: [{ type: "text", text }], details: { text } })
+      execute: async (_id: string, { text }: { text: string }) => ({
+        content: [{ type: "text", text }],
+        details: { text }
+      })
     },
     {
       name: "fail",
@@ -434,69 +437,81 @@ export interface PiCall {
  * provider), it turns a failure into an `error` event and an abort into an `error` event with reason
  * `aborted` and the partial message so far ("Request was aborted").
  */
-export const piStreamFn = (model: ModelShape, calls: Array<PiCall> = []) =>
-(_model: unknown, context: any, options?: { signal?: AbortSignal }) => {
-  const stream = createAssistantMessageEventStream()
-  const signal = options?.signal
-  calls.push({
-    systemPrompt: context.systemPrompt,
-    messages: context.messages,
-    tools: (context.tools ?? []).map((t: { name: string }) => t.name),
-    abortedAtCall: signal?.aborted === true
-  })
-  const request: ModelRequest = {
-    systemPrompt: context.systemPrompt ?? "",
-    messages: context.messages,
-    tools: (context.tools ?? []).map((t: any) => ({ name: t.name, description: t.description, parameters: t.parameters }))
-  }
-  let partial: AssistantMessage | undefined
-  let finished = false
-  /** What a provider reports when it fails before or while streaming: the partial so far, or an empty message. */
-  const base = (): AssistantMessage =>
-    partial ?? {
-      role: "assistant",
-      content: [],
-      api: model.info.api,
-      provider: model.info.provider,
-      model: model.info.model,
-      usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
-      stopReason: "error",
-      timestamp: Date.now()
+export const piStreamFn =
+  (model: ModelShape, calls: Array<PiCall> = []) =>
+  (_model: unknown, context: any, options?: { signal?: AbortSignal }) => {
+    const stream = createAssistantMessageEventStream()
+    const signal = options?.signal
+    calls.push({
+      systemPrompt: context.systemPrompt,
+      messages: context.messages,
+      tools: (context.tools ?? []).map((t: { name: string }) => t.name),
+      abortedAtCall: signal?.aborted === true
+    })
+    const request: ModelRequest = {
+      systemPrompt: context.systemPrompt ?? "",
+      messages: context.messages,
+      tools: (context.tools ?? []).map((t: any) => ({
+        name: t.name,
+        description: t.description,
+        parameters: t.parameters
+      }))
     }
-  const aborted = () => {
-    const error = { ...base(), stopReason: "aborted" as const, errorMessage: "Request was aborted" }
-    stream.push({ type: "error", reason: "aborted", error } as any)
-    stream.end(error as any)
-  }
-  if (signal?.aborted) {
-    queueMicrotask(aborted)
+    let partial: AssistantMessage | undefined
+    let finished = false
+    /** What a provider reports when it fails before or while streaming: the partial so far, or an empty message. */
+    const base = (): AssistantMessage =>
+      partial ?? {
+        role: "assistant",
+        content: [],
+        api: model.info.api,
+        provider: model.info.provider,
+        model: model.info.model,
+        usage: {
+          input: 0,
+          output: 0,
+          cacheRead: 0,
+          cacheWrite: 0,
+          totalTokens: 0,
+          cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 }
+        },
+        stopReason: "error",
+        timestamp: Date.now()
+      }
+    const aborted = () => {
+      const error = { ...base(), stopReason: "aborted" as const, errorMessage: "Request was aborted" }
+      stream.push({ type: "error", reason: "aborted", error } as any)
+      stream.end(error as any)
+    }
+    if (signal?.aborted) {
+      queueMicrotask(aborted)
+      return stream
+    }
+    const program = model.stream(request).pipe(
+      Stream.runForEach((event: AssistantMessageEvent) =>
+        Effect.sync(() => {
+          if ("partial" in event) partial = event.partial
+          if (event.type === "done" || event.type === "error") finished = true
+          stream.push(event as any)
+        })
+      )
+    )
+    void Effect.runPromiseExit(program, signal ? { signal } : undefined).then((exit) => {
+      if (finished) return
+      if (Exit.isSuccess(exit)) {
+        stream.end()
+      } else if (signal?.aborted) {
+        aborted()
+      } else {
+        const squashed = Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
+        const error = (squashed as { message?: string } | undefined)?.message ?? String(squashed)
+        const message = { ...base(), stopReason: "error" as const, errorMessage: error }
+        stream.push({ type: "error", reason: "error", error: message } as any)
+        stream.end(message as any)
+      }
+    })
     return stream
   }
-  const program = model.stream(request).pipe(
-    Stream.runForEach((event: AssistantMessageEvent) =>
-      Effect.sync(() => {
-        if ("partial" in event) partial = event.partial
-        if (event.type === "done" || event.type === "error") finished = true
-        stream.push(event as any)
-      })
-    )
-  )
-  void Effect.runPromiseExit(program, signal ? { signal } : undefined).then((exit) => {
-    if (finished) return
-    if (Exit.isSuccess(exit)) {
-      stream.end()
-    } else if (signal?.aborted) {
-      aborted()
-    } else {
-      const squashed = Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
-      const error = (squashed as { message?: string } | undefined)?.message ?? String(squashed)
-      const message = { ...base(), stopReason: "error" as const, errorMessage: error }
-      stream.push({ type: "error", reason: "error", error: message } as any)
-      stream.end(message as any)
-    }
-  })
-  return stream
-}
 
 /** Runs a scripted model's step list through pi's streamFn; returns the stream function and its calls. */
 export const piScripted = (script: ReadonlyArray<ScriptedModel.Step>, options?: ScriptedModel.ScriptOptions) => {

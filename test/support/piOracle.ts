@@ -220,7 +220,12 @@ export interface TraceMessage {
 
 /** A tool-execution event, normalized: no timestamps, no `undefined`-valued keys. */
 export type TraceEvent =
-  | { readonly type: "tool_execution_start"; readonly toolCallId: string; readonly toolName: string; readonly args: unknown }
+  | {
+    readonly type: "tool_execution_start"
+    readonly toolCallId: string
+    readonly toolName: string
+    readonly args: unknown
+  }
   | {
     readonly type: "tool_execution_update"
     readonly toolCallId: string
@@ -318,7 +323,13 @@ export const normalizeEvents = (events: ReadonlyArray<any>): Array<TraceEvent> =
         break
       case "tool_execution_end":
         out.push(
-          clean({ type: e.type, toolCallId: e.toolCallId, toolName: e.toolName, result: e.result, isError: e.isError }) as TraceEvent
+          clean({
+            type: e.type,
+            toolCallId: e.toolCallId,
+            toolName: e.toolName,
+            result: e.result,
+            isError: e.isError
+          }) as TraceEvent
         )
         break
       case "message_start":
@@ -491,7 +502,9 @@ class Harness {
   }
 }
 
-const toResult = (spec: ResultSpec): { content: Array<{ type: "text"; text: string }>; details?: unknown; terminate?: boolean } => ({
+const toResult = (
+  spec: ResultSpec
+): { content: Array<{ type: "text"; text: string }>; details?: unknown; terminate?: boolean } => ({
   content: [{ type: "text", text: spec.text }],
   ...(spec.details !== undefined ? { details: spec.details } : {}),
   ...(spec.terminate !== undefined ? { terminate: spec.terminate } : {})
@@ -719,7 +732,14 @@ export const runPi = async (scenario: Scenario, options: PiRunOptions = {}): Pro
         for await (const event of stream) h.observe(event as any)
       })()
     } else {
-      run = runAgentLoop([prompt], context, config, async (event) => h.observe(event as any), h.controller.signal, streamFn)
+      run = runAgentLoop(
+        [prompt],
+        context,
+        config,
+        async (event) => h.observe(event as any),
+        h.controller.signal,
+        streamFn
+      )
         .then(() => undefined, (e) => {
           crash = e instanceof Error ? `${e.name}: ${e.message}` : String(e)
         })
@@ -742,7 +762,9 @@ export const runPi = async (scenario: Scenario, options: PiRunOptions = {}): Pro
   const events = normalizeEvents(h.snapshots)
   const turnEnd = h.snapshots.find((e: any) => e.type === "turn_end") as { toolResults: Array<unknown> } | undefined
   const returned = turnEnd?.toolResults ??
-    h.snapshots.filter((e: any) => e.type === "message_end" && e.message.role === "toolResult").map((e: any) => e.message)
+    h.snapshots.filter((e: any) => e.type === "message_end" && e.message.role === "toolResult").map((e: any) =>
+      e.message
+    )
   return {
     impl: "pi",
     events,
@@ -827,7 +849,11 @@ export const runOurs = async (scenario: Scenario, options: OursRunOptions = {}):
         : {})
     })
     const handler: Tool.Handler<unknown, unknown> = (args, ctx) =>
-      Effect.acquireUseRelease(Effect.sync(() => h.enter()), () => script(args, ctx), () => Effect.sync(() => h.leave()))
+      Effect.acquireUseRelease(
+        Effect.sync(() => h.enter()),
+        () => script(args, ctx),
+        () => Effect.sync(() => h.leave())
+      )
     const script: Tool.Handler<unknown, unknown> = (args, ctx) =>
       Effect.gen(function*() {
         h.executions.push({ toolCallId: ctx.toolCallId, args: clean(args) })

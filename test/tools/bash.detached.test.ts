@@ -3,8 +3,8 @@
  * that detached itself with `setsid` and still holds the output pipes. Checked on a real process: it must
  * exit while that child is still alive (so it did not wait for it). No timing is asserted.
  */
-import { afterEach, describe, expect, it } from "vitest"
 import { join } from "node:path"
+import { afterEach, describe, expect, it } from "vitest"
 import { NODE, ROOT, runProcess, tempDir, TEST_TIMEOUT_MS } from "../cli/support.ts"
 import { isAlive } from "./helpers.ts"
 

@@ -317,7 +317,9 @@ describe("bash sandbox (issue 16, item 5)", () => {
       assert.strictEqual(logs.length, 1, "said once, when the layer was built, not on every call")
 
       const refused = yield* Effect.flip(
-        sandbox().pipe(Effect.provideService(BashSandbox, { ...defaultSandboxSettings, mode: "require", bwrap: missing }))
+        sandbox().pipe(
+          Effect.provideService(BashSandbox, { ...defaultSandboxSettings, mode: "require", bwrap: missing })
+        )
       )
       assert.instanceOf(refused, SandboxUnavailable)
       expect(refused.message).toContain(missing)

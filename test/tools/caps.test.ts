@@ -72,7 +72,9 @@ describe("error results cap what they echo back", () => {
       const error = yield* box.fail(grep, { pattern: "(" + "a".repeat(1_000_000) })
       assert.instanceOf(error, InvalidPattern)
       expect(error.message.length).toBeLessThan(BOUND)
-      expect(error.message).toMatch(/^Invalid regular expression "\(aaa.*characters left out.*aaa": Unterminated group\./)
+      expect(error.message).toMatch(
+        /^Invalid regular expression "\(aaa.*characters left out.*aaa": Unterminated group\./
+      )
       expect(error.pattern.length).toBeLessThan(BOUND)
     }).pipe(Effect.provide(platform)))
 })
@@ -100,7 +102,9 @@ describe("outcome texts cap the arguments they echo", () => {
       const error = yield* box.fail(grep, { pattern: "g".repeat(100_000) })
       assert.instanceOf(error, InvalidPattern)
       expect(error.message.length).toBeLessThan(BOUND)
-      expect(error.message).toMatch(/^Invalid regular expression "ggg.*characters left out.*ggg": Regular expression too large\./)
+      expect(error.message).toMatch(
+        /^Invalid regular expression "ggg.*characters left out.*ggg": Regular expression too large\./
+      )
     }).pipe(Effect.provide(platform)))
 
   it.effect("a real path longer than the echo cap is listed whole by find and grep (only arguments are cut)", () =>

@@ -1,6 +1,6 @@
 /** Shared set-up of the built-in tool tests: a temporary workspace beside an "outside" directory. */
 import { NodeServices } from "@effect/platform-node"
-import { Context, Effect, Exit, FileSystem, Layer, Path, type Scope, Schema } from "effect"
+import { Context, Effect, Exit, FileSystem, Layer, Path, Schema, type Scope } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import { execFileSync } from "node:child_process"
 import type * as Tool from "../../src/Tool.ts"

@@ -4,9 +4,9 @@ import { Effect, Layer } from "effect"
 import type { AgentEvent } from "../../src/AgentEvent.ts"
 import * as EventSink from "../../src/EventSink.ts"
 import { type AssistantMessage, emptyUsage, type ToolResultMessage } from "../../src/Message.ts"
-import * as BuiltinTools from "../../src/tools/index.ts"
 import { executeToolCalls, type ToolExecutionOptions } from "../../src/ToolExecution.ts"
 import { ToolRegistry } from "../../src/ToolRegistry.ts"
+import * as BuiltinTools from "../../src/tools/index.ts"
 import { aliveInGroup, isAlive, platform, type Sandbox, sandbox } from "./helpers.ts"
 
 type Call = readonly [id: string, name: string, args: Record<string, unknown>]
@@ -111,8 +111,8 @@ describe("built-in tools in executeToolCalls", () => {
       const events: Array<AgentEvent> = []
       let seen = ""
       const registry = ToolRegistry.layer(...BuiltinTools.builtinTools).pipe(
-      Layer.provide(Layer.succeedContext(box.context))
-    )
+        Layer.provide(Layer.succeedContext(box.context))
+      )
       const result = yield* executeToolCalls(
         message([
           ["b", "bash", { command: `echo "pgid $$"; sleep 30 & echo "bg $!"; sleep 30; wait` }],

@@ -11,7 +11,15 @@ import { Model } from "../../src/Model.ts"
 import * as Anthropic from "../../src/providers/Anthropic.ts"
 import * as OpenAiCompatible from "../../src/providers/OpenAiCompatible.ts"
 import { BinaryFile, detectImage, ImageReading, read } from "../../src/tools/index.ts"
-import { anthropicSse, anthropicText, assistant, openAiTextStream, request, toolResult, user } from "../providers/support/fixtures.ts"
+import {
+  anthropicSse,
+  anthropicText,
+  assistant,
+  openAiTextStream,
+  request,
+  toolResult,
+  user
+} from "../providers/support/fixtures.ts"
 import { startServer } from "../providers/support/server.ts"
 import { platform, sandbox, textOf } from "./helpers.ts"
 
@@ -40,35 +48,45 @@ describe("image detection", () => {
 
 describe("read of an image", () => {
   it.effect("returns each format as an image block after a line naming it, whatever the file is called", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const box = yield* sandbox()
-      for (const [name, data, mimeType] of [["shot.txt", PNG, "image/png"], ["photo", JPEG, "image/jpeg"], ["a.gif", GIF, "image/gif"], ["b.bin", WEBP, "image/webp"]] as const) {
-        yield* box.put(name, data)
-        const result = yield* box.run(read, { path: name })
-        assert.deepStrictEqual(result.content[1], { type: "image", data: base64(data), mimeType }, name)
-        assert.match(textOf(result), new RegExp(`^${name} is a ${mimeType} image`))
-        assert.deepStrictEqual(result.details.image, { mimeType })
-      }
-      // A text file with an image's name is read as text.
-      yield* box.put("logo.png", "not an image\n")
-      const text = yield* box.run(read, { path: "logo.png" })
-      assert.strictEqual(textOf(text), "not an image")
-      assert.strictEqual(text.content.length, 1)
-    }).pipe(Effect.provide(platform))))
+    Effect.scoped(
+      Effect.gen(function*() {
+        const box = yield* sandbox()
+        for (
+          const [name, data, mimeType] of [["shot.txt", PNG, "image/png"], ["photo", JPEG, "image/jpeg"], [
+            "a.gif",
+            GIF,
+            "image/gif"
+          ], ["b.bin", WEBP, "image/webp"]] as const
+        ) {
+          yield* box.put(name, data)
+          const result = yield* box.run(read, { path: name })
+          assert.deepStrictEqual(result.content[1], { type: "image", data: base64(data), mimeType }, name)
+          assert.match(textOf(result), new RegExp(`^${name} is a ${mimeType} image`))
+          assert.deepStrictEqual(result.details.image, { mimeType })
+        }
+        // A text file with an image's name is read as text.
+        yield* box.put("logo.png", "not an image\n")
+        const text = yield* box.run(read, { path: "logo.png" })
+        assert.strictEqual(textOf(text), "not an image")
+        assert.strictEqual(text.content.length, 1)
+      }).pipe(Effect.provide(platform))
+    ))
 
   it.effect("describes the image instead when images are off, and refuses one larger than the limit", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const off = yield* sandbox().pipe(Effect.provideService(ImageReading, { enabled: false, maxBytes: 1024 }))
-      yield* off.put("shot.png", PNG)
-      const described = yield* off.run(read, { path: "shot.png" })
-      assert.strictEqual(described.content.length, 1)
-      assert.include(textOf(described), "does not take images")
-      const small = yield* sandbox().pipe(Effect.provideService(ImageReading, { enabled: true, maxBytes: 10 }))
-      yield* small.put("shot.png", PNG)
-      const error = yield* small.fail(read, { path: "shot.png" })
-      assert.instanceOf(error, BinaryFile)
-      assert.include((error as BinaryFile).message, "larger than")
-    }).pipe(Effect.provide(platform))))
+    Effect.scoped(
+      Effect.gen(function*() {
+        const off = yield* sandbox().pipe(Effect.provideService(ImageReading, { enabled: false, maxBytes: 1024 }))
+        yield* off.put("shot.png", PNG)
+        const described = yield* off.run(read, { path: "shot.png" })
+        assert.strictEqual(described.content.length, 1)
+        assert.include(textOf(described), "does not take images")
+        const small = yield* sandbox().pipe(Effect.provideService(ImageReading, { enabled: true, maxBytes: 10 }))
+        yield* small.put("shot.png", PNG)
+        const error = yield* small.fail(read, { path: "shot.png" })
+        assert.instanceOf(error, BinaryFile)
+        assert.include((error as BinaryFile).message, "larger than")
+      }).pipe(Effect.provide(platform))
+    ))
 })
 
 describe("an image read reaches the model", () => {
@@ -87,43 +105,50 @@ describe("an image read reaches the model", () => {
     Model.use((model) => Stream.runDrain(model.stream(request(messages)))).pipe(Effect.provide(layer))
 
   it.effect("OpenAI-compatible: the image follows the tool message as an image_url data URL", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const messages = yield* transcriptWithImage
-      const server = yield* startServer
-      server.replies = [{ headers: { "content-type": "text/event-stream" }, body: openAiTextStream("A pixel.") }]
-      yield* streamTo(
-        OpenAiCompatible.layer({ model: "m", baseUrl: `${server.url}/v1`, apiKey: Redacted.make("k") }).pipe(
-          Layer.provide(FetchHttpClient.layer)
-        ),
-        messages
-      )
-      const body = server.requests[0].body
-      const url = `data:image/png;base64,${base64(PNG)}`
-      const tool = body.messages.find((m: any) => m.role === "tool")
-      assert.strictEqual(tool.tool_call_id, "toolu_1")
-      const carrier = body.messages.slice(body.messages.indexOf(tool) + 1).find((m: any) => m.role === "user")
-      assert.deepInclude(carrier.content, { type: "image_url", image_url: { url } })
-    }).pipe(Effect.provide(platform))))
+    Effect.scoped(
+      Effect.gen(function*() {
+        const messages = yield* transcriptWithImage
+        const server = yield* startServer
+        server.replies = [{ headers: { "content-type": "text/event-stream" }, body: openAiTextStream("A pixel.") }]
+        yield* streamTo(
+          OpenAiCompatible.layer({ model: "m", baseUrl: `${server.url}/v1`, apiKey: Redacted.make("k") }).pipe(
+            Layer.provide(FetchHttpClient.layer)
+          ),
+          messages
+        )
+        const body = server.requests[0].body
+        const url = `data:image/png;base64,${base64(PNG)}`
+        const tool = body.messages.find((m: any) => m.role === "tool")
+        assert.strictEqual(tool.tool_call_id, "toolu_1")
+        const carrier = body.messages.slice(body.messages.indexOf(tool) + 1).find((m: any) => m.role === "user")
+        assert.deepInclude(carrier.content, { type: "image_url", image_url: { url } })
+      }).pipe(Effect.provide(platform))
+    ))
 
   it.effect("Anthropic: the image is a base64 image block inside the tool_result", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const messages = yield* transcriptWithImage
-      const server = yield* startServer
-      server.replies = [{ headers: { "content-type": "text/event-stream" }, body: anthropicSse(anthropicText("A pixel.")) }]
-      yield* streamTo(
-        Anthropic.layer({ model: "claude-test", baseUrl: server.url, apiKey: Redacted.make("k") }).pipe(
-          Layer.provide(FetchHttpClient.layer)
-        ),
-        messages
-      )
-      const body = server.requests[0].body
-      const results = body.messages.flatMap((m: any) => Array.isArray(m.content) ? m.content : [])
-        .filter((b: any) => b.type === "tool_result")
-      assert.strictEqual(results.length, 1)
-      assert.strictEqual(results[0].tool_use_id, "toolu_1")
-      assert.deepInclude(results[0].content, {
-        type: "image",
-        source: { type: "base64", media_type: "image/png", data: base64(PNG) }
-      })
-    }).pipe(Effect.provide(platform))))
+    Effect.scoped(
+      Effect.gen(function*() {
+        const messages = yield* transcriptWithImage
+        const server = yield* startServer
+        server.replies = [{
+          headers: { "content-type": "text/event-stream" },
+          body: anthropicSse(anthropicText("A pixel."))
+        }]
+        yield* streamTo(
+          Anthropic.layer({ model: "claude-test", baseUrl: server.url, apiKey: Redacted.make("k") }).pipe(
+            Layer.provide(FetchHttpClient.layer)
+          ),
+          messages
+        )
+        const body = server.requests[0].body
+        const results = body.messages.flatMap((m: any) => Array.isArray(m.content) ? m.content : [])
+          .filter((b: any) => b.type === "tool_result")
+        assert.strictEqual(results.length, 1)
+        assert.strictEqual(results[0].tool_use_id, "toolu_1")
+        assert.deepInclude(results[0].content, {
+          type: "image",
+          source: { type: "base64", media_type: "image/png", data: base64(PNG) }
+        })
+      }).pipe(Effect.provide(platform))
+    ))
 })

@@ -167,7 +167,22 @@ describe("grep", () => {
 
 describe("grep: the whole-text prefilter never changes what is found", () => {
   const Piece = Schema.Literals(["a", "b", "ab", " ", "\n", "\r\n", "\r", "\u2028", "é"])
-  const Pattern = Schema.Literals(["a", "^a", "b$", "^$", "a\\s*b", "a(?=\\n)", "b(?!.)", "(?<=^)b", "b(?![\\s\\S])", "(?<![\\s\\S])a", "\\bab\\b", "a|^b", "[^a]b", "a.b"])
+  const Pattern = Schema.Literals([
+    "a",
+    "^a",
+    "b$",
+    "^$",
+    "a\\s*b",
+    "a(?=\\n)",
+    "b(?!.)",
+    "(?<=^)b",
+    "b(?![\\s\\S])",
+    "(?<![\\s\\S])a",
+    "\\bab\\b",
+    "a|^b",
+    "[^a]b",
+    "a.b"
+  ])
   it.effect.prop(
     "grep prints exactly the lines a line-by-line search matches",
     { pieces: Schema.Array(Piece), pattern: Pattern, ignoreCase: Schema.Boolean },

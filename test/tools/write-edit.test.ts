@@ -135,7 +135,13 @@ describe("edit changes no byte outside the replaced text (issue 16, item 4)", ()
         yield* bytesOf(box, "latin.txt"),
         concat(latin1("caf\xe9 cr\xe8me\n"), utf8("héllo there"), latin1("\nna\xefve\xff"))
       )
-      assert.deepStrictEqual(result.details, { path: "latin.txt", line: 2, linesRemoved: 1, linesAdded: 1, crlf: false })
+      assert.deepStrictEqual(result.details, {
+        path: "latin.txt",
+        line: 2,
+        linesRemoved: 1,
+        linesAdded: 1,
+        crlf: false
+      })
     }).pipe(Effect.provide(platform)))
 
   it.effect("an oldText that spans bytes which are not UTF-8 is refused with a clear message, file untouched", () =>

@@ -15,9 +15,17 @@ export interface CommandInfo {
 /** Every slash command, in the order `/help` lists them. */
 export const COMMANDS: ReadonlyArray<CommandInfo> = [
   { name: "/help", args: "", summary: "the commands and keys" },
-  { name: "/model", args: "[provider] [model]", summary: "show the model, or switch model or provider for the next prompts" },
+  {
+    name: "/model",
+    args: "[provider] [model]",
+    summary: "show the model, or switch model or provider for the next prompts"
+  },
   { name: "/session", args: "", summary: "the session file, message count, tokens and cost" },
-  { name: "/clear", args: "", summary: "start the conversation afresh (the model forgets it; the session file keeps it)" },
+  {
+    name: "/clear",
+    args: "",
+    summary: "start the conversation afresh (the model forgets it; the session file keeps it)"
+  },
   { name: "/compact", args: "", summary: "summarise older turns through the model to free context" },
   { name: "/undo", args: "", summary: "put back the files the last turn changed with write or edit" },
   { name: "/quit", args: "", summary: "leave (as does Ctrl-C twice, or Ctrl-D, at an empty prompt)" }

@@ -118,7 +118,9 @@ export const step = (state: EditorState, key: Key, context: EditorContext): Edit
   }
   if (key.ctrl && key.name === "d") {
     if (text === "") return context.cancelable ? { _tag: "Cancel" } : { _tag: "Exit" }
-    return cursor < text.length ? { ...state, text: text.slice(0, cursor) + text.slice(nextBoundary(text, cursor)) } : state
+    return cursor < text.length
+      ? { ...state, text: text.slice(0, cursor) + text.slice(nextBoundary(text, cursor)) }
+      : state
   }
   const cleared = { ...state, armedExit: false }
   switch (key.name) {
@@ -279,7 +281,11 @@ export const viewport = (frame: Frame, height: number | undefined): Frame => {
   const room = height === undefined ? Infinity : Math.max(3, height - 1)
   if (frame.rows.length <= room) return frame
   const start = Math.min(Math.max(0, frame.cursorRow - room + 1), frame.rows.length - room)
-  return { rows: frame.rows.slice(start, start + room), cursorRow: frame.cursorRow - start, cursorColumn: frame.cursorColumn }
+  return {
+    rows: frame.rows.slice(start, start + room),
+    cursorRow: frame.cursorRow - start,
+    cursorColumn: frame.cursorColumn
+  }
 }
 
 /** Options of one read. */
@@ -313,7 +319,8 @@ export const read = (keys: Keys, options: ReadOptions): Effect.Effect<EditorResu
       }
       options.write(out + SYNC_END)
     }
-    const fullFrame = (s: EditorState) => render(s, { prompt: options.prompt, columns: options.columns(), color: options.color })
+    const fullFrame = (s: EditorState) =>
+      render(s, { prompt: options.prompt, columns: options.columns(), color: options.color })
     const frameOf = (s: EditorState) => viewport(fullFrame(s), options.rows?.())
     draw(frameOf(state), false)
     while (true) {
@@ -329,7 +336,9 @@ export const read = (keys: Keys, options: ReadOptions): Effect.Effect<EditorResu
         }
         const next = step(state, key, options)
         if ("_tag" in next) {
-          const last = next._tag === "Submit" ? { ...state, hint: "", cursor: state.text.length } : { ...state, hint: "" }
+          const last = next._tag === "Submit"
+            ? { ...state, hint: "", cursor: state.text.length }
+            : { ...state, hint: "" }
           // The entry as sent, whole, stays in the scrollback.
           draw(fullFrame(last), true)
           return next

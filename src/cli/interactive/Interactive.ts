@@ -13,20 +13,20 @@ import type { AgentShape } from "../../Agent.ts"
 import type { AgentEvent } from "../../AgentEvent.ts"
 import { type AgentMessage, type AssistantMessage, emptyUsage, isMessage } from "../../Message.ts"
 import { Model, type ModelShape } from "../../Model.ts"
-import { providerNames, type ProviderName } from "../../providers/index.ts"
+import { type ProviderName, providerNames } from "../../providers/index.ts"
 import type { BeforeToolCallContext, BeforeToolCallResult } from "../../ToolExecution.ts"
-import { type ApprovalRequest, approvalHook, type Decision, preview } from "../Approval.ts"
+import { approvalHook, type ApprovalRequest, type Decision, preview } from "../Approval.ts"
 import { terminalSafe } from "../internal/terminalText.ts"
 import * as LiveView from "../LiveView.ts"
-import { providerLayer, providerSettings, type ProviderSettings } from "../provider.ts"
+import { providerLayer, type ProviderSettings, providerSettings } from "../provider.ts"
+import type { AttachedPrompt } from "../Task.ts"
+import * as Usage from "../Usage.ts"
 import * as Commands from "./Commands.ts"
 import * as Editor from "./Editor.ts"
 import * as History from "./History.ts"
 import * as Keys from "./Keys.ts"
 import * as Markdown from "./Markdown.ts"
 import * as Undo from "./Undo.ts"
-import type { AttachedPrompt } from "../Task.ts"
-import * as Usage from "../Usage.ts"
 
 /** What the command line gives the interactive mode. */
 export interface InteractiveOptions {
@@ -158,10 +158,13 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
         }),
         lanes.pause(effect)
       ),
-    close: Effect.andThen(Effect.sync(() => {
-      clearWaiting()
-      endText()
-    }), lanes.close)
+    close: Effect.andThen(
+      Effect.sync(() => {
+        clearWaiting()
+        endText()
+      }),
+      lanes.close
+    )
   }
 
   // --- Keys while an answer runs: Esc/Ctrl-C stop it; a question on screen gets the keys -----------------
@@ -234,11 +237,16 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
       say(preview(request, before, { color }).join("\n"))
       // Keys typed before the question was on screen answer nothing.
       yield* questionSource.discard
-      write(`${paint(`Allow ${terminalSafe(request.toolName)}?`, "1;33")} ${paint("[y]es [n]o [a]lways [e]xplain", "2")} `)
+      write(
+        `${paint(`Allow ${terminalSafe(request.toolName)}?`, "1;33")} ${paint("[y]es [n]o [a]lways [e]xplain", "2")} `
+      )
       asking = true
-      return yield* Effect.ensuring(answerKey, Effect.sync(() => {
-        asking = false
-      }))
+      return yield* Effect.ensuring(
+        answerKey,
+        Effect.sync(() => {
+          asking = false
+        })
+      )
     }))
   const approvals = approvalHook(options.yes ? { _tag: "AllowAll" } : { _tag: "Judge", judge }, options.needsApproval)
   const beforeToolCall = (context: BeforeToolCallContext) =>
@@ -281,7 +289,11 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
   // --- `!command` ---------------------------------------------------------------------------------------
   const shell = (command: string) =>
     Effect.gen(function*() {
-      const child = spawn("sh", ["-c", command], { cwd: options.root, stdio: ["ignore", "pipe", "pipe"], detached: true })
+      const child = spawn("sh", ["-c", command], {
+        cwd: options.root,
+        stdio: ["ignore", "pipe", "pipe"],
+        detached: true
+      })
       let midLine = false
       const show = (chunk: Buffer) => {
         const textChunk = terminalSafe(chunk.toString("utf8"))
@@ -331,7 +343,9 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
         return yield* Model
       }).pipe(Effect.provide(providerLayer(next)))
       settings = next
-      say(`model: ${terminalSafe(current.info.provider)} / ${terminalSafe(current.info.model)} (from the next prompt on)`)
+      say(
+        `model: ${terminalSafe(current.info.provider)} / ${terminalSafe(current.info.model)} (from the next prompt on)`
+      )
     })
 
   const compact = (agent: AgentShape) =>
@@ -348,13 +362,16 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
         systemPrompt: "You summarise a coding session so that it can go on without its transcript.",
         messages: [...older, {
           role: "user" as const,
-          content: "Summarise the conversation above for yourself: the task, what was done, files changed, decisions and open questions. Be brief; keep paths, names and numbers exact.",
+          content:
+            "Summarise the conversation above for yourself: the task, what was done, files changed, decisions and open questions. Be brief; keep paths, names and numbers exact.",
           timestamp: Date.now()
         }],
         tools: []
       }
       const events = yield* Stream.runCollect(current.stream(request)).pipe(
-        Effect.catch((error) => Effect.sync(() => void say(paint(`compact failed: ${terminalSafe(error.message)}`, "31"))))
+        Effect.catch((error) =>
+          Effect.sync(() => void say(paint(`compact failed: ${terminalSafe(error.message)}`, "31")))
+        )
       )
       if (events === undefined) return
       const done = Array.from(events).find((e) => e.type === "done")
@@ -385,7 +402,11 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
       ]
       yield* agent.setMessages(replaced).pipe(Effect.catch(() => Effect.void))
       say(`Compacted ${older.length} older messages into a summary; ${kept.length} recent messages kept.`)
-      say(Markdown.renderMarkdown(summary, { columns: columns() - 3, color }).map((row) => paint("│ ", "2") + row).join("\n"))
+      say(
+        Markdown.renderMarkdown(summary, { columns: columns() - 3, color }).map((row) => paint("│ ", "2") + row).join(
+          "\n"
+        )
+      )
     })
 
   const sessionInfo = (agent: AgentShape, sessionPath: string) =>
@@ -412,7 +433,9 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
           const count = (yield* SubscriptionRef.get(agent.state)).messages.length
           yield* agent.setMessages([]).pipe(Effect.catch(() => Effect.void))
           write("\x1b[2J\x1b[3J\x1b[H")
-          return say(`Context cleared: the model no longer sees the ${count} earlier messages (the session file keeps them).`)
+          return say(
+            `Context cleared: the model no longer sees the ${count} earlier messages (the session file keeps them).`
+          )
         }
         case "/compact":
           return yield* compact(agent)

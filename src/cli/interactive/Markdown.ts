@@ -37,7 +37,9 @@ const rendererFor = (columns: number, color: boolean): Marked | undefined => {
   let marked = renderers.get(key)
   if (marked === undefined) {
     marked = new libraries.Marked()
-    marked.use(libraries.markedTerminal({ width: columns, reflowText: true, tab: 2, emoji: false, showSectionPrefix: false }))
+    marked.use(
+      libraries.markedTerminal({ width: columns, reflowText: true, tab: 2, emoji: false, showSectionPrefix: false })
+    )
     renderers.set(key, marked)
   }
   return marked
@@ -51,7 +53,10 @@ const ANSI = /\x1b\[[0-9;]*m/g
  * terminal-safe first, so escape sequences in it are shown, never obeyed; tabs become spaces so that widths
  * are known.
  */
-export const renderMarkdown = (source: string, options: { readonly columns: number; readonly color: boolean }): Array<string> => {
+export const renderMarkdown = (
+  source: string,
+  options: { readonly columns: number; readonly color: boolean }
+): Array<string> => {
   const safe = terminalSafe(source).replace(/\t/g, "    ")
   let out: string
   try {

@@ -22,8 +22,9 @@ class NotStorable {
 
 /** Sets an own property, also for the key `__proto__` (a plain assignment would set the prototype). */
 const setOwn = (target: Record<string, unknown>, key: string, value: unknown) => {
-  if (key === "__proto__") Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true })
-  else target[key] = value
+  if (key === "__proto__") {
+    Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true })
+  } else target[key] = value
 }
 
 const isPlainObject = (value: object): boolean => {
@@ -39,7 +40,9 @@ const encodeValue = (value: unknown, seen: Set<object>): Schema.Json => {
     case "boolean":
       return value
     case "number":
-      return Number.isFinite(value) && !Object.is(value, -0) ? value : { [NUMBER]: Object.is(value, -0) ? "-0" : String(value) }
+      return Number.isFinite(value) && !Object.is(value, -0)
+        ? value
+        : { [NUMBER]: Object.is(value, -0) ? "-0" : String(value) }
     case "bigint":
       return { [BIGINT]: value.toString() }
     case "object": {
@@ -123,7 +126,9 @@ export const roundTrip = (value: unknown): { readonly ok: true; readonly value: 
   try {
     return { ok: true, value: decodeValue(JSON.parse(JSON.stringify(encodeValue(value, new Set())))) }
   } catch (error) {
-    if (error instanceof NotStorable) return { ok: false, message: `The result cannot be stored in the run: it holds ${error.what}` }
+    if (error instanceof NotStorable) {
+      return { ok: false, message: `The result cannot be stored in the run: it holds ${error.what}` }
+    }
     throw error
   }
 }

@@ -144,7 +144,9 @@ export class ResponseBuilder {
     this.events.push({ type: "text_delta", contentIndex: index, delta, partial: this.snapshot() })
   }
 
-  openThinking(options: { readonly signature?: string; readonly redacted?: boolean; readonly initial?: string } = {}): number {
+  openThinking(
+    options: { readonly signature?: string; readonly redacted?: boolean; readonly initial?: string } = {}
+  ): number {
     this.start()
     const block: ThinkingContent = {
       type: "thinking",
@@ -203,7 +205,10 @@ export class ResponseBuilder {
   }
 
   /** Fills in the id or name of a tool call when they arrive after its first piece. */
-  completeToolCall(index: number, fields: { readonly id?: string | undefined; readonly name?: string | undefined }): void {
+  completeToolCall(
+    index: number,
+    fields: { readonly id?: string | undefined; readonly name?: string | undefined }
+  ): void {
     const block = this.content[index]
     if (block?.type !== "toolCall") return
     const id = block.id === "" && fields.id ? fields.id : block.id

@@ -11,13 +11,7 @@ import { Sse } from "effect/encoding"
 import { HttpClient, type HttpClientError, HttpClientRequest, type HttpClientResponse } from "effect/http"
 import type { AssistantMessageEvent } from "../../AssistantMessageEvent.ts"
 import type { AssistantMessage } from "../../Message.ts"
-import {
-  ModelError,
-  type ModelErrorReason,
-  type ModelInfo,
-  type ModelRequest,
-  type ModelShape
-} from "../../Model.ts"
+import { ModelError, type ModelErrorReason, type ModelInfo, type ModelRequest, type ModelShape } from "../../Model.ts"
 import type { ResponseBuilder } from "./builder.ts"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -421,9 +415,7 @@ export const streamSse = (call: SseCall): Stream.Stream<AssistantMessageEvent, M
         ).pipe(Stream.flattenIterable)
         : sseEvents(
           response.stream.pipe(
-            Stream.mapError((error) =>
-              networkFailure(label, "the connection was lost while streaming", error, scrub)
-            ),
+            Stream.mapError((error) => networkFailure(label, "the connection was lost while streaming", error, scrub)),
             Stream.timeoutOrElse({
               duration: transport.idleTimeout,
               orElse: () =>

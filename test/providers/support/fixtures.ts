@@ -12,7 +12,11 @@ import type { ModelRequest } from "../../../src/Model.ts"
 export const openAiSse = (chunks: ReadonlyArray<unknown>, done = true): string =>
   chunks.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`).join("") + (done ? "data: [DONE]\n\n" : "")
 
-export const chunk = (delta: Record<string, unknown>, finish: string | null = null, extra: Record<string, unknown> = {}) => ({
+export const chunk = (
+  delta: Record<string, unknown>,
+  finish: string | null = null,
+  extra: Record<string, unknown> = {}
+) => ({
   id: "chatcmpl-123",
   object: "chat.completion.chunk",
   created: 1_700_000_000,

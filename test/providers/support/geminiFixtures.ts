@@ -12,7 +12,8 @@ export const SIGNATURE = "CiQBVKhc7jT1y1nN/Zq8+9w0vYx2aBc="
 
 export const geminiChunk = (
   parts: ReadonlyArray<Record<string, unknown>>,
-  extra: { readonly finishReason?: string; readonly finishMessage?: string; readonly usage?: Record<string, number> } = {}
+  extra: { readonly finishReason?: string; readonly finishMessage?: string; readonly usage?: Record<string, number> } =
+    {}
 ) => ({
   candidates: [{
     content: { parts, role: "model" },

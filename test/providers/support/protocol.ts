@@ -52,7 +52,9 @@ export const checkProtocol = (events: ReadonlyArray<AssistantMessageEvent>): Ass
       if (event.type === "toolcall_end") {
         ended.set(index, event.toolCall)
         if (JSON.stringify(event.toolCall) !== JSON.stringify(block)) fail(i, "toolCall differs from the partial")
-        if (state!.text !== "" && JSON.stringify(JSON.parse(state!.text)) !== JSON.stringify(event.toolCall.arguments)) {
+        if (
+          state!.text !== "" && JSON.stringify(JSON.parse(state!.text)) !== JSON.stringify(event.toolCall.arguments)
+        ) {
           fail(i, "tool call arguments differ from the streamed JSON")
         }
       } else {

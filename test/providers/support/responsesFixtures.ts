@@ -136,7 +136,13 @@ export const responsesFullEvents = [
   summaryPartAdded("rs_01", 0, 0),
   summaryDelta("rs_01", 0, 0, "**Adding** numbers… "),
   summaryDelta("rs_01", 0, 0, "🤔"),
-  { type: "response.reasoning_summary_text.done", item_id: "rs_01", output_index: 0, summary_index: 0, text: "**Adding** numbers… 🤔" },
+  {
+    type: "response.reasoning_summary_text.done",
+    item_id: "rs_01",
+    output_index: 0,
+    summary_index: 0,
+    text: "**Adding** numbers… 🤔"
+  },
   summaryPartAdded("rs_01", 0, 1),
   summaryDelta("rs_01", 0, 1, "Then echo."),
   itemDone(0, {
@@ -150,7 +156,13 @@ export const responsesFullEvents = [
   textDelta("msg_01", 1, "Héllo wörld "),
   textDelta("msg_01", 1, "🌍!"),
   textDone("msg_01", 1, "Héllo wörld 🌍!"),
-  { type: "response.content_part.done", item_id: "msg_01", output_index: 1, content_index: 0, part: { type: "output_text", text: "Héllo wörld 🌍!", annotations: [] } },
+  {
+    type: "response.content_part.done",
+    item_id: "msg_01",
+    output_index: 1,
+    content_index: 0,
+    part: { type: "output_text", text: "Héllo wörld 🌍!", annotations: [] }
+  },
   itemDone(1, message("msg_01", "Héllo wörld 🌍!")),
   itemAdded(2, call("fc_01", "call_a", "add", "", "in_progress")),
   argsDelta("fc_01", 2, "{\"a\": 2,"),

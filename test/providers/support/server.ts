@@ -127,7 +127,9 @@ const play = async (reply: Reply, res: http.ServerResponse) => {
     if (res.destroyed) return
     res.write(body.subarray(offset, offset + Math.max(1, size)))
     // A pause of 0 still yields to the event loop, so each piece leaves as its own write.
-    if (size < body.length) await (reply.delayMs === 0 ? new Promise((resolve) => setImmediate(resolve)) : sleep(reply.delayMs ?? 2))
+    if (size < body.length) {
+      await (reply.delayMs === 0 ? new Promise((resolve) => setImmediate(resolve)) : sleep(reply.delayMs ?? 2))
+    }
   }
   switch (reply.after ?? "end") {
     case "end":
@@ -156,7 +158,9 @@ export const memoryClient = (
     HttpClient.HttpClient,
     HttpClient.make((request, url) =>
       Effect.sync(() => {
-        const body = request.body._tag === "Uint8Array" ? JSON.parse(new TextDecoder().decode(request.body.body)) : undefined
+        const body = request.body._tag === "Uint8Array"
+          ? JSON.parse(new TextDecoder().decode(request.body.body))
+          : undefined
         const { chunks, status } = respond({ url: url.toString(), body })
         const stream = new ReadableStream<Uint8Array>({
           start(controller) {

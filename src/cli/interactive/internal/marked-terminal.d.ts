@@ -1,5 +1,8 @@
 // The package ships no types (and @types/marked-terminal pins an old marked): only what we call.
 declare module "marked-terminal" {
   import type { MarkedExtension } from "marked"
-  export function markedTerminal(options?: Record<string, unknown>, highlightOptions?: Record<string, unknown>): MarkedExtension
+  export function markedTerminal(
+    options?: Record<string, unknown>,
+    highlightOptions?: Record<string, unknown>
+  ): MarkedExtension
 }
