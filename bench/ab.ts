@@ -31,7 +31,10 @@ const reps = Number(option("--reps", "7"))
 
 const dir = mkdtempSync(join(tmpdir(), "effect-agent-ab-"))
 try {
-  const archive = execFileSync("git", ["archive", ref, "src", "bench", "package.json"], { cwd: root })
+  const archive = execFileSync("git", ["archive", ref, "src", "bench", "package.json"], {
+    cwd: root,
+    maxBuffer: 1 << 28
+  })
   execFileSync("tar", ["-x", "-C", dir], { input: archive })
   symlinkSync(join(root, "node_modules"), join(dir, "node_modules"))
   const There: typeof Here = await import(pathToFileURL(join(dir, "bench", "loop.ts")).href)

@@ -234,11 +234,18 @@ const streamAssistantResponse = Effect.fnUntraced(function*<R>(run: Run<R>, syst
         return run.emit({ type: "message_update", message: event.partial, assistantMessageEvent: event })
     }
   }
-  const call = Effect.flatMap(buildRequest(run, systemPrompt), (request) =>
-    run.model.stream(request).pipe(
-      Stream.takeUntil((event) => event.type === "done" || event.type === "error"),
-      Stream.runForEach(onEvent)
-    ))
+  // The stream is read up to its `done` or `error` event and no further; one stage (not a `takeUntil` in
+  // front of a `runForEach`) per model call.
+  const onEventWhile = (event: AssistantMessageEvent): Effect.Effect<boolean> => {
+    const handled = onEvent(event)
+    return event.type === "done" || event.type === "error"
+      ? Effect.as(handled, false)
+      : Effect.as(handled, true)
+  }
+  const call = Effect.flatMap(
+    buildRequest(run, systemPrompt),
+    (request) => Stream.runForEachWhile(run.model.stream(request), onEventWhile)
+  )
   const exit = isAborted(run)
     ? Exit.interrupt()
     // Started at once (no trip through the scheduler); an abort raised while the stream delivers

@@ -9,7 +9,6 @@
 import type { Duration } from "effect"
 import { Cause, Effect, Exit, Fiber, Option } from "effect"
 import type { ExecutionMode } from "../Tool.ts"
-import { whenAborted } from "./abort.ts"
 import {
   Abandoned,
   type Call,
@@ -150,10 +149,7 @@ export const supervise = Effect.fnUntraced(function*<R>(
   // Detached: a child fiber would be awaited when this one exits, and abandoned work must not hold it.
   // Not started immediately, so that an interruption arriving while it would run synchronously is seen.
   const fiber = yield* Effect.forkDetach(Effect.interruptible(work))
-  const waiting = signal === undefined
-    ? Fiber.await(fiber)
-    : Effect.raceFirst(Fiber.await(fiber), Effect.as(whenAborted(signal), undefined))
-  const first = yield* Effect.exit(restore(waiting))
+  const first = yield* Effect.exit(restore(signal === undefined ? Fiber.await(fiber) : awaitOrAbort(fiber, signal)))
   if (Exit.isSuccess(first) && first.value !== undefined) return first.value
   stop()
   for (const call of calls) abortRunning(call)
@@ -164,6 +160,32 @@ export const supervise = Effect.fnUntraced(function*<R>(
   abandon()
   return Exit.interrupt()
 })
+
+/**
+ * Waits for the fiber's exit, or for the signal (`undefined`), whichever comes first: one listener and one
+ * observer, removed by whichever fires or by an interruption (no racing fibers).
+ */
+const awaitOrAbort = <A, E>(
+  fiber: Fiber.Fiber<A, E>,
+  signal: AbortSignal
+): Effect.Effect<Exit.Exit<A, E> | undefined> =>
+  Effect.callback<Exit.Exit<A, E> | undefined>((resume) => {
+    if (signal.aborted) return resume(Effect.succeed(undefined))
+    let removeObserver: (() => void) | undefined
+    const onAbort = () => {
+      removeObserver?.()
+      resume(Effect.succeed(undefined))
+    }
+    signal.addEventListener("abort", onAbort, { once: true })
+    removeObserver = fiber.addObserver((exit) => {
+      signal.removeEventListener("abort", onAbort)
+      resume(Effect.succeed(exit))
+    })
+    return Effect.sync(() => {
+      signal.removeEventListener("abort", onAbort)
+      removeObserver?.()
+    })
+  })
 
 /** The honest result of a call the abort caught before it ended (TE 8.3). */
 const interruptedResult = (call: Call, reason: string): Finalized => {
