@@ -171,6 +171,8 @@ const awaitOrAbort = <A, E>(
 ): Effect.Effect<Exit.Exit<A, E> | undefined> =>
   Effect.callback<Exit.Exit<A, E> | undefined>((resume) => {
     if (signal.aborted) return resume(Effect.succeed(undefined))
+    // The listener first: an observer called at once (the fiber is already done) removes it again.
+    // eslint-disable-next-line prefer-const -- read by onAbort, which may be made before the fiber is observed
     let removeObserver: (() => void) | undefined
     const onAbort = () => {
       removeObserver?.()
