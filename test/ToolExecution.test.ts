@@ -2199,7 +2199,7 @@ describe("TE 9 bad input and faults", () => {
       assert.deepStrictEqual(order.slice(4).sort(), ["end:1", "end:3"])
     }).pipe(unblockOnExit))
 
-  it.effect("TE 9 an aborted batch still settles when a subscriber is stuck", () => {
+  it.effect("TE 8.5, TE 9.2 an aborted batch still settles when a subscriber is stuck", () => {
     const gates = makeGates()
     return Effect.gen(function*() {
       const rec = makeRecorder()
