@@ -17,7 +17,6 @@ import type { AgentEvent } from "../src/AgentEvent.ts"
 import type { ShouldStopAfterTurnContext } from "../src/AgentLoop.ts"
 import { Growing } from "../src/internal/growing.ts"
 import type { AgentMessage } from "../src/Message.ts"
-import type { ToolCall } from "../src/Message.ts"
 import { Model } from "../src/Model.ts"
 import * as ScriptedModel from "../src/ScriptedModel.ts"
 import { ToolRegistry } from "../src/ToolRegistry.ts"
@@ -29,6 +28,7 @@ import {
   customTool,
   makeRecorder,
   runLoop,
+  scenarioCall,
   standardTools,
   user,
   within
@@ -65,27 +65,7 @@ const Scenario = Schema.Struct({
 })
 type Scenario = typeof Scenario.Type
 
-/** The tool calls of a step: each kind mapped to a concrete call. */
-const callOf = (kind: CallKind, id: string): ToolCall => {
-  switch (kind) {
-    case "ok":
-      return ScriptedModel.toolCall(id, "add", { a: 1, b: 2 })
-    case "fail":
-      return ScriptedModel.toolCall(id, "fail", { text: id })
-    case "die":
-      return ScriptedModel.toolCall(id, "die", {})
-    case "unknown":
-      return ScriptedModel.toolCall(id, "missing", {})
-    case "invalid":
-      return ScriptedModel.toolCall(id, "add", { a: "not a number" })
-    case "terminate":
-      return ScriptedModel.toolCall(id, "stop", { text: id })
-    case "slow":
-      return ScriptedModel.toolCall(id, "slow", {})
-    case "abort":
-      return ScriptedModel.toolCall(id, "abort", {})
-  }
-}
+const callOf = scenarioCall
 
 interface Harness {
   readonly controller: AbortController

@@ -9,7 +9,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Metric, Option, Schema, Tracer } from "effect"
 import type { AgentEvent } from "../src/AgentEvent.ts"
-import type { ToolCall } from "../src/Message.ts"
 import * as ScriptedModel from "../src/ScriptedModel.ts"
 import * as Telemetry from "../src/Telemetry.ts"
 import {
@@ -18,6 +17,7 @@ import {
   customTool,
   makeRecorder,
   runLoop,
+  scenarioCall,
   skeleton,
   standardTools,
   within
@@ -37,26 +37,7 @@ const Scenario = Schema.Struct({
 })
 type Scenario = typeof Scenario.Type
 
-const callOf = (kind: CallKind, id: string): ToolCall => {
-  switch (kind) {
-    case "ok":
-      return ScriptedModel.toolCall(id, "add", { a: 1, b: 2 })
-    case "fail":
-      return ScriptedModel.toolCall(id, "fail", { text: id })
-    case "die":
-      return ScriptedModel.toolCall(id, "die", {})
-    case "unknown":
-      return ScriptedModel.toolCall(id, "missing", {})
-    case "invalid":
-      return ScriptedModel.toolCall(id, "add", { a: "x" })
-    case "terminate":
-      return ScriptedModel.toolCall(id, "stop", { text: id })
-    case "slow":
-      return ScriptedModel.toolCall(id, "slow", {})
-    case "abort":
-      return ScriptedModel.toolCall(id, "abort", {})
-  }
-}
+const callOf = scenarioCall
 
 const scriptOf = (scenario: Scenario): Array<ScriptedModel.Step> => [
   ...scenario.steps.map((step, turn): ScriptedModel.Step => {

@@ -16,6 +16,7 @@ import {
   assertWellFormed,
   customTool,
   runLoop,
+  scenarioCall,
   standardTools,
   withoutTimestamps
 } from "../support/loop.ts"
@@ -32,28 +33,7 @@ const Scenario = Schema.Struct({
 })
 type Scenario = typeof Scenario.Type
 
-const callOf = (kind: CallKind, id: string): ToolCall => {
-  switch (kind) {
-    case "ok":
-      return ScriptedModel.toolCall(id, "add", { a: 1, b: 2 })
-    case "fail":
-      return ScriptedModel.toolCall(id, "fail", { text: id })
-    case "die":
-      return ScriptedModel.toolCall(id, "die", {})
-    case "unknown":
-      return ScriptedModel.toolCall(id, "missing", {})
-    case "invalid":
-      return ScriptedModel.toolCall(id, "add", { a: "not a number" })
-    case "terminate":
-      return ScriptedModel.toolCall(id, "stop", { text: id })
-    case "slow":
-      return ScriptedModel.toolCall(id, "slow", {})
-    case "echo":
-      return ScriptedModel.toolCall(id, "echo", { text: `echo ${id}` })
-    case "plain":
-      return ScriptedModel.toolCall(id, "plain", {})
-  }
-}
+const callOf = scenarioCall
 
 const tools = [
   ...standardTools,

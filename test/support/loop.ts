@@ -567,3 +567,42 @@ export const counted = (entry: RegisteredTool): { readonly tool: RegisteredTool;
     count: () => n
   }
 }
+
+/** The kinds of tool call the random loop scenarios draw; each property test draws from its own subset. */
+export type ScenarioCallKind =
+  | "ok"
+  | "fail"
+  | "die"
+  | "unknown"
+  | "invalid"
+  | "terminate"
+  | "slow"
+  | "abort"
+  | "echo"
+  | "plain"
+
+/** The concrete tool call of a scenario's kind: the same call in every property test that draws it. */
+export const scenarioCall = (kind: ScenarioCallKind, id: string): ToolCall => {
+  switch (kind) {
+    case "ok":
+      return ScriptedModel.toolCall(id, "add", { a: 1, b: 2 })
+    case "fail":
+      return ScriptedModel.toolCall(id, "fail", { text: id })
+    case "die":
+      return ScriptedModel.toolCall(id, "die", {})
+    case "unknown":
+      return ScriptedModel.toolCall(id, "missing", {})
+    case "invalid":
+      return ScriptedModel.toolCall(id, "add", { a: "not a number" })
+    case "terminate":
+      return ScriptedModel.toolCall(id, "stop", { text: id })
+    case "slow":
+      return ScriptedModel.toolCall(id, "slow", {})
+    case "abort":
+      return ScriptedModel.toolCall(id, "abort", {})
+    case "echo":
+      return ScriptedModel.toolCall(id, "echo", { text: `echo ${id}` })
+    case "plain":
+      return ScriptedModel.toolCall(id, "plain", {})
+  }
+}
