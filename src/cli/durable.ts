@@ -2,7 +2,7 @@
  * Durable runs on the command line: `--durable` runs the task as a durable run in the embedded store and
  * prints its id; `runs` lists the store's runs; `resume <run-id>` continues one after a crash or Ctrl-C.
  */
-import { Console, Effect, Layer, Schema } from "effect"
+import { Console, Effect, Layer, Schema, Terminal } from "effect"
 import { mkdirSync } from "node:fs"
 import { dirname, resolve } from "node:path"
 import type { AgentEvent } from "../AgentEvent.ts"
@@ -35,29 +35,29 @@ export const storeFile = (store: string | undefined): string => {
 const storeLayer = (store: string | undefined) =>
   Layer.suspend(() => DurableStore.layer({ filename: storeFile(store) }))
 
+/** Standard output through the `Terminal` service; a closed output is not an error of the run. */
+const display = (text: string): Effect.Effect<void, never, Terminal.Terminal> =>
+  Effect.gen(function*() {
+    const terminal = yield* Terminal.Terminal
+    yield* terminal.display(text).pipe(Effect.catch(() => Effect.void))
+  })
+
 /** Prints the events of a run: JSON lines with `--json`, else the plain view. */
 const printer = (json: boolean) =>
   Effect.gen(function*() {
+    const terminal = yield* Terminal.Terminal
+    const write = (text: string) => terminal.display(text).pipe(Effect.catch(() => Effect.void))
     if (json) {
       const encoder = makeJsonLineEncoder()
-      return {
-        sink: EventSink.fromCallback((event: AgentEvent) => void process.stdout.write(encoder.encode(event) + "\n")),
-        close: Effect.void
-      }
+      const sink: EventSink.EventSinkShape = { emit: (event: AgentEvent) => write(encoder.encode(event) + "\n") }
+      return { sink, close: Effect.void }
     }
-    const view = yield* LiveView.make({
-      live: false,
-      color: false,
-      columns: 100,
-      write: (text) => void process.stdout.write(text)
-    })
+    const view = yield* LiveView.make({ live: false, color: false, columns: 100, write })
     return { sink: { emit: view.handle } as EventSink.EventSinkShape, close: view.close }
   })
 
 const announce = (runId: string, json: boolean) =>
-  json
-    ? Effect.sync(() => void process.stdout.write(JSON.stringify({ type: "run_start", runId }) + "\n"))
-    : Console.log(`run: ${runId}`)
+  json ? display(JSON.stringify({ type: "run_start", runId }) + "\n") : Console.log(`run: ${runId}`)
 
 const runWith = (
   task: DurableTask,
@@ -114,7 +114,7 @@ export const listRuns = (store: string | undefined, json: boolean) =>
     const runs = yield* DurableAgent.list()
     for (const run of runs) {
       yield* json
-        ? Effect.sync(() => void process.stdout.write(JSON.stringify(run) + "\n"))
+        ? display(JSON.stringify(run) + "\n")
         : Console.log(`${run.runId}  ${run.status.padEnd(9)}  ${new Date(run.startedAt).toISOString()}  ${run.title}`)
     }
   }).pipe(
