@@ -4,7 +4,7 @@
  * the embedded SQLite store. SIGTERM (or Ctrl-C) stops it gracefully: the HTTP server stops first, then the
  * runner hands its shards (and their runs) to the others.
  */
-import { Console, Duration, Effect, Layer, Logger, Option, Redacted } from "effect"
+import { Config, Console, Duration, Effect, Layer, Logger, Option, Redacted } from "effect"
 import { Command, Flag } from "effect/cli"
 import { HttpServer } from "effect/http"
 import { hostname } from "node:os"
@@ -110,7 +110,11 @@ export const makeCommand = (shared: SharedFlags) =>
       )
       const token = Option.isSome(options.token)
         ? Redacted.value(options.token.value)
-        : process.env.EFFECT_AGENT_TOKEN ?? ""
+        : yield* Config.String("EFFECT_AGENT_TOKEN").pipe(
+          Config.option,
+          Effect.map(Option.getOrElse(() => "")),
+          Effect.orElseSucceed(() => "")
+        )
       if (token === "") {
         return yield* new UsageError({
           flag: "--token",
