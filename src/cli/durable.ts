@@ -9,6 +9,7 @@ import type { AgentEvent } from "../AgentEvent.ts"
 import * as DurableAgent from "../durable/DurableAgent.ts"
 import * as DurableStore from "../durable/DurableStore.ts"
 import * as EventSink from "../EventSink.ts"
+import { clip } from "../internal/clip.ts"
 import type { Model } from "../Model.ts"
 import type { ToolRegistry } from "../ToolRegistry.ts"
 import { makeJsonLineEncoder } from "./JsonLines.ts"
@@ -125,7 +126,7 @@ export const listRuns = (store: string | undefined, json: boolean) =>
 /** `abort <run-id>` named a run the store does not hold. */
 export class UnknownRun extends Schema.TaggedError<UnknownRun>()("UnknownRun", { runId: Schema.String }) {
   override get message() {
-    return `no run ${this.runId} in the store (effect-agent runs lists them)`
+    return `no run ${clip(this.runId, 80)} in the store (effect-agent runs lists them)`
   }
 }
 

@@ -12,6 +12,7 @@ import { defaultTimings } from "../server/timings.ts"
 import * as BuiltinTools from "../tools/index.ts"
 import { approvalHook } from "./Approval.ts"
 import * as Demo from "./Demo.ts"
+import { DEFAULT_INSTRUCTIONS } from "./ProjectContext.ts"
 import { providerLayer, providerSettings } from "./provider.ts"
 import { existingWorkspace, toolTimeoutSeconds, UsageError } from "./startup.ts"
 import { workspaceTools } from "./tools.ts"
@@ -94,12 +95,6 @@ const serveFlags = {
 /** The exit code of a runner that ended itself because it stalled (EX_TEMPFAIL: restart it). */
 const stalledExitCode = 75
 
-const SYSTEM_PROMPT = [
-  "You are a careful coding agent working in a workspace folder.",
-  "Use the tools to look before you change anything; prefer small, exact edits.",
-  "Paths are relative to the workspace root. Say plainly what you did and what failed."
-].join(" ")
-
 /** The `serve` subcommand. */
 export const makeCommand = (shared: SharedFlags) =>
   Command.make("serve", { ...shared, ...serveFlags }, (options) =>
@@ -181,7 +176,7 @@ export const makeCommand = (shared: SharedFlags) =>
           options.name,
           () => `${hostname()}:${options.port === 0 ? process.pid : options.port}`
         ),
-        systemPrompt: SYSTEM_PROMPT,
+        systemPrompt: DEFAULT_INSTRUCTIONS,
         model: settings === undefined ? Demo.demoModel : providerLayer(settings),
         tools: (workspace) => workspaceTools(workspace, { ...sandboxSettings, mode }),
         approval: (approve) => approvalHook(approve === "all" ? { _tag: "AllowAll" } : { _tag: "NoTerminal" }),

@@ -44,6 +44,11 @@ describe("effect-agent --durable, runs, resume", () => {
     const unknown = await runCli(["abort", "run-nope"], { env })
     assert.strictEqual(unknown.code, 1)
     assert.include(unknown.stderr, "no run run-nope in the store")
+    // A hostile id is echoed cut, in one line.
+    const hostile = await runCli(["abort", `run-${"x".repeat(20_000)}\u001b[2J`], { env })
+    assert.strictEqual(hostile.code, 1)
+    assert.isBelow(hostile.stderr.length, 400)
+    assert.notInclude(hostile.stderr, "\u001b")
     assert.deepStrictEqual(parseJsonLines((await runCli(["runs", "--json"], { env })).stdout).map((r) => r.status), [
       "completed"
     ])
