@@ -4,13 +4,16 @@
  *
  * @since 0.1.0
  */
-import { Cause, Clock, Context, Deferred, Effect, HashSet, Layer, Schema, Semaphore, SubscriptionRef } from "effect"
+import { Cause, Clock, Context, Deferred, Effect, Exit, HashSet, Layer, PubSub, Schema, SubscriptionRef } from "effect"
+import { identity } from "effect/Function"
 import type { AgentEvent } from "./AgentEvent.ts"
 import { type AgentLoopConfig, CannotContinue, runAgentLoop, runAgentLoopContinue } from "./AgentLoop.ts"
 import * as EventSink from "./EventSink.ts"
 import { abortOnInterrupt } from "./internal/abort.ts"
 import { contain } from "./internal/contain.ts"
+import { callUser } from "./internal/eager.ts"
 import { Growing } from "./internal/growing.ts"
+import { deliveringEagerly } from "./internal/syncSink.ts"
 import type { AgentMessage, ImageContent, UserMessage } from "./Message.ts"
 import { Model, type ModelInfo } from "./Model.ts"
 import type { Tool } from "./Tool.ts"
@@ -134,41 +137,67 @@ interface ActiveRun {
 type Plain = Omit<AgentState, "messages" | "pendingToolCalls">
 
 /** Where a state built here keeps its collections: the transcript as of its moment, the pending ids. */
-const internals: unique symbol = Symbol("effect-agent/AgentState")
-
 interface Internals {
-  /** The state these belong to (an object whose prototype is a state would find them too, but is not it). */
-  readonly self: AgentState
   readonly messages: () => ReadonlyArray<AgentMessage>
   readonly pending: HashSet.HashSet<string>
 }
 
-type Built = AgentState & { readonly [internals]: Internals }
+/**
+ * A state: `plain`'s fields (but `streamingMessage`), and collections read only when asked for. The two
+ * collections are own enumerable getters (so a spread copy reads them), defined from one shared descriptor
+ * each: V8 builds an object literal with getters through its runtime, several times slower.
+ */
+class BuiltState implements AgentState {
+  readonly systemPrompt: string
+  readonly model: ModelInfo
+  readonly tools: ReadonlyArray<Tool.Any>
+  readonly isStreaming: boolean
+  readonly streamingMessage: AgentMessage | undefined
+  readonly errorMessage: string | undefined
+  declare readonly messages: ReadonlyArray<AgentMessage>
+  declare readonly pendingToolCalls: ReadonlySet<string>
+  readonly #messages: () => ReadonlyArray<AgentMessage>
+  readonly #pending: HashSet.HashSet<string>
+  #pendingSet: ReadonlySet<string> | undefined = undefined
+  static readonly messagesDescriptor: PropertyDescriptor = {
+    get(this: BuiltState) {
+      return this.#messages()
+    },
+    enumerable: true,
+    configurable: true
+  }
+  static readonly pendingDescriptor: PropertyDescriptor = {
+    get(this: BuiltState) {
+      return this.#pendingSet ??= new Set(this.#pending)
+    },
+    enumerable: true,
+    configurable: true
+  }
+  constructor(
+    plain: Plain,
+    streamingMessage: AgentMessage | undefined,
+    messages: () => ReadonlyArray<AgentMessage>,
+    pending: HashSet.HashSet<string>
+  ) {
+    this.systemPrompt = plain.systemPrompt
+    this.model = plain.model
+    this.tools = plain.tools
+    this.isStreaming = plain.isStreaming
+    this.streamingMessage = streamingMessage
+    this.errorMessage = plain.errorMessage
+    this.#messages = messages
+    this.#pending = pending
+    Object.defineProperty(this, "messages", BuiltState.messagesDescriptor)
+    Object.defineProperty(this, "pendingToolCalls", BuiltState.pendingDescriptor)
+  }
+}
 
 const build = (
   plain: Plain,
+  streamingMessage: AgentMessage | undefined,
   messages: () => ReadonlyArray<AgentMessage>,
   pending: HashSet.HashSet<string>
-): AgentState => {
-  let pendingSet: ReadonlySet<string> | undefined
-  const state = {
-    systemPrompt: plain.systemPrompt,
-    model: plain.model,
-    tools: plain.tools,
-    isStreaming: plain.isStreaming,
-    streamingMessage: plain.streamingMessage,
-    errorMessage: plain.errorMessage,
-    get messages() {
-      return messages()
-    },
-    get pendingToolCalls() {
-      return pendingSet ??= new Set(pending)
-    }
-  } as Built
-  // Not enumerable: a copy or a comparison of states sees only the public fields.
-  Object.defineProperty(state, internals, { value: { self: state, messages, pending } })
-  return state
-}
+): AgentState => new BuiltState(plain, streamingMessage, messages, pending)
 
 const plainOf = (state: AgentState): Plain => ({
   systemPrompt: state.systemPrompt,
@@ -181,49 +210,70 @@ const plainOf = (state: AgentState): Plain => ({
 
 /**
  * The agent's transcript and its states. The transcript only grows during a run (see `Growing`); each state
- * holds a deferred snapshot of it. A state set from outside (not built here) is adopted as it is.
+ * holds a deferred snapshot of it. The collections of the state built last are kept here (every change
+ * starts from the current state, which is that one); any other state, one set from outside or an older
+ * one set back, is adopted as it is: its messages become the transcript, copied.
  */
 const makeStates = (initial: ReadonlyArray<AgentMessage>) => {
   let transcript = new Growing(initial)
+  let last: AgentState | undefined
+  let lastInternals: Internals | undefined
+  const built = (state: AgentState, messages: () => ReadonlyArray<AgentMessage>, pending: HashSet.HashSet<string>) => {
+    last = state
+    lastInternals = { messages, pending }
+    return state
+  }
+  const make = (
+    plain: Plain,
+    streamingMessage: AgentMessage | undefined,
+    messages: () => ReadonlyArray<AgentMessage>,
+    pending: HashSet.HashSet<string>
+  ) => built(build(plain, streamingMessage, messages, pending), messages, pending)
   const internalsOf = (state: AgentState): Internals => {
-    const own = (state as Partial<Built>)[internals]
-    if (own !== undefined && own.self === state) return own
+    if (state === last) return lastInternals!
     transcript = new Growing(state.messages)
-    return { self: state, messages: transcript.later(), pending: HashSet.fromIterable(state.pendingToolCalls) }
+    return { messages: transcript.later(), pending: HashSet.fromIterable(state.pendingToolCalls) }
   }
   /** `state` with some plain fields changed; the collections are shared, not copied. */
   const patch = (state: AgentState, fields: Partial<Plain>): AgentState => {
     const { messages, pending } = internalsOf(state)
-    return build({ ...plainOf(state), ...fields }, messages, pending)
+    const plain = { ...plainOf(state), ...fields }
+    return make(plain, plain.streamingMessage, messages, pending)
   }
   return {
-    initial: (plain: Plain) => build(plain, transcript.later(), HashSet.empty()),
+    initial: (plain: Plain) => make(plain, plain.streamingMessage, transcript.later(), HashSet.empty()),
     patch,
     /** A new transcript (copied from `messages`) and no pending calls. */
     replace: (state: AgentState, fields: Partial<Plain>, messages: ReadonlyArray<AgentMessage>): AgentState => {
       transcript = new Growing(messages)
-      return build({ ...plainOf(state), ...fields }, transcript.later(), HashSet.empty())
+      const plain = { ...plainOf(state), ...fields }
+      return make(plain, plain.streamingMessage, transcript.later(), HashSet.empty())
     },
-    clearPending: (state: AgentState, fields: Partial<Plain>): AgentState =>
-      build({ ...plainOf(state), ...fields }, internalsOf(state).messages, HashSet.empty()),
+    clearPending: (state: AgentState, fields: Partial<Plain>): AgentState => {
+      const { messages } = internalsOf(state)
+      const plain = { ...plainOf(state), ...fields }
+      return make(plain, plain.streamingMessage, messages, HashSet.empty())
+    },
     /** Applies an event to the state, as the transcript and UI fields follow it. O(1) in the transcript. */
     reduce: (state: AgentState, event: AgentEvent): AgentState => {
       switch (event.type) {
         case "message_start":
-        case "message_update":
-          return patch(state, { streamingMessage: event.message })
+        case "message_update": {
+          const { messages, pending } = internalsOf(state)
+          return make(state, event.message, messages, pending)
+        }
         case "message_end": {
           const { pending } = internalsOf(state)
           transcript.append(event.message)
-          return build({ ...plainOf(state), streamingMessage: undefined }, transcript.later(), pending)
+          return make(state, undefined, transcript.later(), pending)
         }
         case "tool_execution_start": {
           const { messages, pending } = internalsOf(state)
-          return build(plainOf(state), messages, HashSet.add(pending, event.toolCallId))
+          return make(state, state.streamingMessage, messages, HashSet.add(pending, event.toolCallId))
         }
         case "tool_execution_end": {
           const { messages, pending } = internalsOf(state)
-          return build(plainOf(state), messages, HashSet.remove(pending, event.toolCallId))
+          return make(state, state.streamingMessage, messages, HashSet.remove(pending, event.toolCallId))
         }
         case "turn_end": {
           const message = event.message
@@ -238,6 +288,58 @@ const makeStates = (initial: ReadonlyArray<AgentMessage>) => {
       }
     }
   }
+}
+
+/**
+ * One delivery at a time, first come first served. Taking a free turn is a plain check; a waiter is woken
+ * through the scheduler (never inline, so a long queue of deliveries that complete at once cannot grow the
+ * stack), and a waiter interrupted after being handed the turn passes it on.
+ */
+class Turn {
+  #busy = false
+  readonly #waiting: Array<() => void> = []
+  tryTake(): boolean {
+    if (this.#busy) return false
+    this.#busy = true
+    return true
+  }
+  /** Hands the turn to the oldest waiter, or frees it. */
+  release(): void {
+    const next = this.#waiting.shift()
+    if (next === undefined) this.#busy = false
+    else next()
+  }
+  /** Waits for the turn (taking it at once if free). */
+  readonly take: Effect.Effect<void> = Effect.callback<void>((resume) => {
+    if (this.tryTake()) return resume(Effect.void)
+    let handed = false
+    const wake = () => {
+      handed = true
+      setImmediate(() => resume(Effect.void))
+    }
+    this.#waiting.push(wake)
+    return Effect.sync(() => {
+      if (handed) this.release()
+      else this.#waiting.splice(this.#waiting.indexOf(wake), 1)
+    })
+  })
+}
+
+/**
+ * `SubscriptionRef.update` without an Effect, when nothing holds the ref (an update run with an Effect of its
+ * own, `updateEffect`, may be waiting between its read and its write): sets the value and publishes it
+ * exactly as `update` does. Returns `false` when it could not (the caller then runs `update`).
+ */
+const updateNow = <A>(ref: SubscriptionRef.SubscriptionRef<A>, f: (a: A) => A): boolean => {
+  const parts = ref as unknown as {
+    value?: A
+    pubsub?: PubSub.PubSub<A>
+    semaphore?: { readonly free: number }
+  }
+  if (parts.pubsub === undefined || parts.semaphore?.free !== 1 || !("value" in parts)) return false
+  parts.value = f(parts.value as A)
+  PubSub.publishUnsafe(parts.pubsub, parts.value)
+  return true
 }
 
 /** Builds an agent on the {@link Model} and {@link ToolRegistry} in the context. */
@@ -259,22 +361,61 @@ export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentO
   let listeners: ReadonlyArray<Listener> = []
   let active: ActiveRun | undefined
   // Events of parallel tool fibers are delivered one at a time, in emission order.
-  const delivery = yield* Semaphore.make(1)
+  const turn = new Turn()
+  const what = (event: AgentEvent) => `a subscriber on ${event.type}`
 
-  const deliver = (signal: AbortSignal) => (event: AgentEvent): Effect.Effect<void> =>
-    delivery.withPermit(
-      Effect.suspend(() => {
-        const update = SubscriptionRef.update(state, (current) => states.reduce(current, event))
-        // The subscribers at the time of the event, each awaited in turn.
-        const current = listeners
-        if (current.length === 0) return update
-        const what = `a subscriber on ${event.type}`
-        if (current.length === 1) return Effect.andThen(update, contain(what, () => current[0]!(event, signal)))
-        return Effect.andThen(
-          update,
-          Effect.forEach(current, (listener) => contain(what, () => listener(event, signal)), { discard: true })
-        )
-      })
+  /**
+   * Delivers one event while holding the turn, as far as it can synchronously: the state first, then each
+   * subscriber of the moment in order. A subscriber whose Effect is still pending is waited for (through
+   * `restore`), and the turn is released when the rest ends, however it ends. Runs uninterruptibly.
+   */
+  const held = (
+    event: AgentEvent,
+    signal: AbortSignal,
+    restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
+  ): Effect.Effect<void> => {
+    const current = listeners
+    const from = (start: number): Effect.Effect<void> => {
+      for (let i = start; i < current.length; i++) {
+        const listener = current[i]!
+        const effect = callUser(() => listener(event, signal))
+        if (!Exit.isExit(effect)) {
+          return Effect.flatMap(restore(contain(what(event), () => effect)), () => from(i + 1))
+        }
+        if (Exit.isFailure(effect) && !Cause.hasInterruptsOnly(effect.cause)) {
+          return Effect.flatMap(
+            Effect.logWarning(`effect-agent: ${what(event)} failed`, effect.cause),
+            () => from(i + 1)
+          )
+        }
+      }
+      return Effect.void
+    }
+    const reduce = (s: AgentState) => states.reduce(s, event)
+    const rest = updateNow(state, reduce)
+      ? from(0)
+      : Effect.flatMap(restore(SubscriptionRef.update(state, reduce)), () => from(0))
+    if (Exit.isExit(rest)) {
+      turn.release()
+      return rest
+    }
+    return Effect.onExit(rest, () => Effect.sync(() => turn.release()))
+  }
+
+  const deliverNow = (
+    event: AgentEvent,
+    signal: AbortSignal,
+    restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
+  ): Effect.Effect<void> =>
+    turn.tryTake()
+      ? held(event, signal, restore)
+      : Effect.flatMap(restore(turn.take), () => held(event, signal, restore))
+
+  /** The run's sink: eager for the loop and the batch (see `syncSink.ts`), an ordinary Effect for anyone else. */
+  const sinkOf = (signal: AbortSignal): EventSink.EventSinkShape =>
+    deliveringEagerly(
+      (event) => Effect.uninterruptibleMask((restore) => Effect.suspend(() => deliverNow(event, signal, restore))),
+      (event) => deliverNow(event, signal, identity)
     )
 
   const toMessage = (input: AgentMessage | string, images?: ReadonlyArray<ImageContent>) =>
@@ -314,7 +455,7 @@ export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentO
         // before waiting for the run to settle (a subscriber may be waiting on that very signal).
         const exit = yield* Effect.exit(abortOnInterrupt(
           start(config, snapshot).pipe(
-            Effect.provideService(EventSink.EventSink, { emit: deliver(run.controller.signal) }),
+            Effect.provideService(EventSink.EventSink, sinkOf(run.controller.signal)),
             Effect.provide(services)
           ),
           run.controller,

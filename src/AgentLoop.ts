@@ -149,11 +149,14 @@ const contextOf = <R>(run: Run<R>, systemPrompt: string): AgentContext => {
  */
 const loopEmit = (sink: EventSink.EventSinkShape) => {
   const emitter = makeEmitter(sink)
-  return emitter.sync ? emitter.emit : (event: AgentEvent) => Effect.uninterruptible(emitter.emit(event))
+  // Suspended inside the uninterruptible step: an eager sink starts delivering when `emit` is called.
+  return emitter.sync
+    ? emitter.emit
+    : (event: AgentEvent) => Effect.uninterruptible(Effect.suspend(() => emitter.emit(event)))
 }
 
 const announce = <R>(run: Run<R>, message: AgentMessage) =>
-  Effect.andThen(run.emit({ type: "message_start", message }), run.emit({ type: "message_end", message }))
+  Effect.flatMapEager(run.emit({ type: "message_start", message }), () => run.emit({ type: "message_end", message }))
 
 /** A message from no model call: the run failed or was aborted before (or while) the model answered. */
 const closingMessage = (
@@ -226,9 +229,9 @@ const streamAssistantResponse = Effect.fnUntraced(function*<R>(run: Run<R>, syst
         partial = event.partial
         if (!started) {
           started = true
-          return Effect.andThen(
+          return Effect.flatMapEager(
             run.emit({ type: "message_start", message: event.partial }),
-            run.emit({ type: "message_update", message: event.partial, assistantMessageEvent: event })
+            () => run.emit({ type: "message_update", message: event.partial, assistantMessageEvent: event })
           )
         }
         return run.emit({ type: "message_update", message: event.partial, assistantMessageEvent: event })

@@ -6,7 +6,7 @@
  */
 import { Context, Effect } from "effect"
 import type { AgentEvent } from "./AgentEvent.ts"
-import { deliversThrough } from "./internal/syncSink.ts"
+import { deliveringThrough } from "./internal/syncSink.ts"
 
 /** The shape of an event sink. */
 export interface EventSinkShape {
@@ -24,4 +24,4 @@ export const EventSink = Context.Reference<EventSinkShape>("effect-agent/EventSi
  * without an Effect per event.
  */
 export const fromCallback = (f: (event: AgentEvent) => void): EventSinkShape =>
-  deliversThrough({ emit: (event: AgentEvent) => Effect.sync(() => f(event)) }, f)
+  deliveringThrough((event: AgentEvent) => Effect.sync(() => f(event)), f)

@@ -70,15 +70,14 @@ export class PromiseAgent {
   subscribe(listener: (event: AgentEvent, signal: AbortSignal) => void | Promise<void>): Promise<() => Promise<void>> {
     return this.#run((agent) =>
       Effect.map(
-        agent.subscribe((event, signal) =>
-          Effect.suspend(() => {
-            // A listener that returns nothing is done: no promise to wait for, no trip through the microtask queue.
-            const result = listener(event, signal)
-            return result !== undefined && typeof (result as Promise<void>).then === "function"
-              ? Effect.tryPromise(() => result as Promise<void>)
-              : Effect.void
-          })
-        ),
+        agent.subscribe((event, signal) => {
+          // Called by the agent when it delivers the event (a throw is contained there). A listener that
+          // returns nothing is done: no promise to wait for, no Effect to run, no trip through the microtask queue.
+          const result = listener(event, signal)
+          return result !== undefined && typeof (result as Promise<void>).then === "function"
+            ? Effect.tryPromise(() => result as Promise<void>)
+            : Effect.void
+        }),
         (unsubscribe) => () => this.#runtime.runPromise(unsubscribe)
       )
     )

@@ -4,15 +4,18 @@
  * most a grace period per event; an abandoned work phase can be closed off.
  */
 import type { Duration } from "effect"
-import { Effect } from "effect"
+import { Cause, Effect, Exit } from "effect"
 import type { AgentEvent } from "../AgentEvent.ts"
 import * as EventSink from "../EventSink.ts"
 import { contain } from "./contain.ts"
-import { synchronousDelivery } from "./syncSink.ts"
+import { eagerDelivery, synchronousDelivery } from "./syncSink.ts"
 
 /** The batch's view of the sink. */
 export interface Emitter {
-  /** Delivers an event. For a synchronous sink it is delivered when called (the result is complete). */
+  /**
+   * Delivers an event. For a synchronous sink it is delivered when called (the result is complete); for an
+   * eager one delivery starts when called, so call it only inside an uninterruptible step that runs the result.
+   */
   readonly emit: (event: AgentEvent) => Effect.Effect<void>
   /** The same, for the settle phase after an abort: a subscriber gets at most the grace period per event. */
   readonly bounded: (grace: Duration.Duration) => (event: AgentEvent) => Effect.Effect<void>
@@ -24,6 +27,10 @@ export interface Emitter {
 
 const warnSubscriber = (event: AgentEvent) => (failure: unknown) =>
   Effect.logWarning(`effect-agent: an event subscriber failed on ${event.type}`, failure)
+
+/** The warning `contain` would log for a failed delivery. */
+const warnFailed = (event: AgentEvent, cause: Cause.Cause<unknown>) =>
+  Effect.logWarning(`effect-agent: an event subscriber on ${event.type} failed`, cause)
 
 /**
  * A sink wrapper: a failing subscriber is logged and never reaches the batch. An effectful delivery cannot
@@ -55,6 +62,28 @@ export const makeEmitter = (sink: EventSink.EventSinkShape): Emitter => {
     return { emit: (event) => closed ? Effect.void : now(event), bounded: () => now, close, sync: true }
   }
   const deliver = (event: AgentEvent) => contain(`an event subscriber on ${event.type}`, () => sink.emit(event))
+  const emitEager = eagerDelivery(sink)
+  if (emitEager !== undefined) {
+    // Contained like `deliver`, without an Effect around a delivery that completed synchronously.
+    const now = (event: AgentEvent): Effect.Effect<void> => {
+      let effect: Effect.Effect<void>
+      try {
+        effect = emitEager(event)
+      } catch (error) {
+        return warnFailed(event, Cause.die(error))
+      }
+      if (!Exit.isExit(effect)) return contain(`an event subscriber on ${event.type}`, () => effect)
+      return Exit.isSuccess(effect) || Cause.hasInterruptsOnly(effect.cause)
+        ? Effect.void
+        : warnFailed(event, effect.cause)
+    }
+    return {
+      emit: (event) => closed ? Effect.void : now(event),
+      bounded: (grace) => (event) => Effect.asVoid(Effect.timeoutOption(Effect.interruptible(deliver(event)), grace)),
+      close,
+      sync: false
+    }
+  }
   return {
     emit: (event) => closed ? Effect.void : deliver(event),
     bounded: (grace) => (event) => Effect.asVoid(Effect.timeoutOption(Effect.interruptible(deliver(event)), grace)),

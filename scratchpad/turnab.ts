@@ -1,0 +1,68 @@
+// Interleaved A/B of the turn rows (agentLoop and agent prompt; 500 turns, 10 turns from empty, 10 turns from
+// 20 000 messages) of this tree against a git ref: npx node --expose-gc scratchpad/turnab.ts [--ref main] [--reps 7]
+// [--rows agent10,agent500,loop10,loop500,agent20k]. CPU time per model call; ratio = this tree / ref.
+import { execFileSync } from "node:child_process"
+import { mkdtempSync, rmSync, symlinkSync } from "node:fs"
+import { tmpdir } from "node:os"
+import * as os from "node:os"
+import { dirname, join } from "node:path"
+import { fileURLToPath, pathToFileURL } from "node:url"
+import * as Here from "../bench/loop.ts"
+import { compareRunners, cpuNow, type RunnerPair } from "../bench/measure.ts"
+import { median } from "../bench/stats.ts"
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..")
+const args = process.argv.slice(2)
+const option = (name: string, fallback: string) => {
+  const i = args.indexOf(name)
+  return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : fallback
+}
+const ref = option("--ref", "main")
+const reps = Number(option("--reps", "7"))
+const wanted = option("--rows", "agent10,agent500,loop10,loop500").split(",")
+const dir = mkdtempSync(join(tmpdir(), "agentperf-ab-"))
+try {
+  const archive = execFileSync("git", ["archive", ref, "src", "bench", "package.json"], {
+    cwd: root,
+    maxBuffer: 1 << 28
+  })
+  execFileSync("tar", ["-x", "-C", dir], { input: archive })
+  symlinkSync(join(root, "node_modules"), join(dir, "node_modules"))
+  const There: typeof Here = await import(pathToFileURL(join(dir, "bench", "loop.ts")).href)
+  const base = There.makeOurs("succeed")
+  const mine = Here.makeOurs("succeed")
+  for (const row of wanted) {
+    const turns = row.includes("500") ? 500 : 10
+    const context = Here.transcriptOf(row.includes("20k") ? 20_000 : 0)
+    const script = Here.turnsScript(turns)
+    const work: Here.Work = { mode: "parallel", hooks: false, script, context }
+    const events = Here.loopEvents(work)
+    const runnerOf = (side: Here.LoopSide) =>
+      row.startsWith("agent")
+        ? {
+          run: async () => {
+            await side.agent.reset(context, script)
+            return side.agent.prompt()
+          },
+          events
+        }
+        : { run: () => side.loop(work, "iterate"), events }
+    const pair: RunnerPair = { ours: runnerOf(base), pi: runnerOf(mine) }
+    const iters = turns >= 500 ? 1 : 10
+    const s = await compareRunners(pair, { iters, rewarm: 1, warm: 1, reps, budgetUs: 1e9 }, row, cpuNow)
+    const a = median(s.ours) / (turns + 1)
+    const b = median(s.pi) / (turns + 1)
+    const spread = (xs: Array<number>) =>
+      `${(Math.min(...xs) / (turns + 1)).toFixed(1)}..${(Math.max(...xs) / (turns + 1)).toFixed(1)}`
+    console.log(
+      `${row}: ${ref} ${a.toFixed(1)} µs/call [${spread(s.ours)}]  this ${b.toFixed(1)} [${spread(s.pi)}]  ratio ${
+        (b / a).toFixed(3)
+      }`
+    )
+  }
+  await base.agent.dispose()
+  await mine.agent.dispose()
+  console.log(`load average: ${os.loadavg().map((x) => x.toFixed(1)).join(" ")}`)
+} finally {
+  rmSync(dir, { recursive: true, force: true })
+}
