@@ -488,6 +488,59 @@ describe("Agent", () => {
         assert.isFalse((yield* stateOf(agent)).isStreaming)
       }))
 
+    it.effect("AL 4.6 events of parallel calls wait behind a blocked subscriber, then arrive in order, each with its own state", () =>
+      Effect.gen(function*() {
+        let finished = 0
+        const slow = customTool("slow", () =>
+          Effect.gen(function*() {
+            yield* Effect.yieldNow
+            yield* Effect.yieldNow
+            finished++
+            return { content: [{ type: "text" as const, text: "slow done" }], details: {} }
+          }))
+        const { agent } = yield* setup(
+          [callTools([call("a", "slow"), call("b", "slow"), call("c", "slow")]), say("done")],
+          { toolExecution: "parallel" },
+          [slow]
+        )
+        const release = Deferred.makeUnsafe<void>()
+        const blockedAt = Deferred.makeUnsafe<void>()
+        const seen: Array<{ readonly event: AgentEvent; readonly pending: ReadonlyArray<string> }> = []
+        let blocked: number | undefined
+        yield* agent.subscribe((event) => {
+          seen.push({ event, pending: [...SubscriptionRef.getUnsafe(agent.state).pendingToolCalls].sort() })
+          if (event.type !== "tool_execution_end" || blocked !== undefined) return Effect.void
+          blocked = seen.length
+          return Deferred.succeed(blockedAt, undefined).pipe(Effect.andThen(Deferred.await(release)))
+        })
+        const run = yield* agent.prompt("go").pipe(Effect.forkChild)
+        yield* within(Deferred.await(blockedAt), "the subscriber is blocked on the first end")
+        yield* settle
+        assert.strictEqual(finished, 3, "the other calls finished and wait to deliver their end events")
+        const whileBlocked = seen.length
+        assert.strictEqual(whileBlocked, blocked, "nothing is delivered past the blocked event")
+        assert.deepStrictEqual(
+          (yield* stateOf(agent)).pendingToolCalls.size,
+          2,
+          "nor applied to the state: the waiting ends are still pending"
+        )
+        yield* Deferred.succeed(release, undefined)
+        yield* within(Fiber.join(run), "prompt settles")
+        assert.isAbove(seen.length, whileBlocked)
+        const events = seen.map((s) => s.event)
+        assertOneAgentEnd(events)
+        assertBalanced(events)
+        // Each subscriber call saw the state of its own event: the calls started and not yet ended so far.
+        const pending = new Set<string>()
+        for (const { event, pending: shown } of seen) {
+          if (event.type === "tool_execution_start") pending.add(event.toolCallId)
+          if (event.type === "tool_execution_end") pending.delete(event.toolCallId)
+          assert.deepStrictEqual(shown, [...pending].sort(), `the state seen with ${event.type}`)
+        }
+        assert.strictEqual(events.filter((e) => e.type === "tool_execution_end").length, 3)
+        assertWellFormed((yield* stateOf(agent)).messages)
+      }))
+
     it.effect("AL 4.6 an assistant message_end is handled by subscribers before tool preflight starts", () =>
       Effect.gen(function*() {
         const trace: Array<string> = []

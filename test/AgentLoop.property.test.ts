@@ -264,9 +264,12 @@ describe("AgentLoop properties", () => {
     "AL 3.5, AL 4 random conversations through the stateful agent: the transcript stays well formed across runs",
     {
       scenario: Scenario,
-      prompts: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 3 }))
+      prompts: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 3 })),
+      // How the subscriber is written: a complete Effect (delivered without the runtime), an Effect run by the
+      // runtime, or one that yields first (events of parallel calls then queue behind it).
+      subscriber: Schema.Literals(["complete", "effect", "yielding"])
     },
-    ({ scenario, prompts }) =>
+    ({ scenario, prompts, subscriber }) =>
       Effect.gen(function*() {
         const model = yield* ScriptedModel.make(scriptOf(scenario), { whenExhausted: "fail" })
         const h: Harness = {
@@ -298,22 +301,34 @@ describe("AgentLoop properties", () => {
         > = []
         let ended = 0
         const pending = new Set<string>()
+        // Records the event and the state seen with it; returns the injections due now (complete when none).
+        const record = (event: AgentEvent): Effect.Effect<void> => {
+          events.push(event)
+          if (event.type === "message_end") ended++
+          if (event.type === "tool_execution_start") pending.add(event.toolCallId)
+          if (event.type === "tool_execution_end") pending.delete(event.toolCallId)
+          const now = SubscriptionRef.getUnsafe(agent.state)
+          const read = events.length % 2 === 0 ? now.messages : undefined
+          held.push({ state: now, ended, pending: [...pending].sort(), ...(read ? { read } : {}) })
+          const due = scenario.injections.filter((injection) => injection.at === events.length - 1)
+          if (due.length === 0) return Effect.void
+          return Effect.forEach(due, (injection) =>
+            injection.kind === "abort"
+              ? h.abortRun
+              : injection.kind === "steer"
+              ? agent.steer(`steer @${injection.at}`)
+              : agent.followUp(`follow-up @${injection.at}`), { discard: true })
+        }
         yield* agent.subscribe((event) =>
-          Effect.gen(function*() {
-            events.push(event)
-            if (event.type === "message_end") ended++
-            if (event.type === "tool_execution_start") pending.add(event.toolCallId)
-            if (event.type === "tool_execution_end") pending.delete(event.toolCallId)
-            const now = yield* SubscriptionRef.get(agent.state)
-            const read = events.length % 2 === 0 ? now.messages : undefined
-            held.push({ state: now, ended, pending: [...pending].sort(), ...(read ? { read } : {}) })
-            for (const injection of scenario.injections) {
-              if (injection.at !== events.length - 1) continue
-              if (injection.kind === "abort") yield* h.abortRun
-              else if (injection.kind === "steer") yield* agent.steer(`steer @${injection.at}`)
-              else yield* agent.followUp(`follow-up @${injection.at}`)
-            }
-          })
+          subscriber === "complete"
+            ? record(event)
+            : subscriber === "effect"
+            ? Effect.suspend(() => record(event))
+            : Effect.yieldNow.pipe(
+              Effect.andThen(Effect.yieldNow),
+              Effect.andThen(Effect.yieldNow),
+              Effect.flatMap(() => record(event))
+            )
         )
         if (scenario.initialSteer) yield* agent.steer("initial steer")
         if (scenario.initialFollowUp) yield* agent.followUp("initial follow-up")
