@@ -5,7 +5,7 @@ import { makeOurs, makePi, transcriptOf, turnsScript, type Work } from "../bench
 
 const [wl = "agent10", sideName = "ours", secs = "3"] = process.argv.slice(2)
 const side = sideName === "pi" ? makePi("succeed") : makeOurs("succeed")
-const turns = wl.includes("500") ? 500 : 10
+const turns = wl.includes("500") ? 500 : wl.endsWith("0") && !wl.endsWith("10") ? 0 : 10
 const context = transcriptOf(wl.includes("20k") ? 20_000 : 0)
 const script = turnsScript(turns)
 const work: Work = { mode: "parallel", hooks: false, script, context }

@@ -390,8 +390,16 @@ const startRun = <R>(
 ): Effect.Effect<ReadonlyArray<AgentMessage>, never, Model | ToolRegistry | R> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.gen(function*() {
+      // The run's signal fires on an interruption or when the caller's signal does (forwarded by a listener
+      // removed when the run ends: `AbortSignal.any` costs several microseconds and weak references per run).
       const interrupted = new AbortController()
-      const signal = config.signal ? AbortSignal.any([config.signal, interrupted.signal]) : interrupted.signal
+      const outer = config.signal
+      const forward = outer === undefined ? undefined : () => interrupted.abort(outer.reason)
+      if (outer !== undefined) {
+        if (outer.aborted) interrupted.abort(outer.reason)
+        else outer.addEventListener("abort", forward!, { once: true })
+      }
+      const signal = interrupted.signal
       const sink = yield* EventSink.EventSink
       const registry = yield* ToolRegistry
       const trace = yield* Telemetry.runTrace
@@ -420,7 +428,10 @@ const startRun = <R>(
         }
         yield* run.emit({ type: "agent_end", messages: run.newMessages.snapshot() })
       })
-      yield* abortOnInterrupt(Telemetry.invokeAgent(trace, run.model.info, body), interrupted, restore)
+      const work = abortOnInterrupt(Telemetry.invokeAgent(trace, run.model.info, body), interrupted, restore)
+      yield* forward === undefined
+        ? work
+        : Effect.ensuring(work, Effect.sync(() => outer!.removeEventListener("abort", forward)))
       return run.newMessages.snapshot()
     })
   )

@@ -4,6 +4,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Option, Schema, Stream } from "effect"
 import { TestClock } from "effect/testing"
+import { getEventListeners } from "node:events"
 import type { AgentEvent } from "../src/AgentEvent.ts"
 import {
   agentLoop,
@@ -978,6 +979,32 @@ describe("AgentLoop", () => {
       assertRunInvariants(events, messages)
       assert.strictEqual(assistants(messages)[0]!.stopReason, "aborted")
       assert.strictEqual(requests.length, 0)
+    }))
+
+  it.effect("AL 3.4 a caller's signal that outlives its runs keeps no listener of theirs, and still aborts a later run", () =>
+    Effect.gen(function*() {
+      const controller = new AbortController()
+      for (let i = 0; i < 3; i++) {
+        const { events, messages } = yield* runLoop({
+          script: [say(`run ${i}`)],
+          config: { signal: controller.signal }
+        })
+        assertRunInvariants(events, messages)
+        assert.strictEqual(assistants(messages)[0]!.stopReason, "stop")
+      }
+      assert.strictEqual(getEventListeners(controller.signal, "abort").length, 0, "every run removed its listener")
+      const gate = makeGate()
+      const fiber = yield* runLoop({
+        script: [callTools([call("g", "gate")]), say("never")],
+        tools: [gate.tool],
+        config: { signal: controller.signal }
+      }).pipe(Effect.forkChild)
+      yield* within(Deferred.await(gate.started), "the gated tool starts")
+      controller.abort()
+      const { events, messages, requests } = yield* within(Fiber.join(fiber), "the run ends")
+      assertRunInvariants(events, messages)
+      assert.strictEqual(requests.length, 1, "no model call after the abort")
+      assert.strictEqual(getEventListeners(controller.signal, "abort").length, 0)
     }))
 
   it.effect("AL 3.4 / TE 8 abort during a parallel batch: the running call is interrupted, every call has its result, no further model call", () =>
