@@ -5,7 +5,7 @@ import { makeOurs, transcriptOf, turnsScript, type Work } from "../bench/loop.ts
 
 const [wl = "loop0", secs = "3"] = process.argv.slice(2)
 const side = makeOurs("succeed")
-const turns = wl.includes("500") ? 500 : wl.endsWith("10") ? 10 : 0
+const turns = wl.includes("500") ? 500 : wl.includes("10") ? 10 : 0
 const context = transcriptOf(wl.includes("20k") ? 20_000 : 0)
 const script = turnsScript(turns)
 const work: Work = { mode: "parallel", hooks: false, script, context }

@@ -1,6 +1,7 @@
 // Interleaved A/B of the turn rows (agentLoop and agent prompt; 500 turns, 10 turns from empty, 10 turns from
 // 20 000 messages) of this tree against a git ref: npx node --expose-gc scratchpad/turnab.ts [--ref main] [--reps 7]
-// [--rows agent10,agent500,loop10,loop500,agent20k]. CPU time per model call; ratio = this tree / ref.
+// [--rows agent10,agent500,loop10,loop500,agent20k,loop20k] [--vs pi]. CPU time per model call; ratio = this tree / ref
+// (or / pi with --vs pi).
 import { execFileSync } from "node:child_process"
 import { mkdtempSync, rmSync, symlinkSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -20,6 +21,8 @@ const option = (name: string, fallback: string) => {
 const ref = option("--ref", "main")
 const reps = Number(option("--reps", "7"))
 const wanted = option("--rows", "agent10,agent500,loop10,loop500").split(",")
+// `--vs pi`: the ref's side is pi's agent instead of our code at the ref.
+const vsPi = option("--vs", "ref") === "pi"
 const dir = mkdtempSync(join(tmpdir(), "agentperf-ab-"))
 try {
   const archive = execFileSync("git", ["archive", ref, "src", "bench", "package.json"], {
@@ -29,7 +32,7 @@ try {
   execFileSync("tar", ["-x", "-C", dir], { input: archive })
   symlinkSync(join(root, "node_modules"), join(dir, "node_modules"))
   const There: typeof Here = await import(pathToFileURL(join(dir, "bench", "loop.ts")).href)
-  const base = There.makeOurs("succeed")
+  const base = vsPi ? Here.makePi("succeed") : There.makeOurs("succeed")
   const mine = Here.makeOurs("succeed")
   for (const row of wanted) {
     const turns = row.includes("500") ? 500 : 10
@@ -55,7 +58,7 @@ try {
     const spread = (xs: Array<number>) =>
       `${(Math.min(...xs) / (turns + 1)).toFixed(1)}..${(Math.max(...xs) / (turns + 1)).toFixed(1)}`
     console.log(
-      `${row}: ${ref} ${a.toFixed(1)} µs/call [${spread(s.ours)}]  this ${b.toFixed(1)} [${spread(s.pi)}]  ratio ${
+      `${row}: ${vsPi ? "pi" : ref} ${a.toFixed(1)} µs/call [${spread(s.ours)}]  this ${b.toFixed(1)} [${spread(s.pi)}]  ratio ${
         (b / a).toFixed(3)
       }`
     )

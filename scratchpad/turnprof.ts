@@ -14,7 +14,7 @@ const once = wl.startsWith("agent")
     await side.agent.reset(context, script)
     return side.agent.prompt()
   }
-  : () => side.loop(work, "iterate")
+  : () => side.loop(work, wl.startsWith("cb") ? "callback" : "iterate")
 const cpu = () => {
   const u = process.cpuUsage()
   return u.user + u.system

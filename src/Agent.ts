@@ -11,7 +11,6 @@ import { type AgentLoopConfig, CannotContinue, runAgentLoop, runAgentLoopContinu
 import * as EventSink from "./EventSink.ts"
 import { abortOnInterrupt } from "./internal/abort.ts"
 import { contain } from "./internal/contain.ts"
-import { callUser } from "./internal/eager.ts"
 import { Growing } from "./internal/growing.ts"
 import { deliveringEagerly } from "./internal/syncSink.ts"
 import type { AgentMessage, ImageContent, UserMessage } from "./Message.ts"
@@ -326,18 +325,18 @@ class Turn {
 }
 
 /**
- * `SubscriptionRef.update` without an Effect, when nothing holds the ref (an update run with an Effect of its
+ * `SubscriptionRef.update(ref, (a) => f(a, b))` without an Effect (nor a closure), when nothing holds the ref (an update run with an Effect of its
  * own, `updateEffect`, may be waiting between its read and its write): sets the value and publishes it
  * exactly as `update` does. Returns `false` when it could not (the caller then runs `update`).
  */
-const updateNow = <A>(ref: SubscriptionRef.SubscriptionRef<A>, f: (a: A) => A): boolean => {
+const updateNow = <A, B>(ref: SubscriptionRef.SubscriptionRef<A>, f: (a: A, b: B) => A, b: B): boolean => {
   const parts = ref as unknown as {
     value?: A
     pubsub?: PubSub.PubSub<A>
     semaphore?: { readonly free: number }
   }
   if (parts.pubsub === undefined || parts.semaphore?.free !== 1 || !("value" in parts)) return false
-  parts.value = f(parts.value as A)
+  parts.value = f(parts.value as A, b)
   PubSub.publishUnsafe(parts.pubsub, parts.value)
   return true
 }
@@ -364,6 +363,38 @@ export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentO
   const turn = new Turn()
   const what = (event: AgentEvent) => `a subscriber on ${event.type}`
 
+  /** Each subscriber of `current` from `start` on, in order; synchronously as long as each one completes at once. */
+  const listenersFrom = (
+    current: ReadonlyArray<Listener>,
+    start: number,
+    event: AgentEvent,
+    signal: AbortSignal,
+    restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
+  ): Effect.Effect<void> => {
+    for (let i = start; i < current.length; i++) {
+      let effect: Effect.Effect<void, unknown>
+      try {
+        effect = current[i]!(event, signal)
+      } catch (error) {
+        effect = Effect.die(error)
+      }
+      if (!Exit.isExit(effect)) {
+        const pending = effect
+        return Effect.flatMap(
+          restore(contain(what(event), () => pending)),
+          () => listenersFrom(current, i + 1, event, signal, restore)
+        )
+      }
+      if (Exit.isFailure(effect) && !Cause.hasInterruptsOnly(effect.cause)) {
+        return Effect.flatMap(
+          Effect.logWarning(`effect-agent: ${what(event)} failed`, effect.cause),
+          () => listenersFrom(current, i + 1, event, signal, restore)
+        )
+      }
+    }
+    return Effect.void
+  }
+
   /**
    * Delivers one event while holding the turn, as far as it can synchronously: the state first, then each
    * subscriber of the moment in order. A subscriber whose Effect is still pending is waited for (through
@@ -375,26 +406,12 @@ export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentO
     restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
   ): Effect.Effect<void> => {
     const current = listeners
-    const from = (start: number): Effect.Effect<void> => {
-      for (let i = start; i < current.length; i++) {
-        const listener = current[i]!
-        const effect = callUser(() => listener(event, signal))
-        if (!Exit.isExit(effect)) {
-          return Effect.flatMap(restore(contain(what(event), () => effect)), () => from(i + 1))
-        }
-        if (Exit.isFailure(effect) && !Cause.hasInterruptsOnly(effect.cause)) {
-          return Effect.flatMap(
-            Effect.logWarning(`effect-agent: ${what(event)} failed`, effect.cause),
-            () => from(i + 1)
-          )
-        }
-      }
-      return Effect.void
-    }
-    const reduce = (s: AgentState) => states.reduce(s, event)
-    const rest = updateNow(state, reduce)
-      ? from(0)
-      : Effect.flatMap(restore(SubscriptionRef.update(state, reduce)), () => from(0))
+    const rest = updateNow(state, states.reduce, event)
+      ? listenersFrom(current, 0, event, signal, restore)
+      : Effect.flatMap(
+        restore(SubscriptionRef.update(state, (s) => states.reduce(s, event))),
+        () => listenersFrom(current, 0, event, signal, restore)
+      )
     if (Exit.isExit(rest)) {
       turn.release()
       return rest

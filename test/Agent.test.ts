@@ -745,6 +745,36 @@ describe("Agent", () => {
         assert.isUndefined((yield* stateOf(agent)).errorMessage)
       }))
 
+    it.effect("AL 4.1 an event arriving while someone else holds the state (updateEffect) waits for it: no update is lost", () =>
+      Effect.gen(function*() {
+        const gate = makeGate()
+        const { agent, events } = yield* setup([callTools([call("g", "gate")]), say("done")], {}, [gate.tool])
+        const run = yield* agent.prompt("go").pipe(Effect.forkChild)
+        yield* within(Deferred.await(gate.started), "the tool runs")
+        const held = Deferred.makeUnsafe<void>()
+        const release = Deferred.makeUnsafe<void>()
+        const outside = yield* SubscriptionRef.updateEffect(agent.state, (s) =>
+          Deferred.succeed(held, undefined).pipe(
+            Effect.andThen(Deferred.await(release)),
+            Effect.as({ ...s, systemPrompt: "set from outside" })
+          )).pipe(Effect.forkChild)
+        yield* within(Deferred.await(held), "the state is held from outside")
+        const before = events.length
+        yield* Deferred.succeed(gate.open, undefined)
+        yield* settle
+        // The tool's end event was delivered to no one yet: its state update waits for the holder.
+        assert.strictEqual(events.length, before, "delivery waits for the state")
+        yield* Deferred.succeed(release, undefined)
+        yield* within(Fiber.join(outside), "the outside update ends")
+        yield* within(Fiber.join(run), "prompt settles")
+        const state = yield* stateOf(agent)
+        assert.strictEqual(state.systemPrompt, "set from outside", "the outside update is kept")
+        assert.deepStrictEqual(state.messages.map((m) => m.role), ["user", "assistant", "toolResult", "assistant"])
+        assertWellFormed(state.messages)
+        assert.strictEqual(state.pendingToolCalls.size, 0)
+        assert.isFalse(state.isStreaming)
+      }))
+
     it.effect("AL 4.1 changes stream every state, from idle through streaming back to idle", () =>
       Effect.gen(function*() {
         const { agent } = yield* setup([callTools([call("c1", "add", { a: 1, b: 2 })]), say("3")])
