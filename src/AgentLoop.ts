@@ -523,15 +523,47 @@ export const agentLoopAsyncIterable = (
   [Symbol.asyncIterator]: () => {
     // The run delivers into a plain buffer (no Effect, no fiber per event); the iterator drains it and waits
     // only when it is empty. Unbounded like the run's own transcript: every event is kept until read.
+    // `next` is a plain function (no async frame per event): a buffered event is handed out at once.
     let buffer: Array<AgentEvent | undefined> = []
     let head = 0
-    let wake: (() => void) | undefined
     let exit: Exit.Exit<unknown, unknown> | undefined
     let fiber: Fiber.Fiber<unknown, unknown> | undefined
+    let stopped = false
+    // Callers of `next` waiting for an event, oldest first (a `for await` has at most one).
+    const waiting: Array<
+      { readonly resolve: (r: IteratorResult<AgentEvent>) => void; readonly reject: (e: unknown) => void }
+    > = []
+    const DONE: IteratorResult<AgentEvent> = { done: true, value: undefined }
+    /** The next result if there is one now (throws the run's failure once it ended with one). */
+    const pull = (): IteratorResult<AgentEvent> | undefined => {
+      if (head < buffer.length) {
+        const value = buffer[head]!
+        buffer[head++] = undefined
+        if (head === buffer.length) {
+          buffer = []
+          head = 0
+        }
+        return { done: false, value }
+      }
+      if (stopped) return DONE
+      if (exit !== undefined) {
+        if (Exit.isFailure(exit) && !Cause.hasInterruptsOnly(exit.cause)) throw Cause.squash(exit.cause)
+        return DONE
+      }
+      return undefined
+    }
     const notify = () => {
-      const f = wake
-      wake = undefined
-      f?.()
+      while (waiting.length > 0) {
+        let result: IteratorResult<AgentEvent> | undefined
+        try {
+          result = pull()
+        } catch (error) {
+          waiting.shift()!.reject(error)
+          continue
+        }
+        if (result === undefined) return
+        waiting.shift()!.resolve(result)
+      }
     }
     const start = () => {
       fiber = Effect.runFork(
@@ -540,7 +572,7 @@ export const agentLoopAsyncIterable = (
             EventSink.EventSink,
             EventSink.fromCallback((event) => {
               buffer.push(event)
-              notify()
+              if (waiting.length > 0) notify()
             })
           ),
           Effect.provide(layer)
@@ -556,29 +588,24 @@ export const agentLoopAsyncIterable = (
       if (running !== undefined && exit === undefined) await Effect.runPromise(Fiber.interrupt(running))
       buffer = []
       head = 0
-      return { done: true, value: undefined }
+      stopped = true
+      notify()
+      return DONE
     }
     return {
-      next: async (): Promise<IteratorResult<AgentEvent>> => {
-        if (fiber === undefined) start()
-        while (true) {
-          if (head < buffer.length) {
-            const value = buffer[head]!
-            buffer[head++] = undefined
-            if (head === buffer.length) {
-              buffer = []
-              head = 0
-            }
-            return { done: false, value }
+      next: (): Promise<IteratorResult<AgentEvent>> => {
+        if (fiber === undefined && !stopped) start()
+        if (waiting.length === 0) {
+          try {
+            const result = pull()
+            if (result !== undefined) return Promise.resolve(result)
+          } catch (error) {
+            return Promise.reject(error)
           }
-          if (exit !== undefined) {
-            if (Exit.isFailure(exit) && !Cause.hasInterruptsOnly(exit.cause)) throw Cause.squash(exit.cause)
-            return { done: true, value: undefined }
-          }
-          await new Promise<void>((resolve) => {
-            wake = resolve
-          })
         }
+        return new Promise<IteratorResult<AgentEvent>>((resolve, reject) => {
+          waiting.push({ resolve, reject })
+        })
       },
       return: stop,
       throw: async (error: unknown) => {
