@@ -132,13 +132,29 @@ const append = <R>(run: Run<R>, message: AgentMessage) => {
  * The context as of now. Its `messages` are taken only when read, so a batch or hook that never looks at the
  * transcript costs nothing; read later, they are still the messages of this moment.
  */
-const contextOf = <R>(run: Run<R>, systemPrompt: string): AgentContext => {
-  const messages = run.transcript.later()
-  return {
-    systemPrompt,
-    get messages() {
-      return messages()
-    }
+const contextOf = <R>(run: Run<R>, systemPrompt: string): AgentContext =>
+  new LaterContext(systemPrompt, run.transcript.later())
+
+/**
+ * A context whose `messages` are read when asked for: an own enumerable getter (a spread copy reads it),
+ * defined from one shared descriptor (V8 builds an object literal with a getter through its runtime, several
+ * times slower, and it is made once per turn).
+ */
+class LaterContext implements AgentContext {
+  readonly systemPrompt: string
+  declare readonly messages: ReadonlyArray<AgentMessage>
+  readonly #messages: () => ReadonlyArray<AgentMessage>
+  static readonly messagesDescriptor: PropertyDescriptor = {
+    get(this: LaterContext) {
+      return this.#messages()
+    },
+    enumerable: true,
+    configurable: true
+  }
+  constructor(systemPrompt: string, messages: () => ReadonlyArray<AgentMessage>) {
+    this.systemPrompt = systemPrompt
+    this.#messages = messages
+    Object.defineProperty(this, "messages", LaterContext.messagesDescriptor)
   }
 }
 
