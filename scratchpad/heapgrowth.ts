@@ -21,6 +21,10 @@ for (let r = 0; r < Number(roundsArg); r++) {
   const t0 = process.hrtime.bigint()
   gc()
   const ms = Number(process.hrtime.bigint() - t0) / 1e6
-  console.log(`${wl} ${sideName} after ${(r + 1) * 500} runs: heapUsed ${(process.memoryUsage().heapUsed / 2 ** 20).toFixed(1)} MiB, full GC ${ms.toFixed(1)} ms`)
+  console.log(
+    `${wl} ${sideName} after ${(r + 1) * 500} runs: heapUsed ${
+      (process.memoryUsage().heapUsed / 2 ** 20).toFixed(1)
+    } MiB, full GC ${ms.toFixed(1)} ms`
+  )
 }
 await side.agent.dispose()

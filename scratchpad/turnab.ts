@@ -58,9 +58,9 @@ try {
     const spread = (xs: Array<number>) =>
       `${(Math.min(...xs) / (turns + 1)).toFixed(1)}..${(Math.max(...xs) / (turns + 1)).toFixed(1)}`
     console.log(
-      `${row}: ${vsPi ? "pi" : ref} ${a.toFixed(1)} µs/call [${spread(s.ours)}]  this ${b.toFixed(1)} [${spread(s.pi)}]  ratio ${
-        (b / a).toFixed(3)
-      }`
+      `${row}: ${vsPi ? "pi" : ref} ${a.toFixed(1)} µs/call [${spread(s.ours)}]  this ${b.toFixed(1)} [${
+        spread(s.pi)
+      }]  ratio ${(b / a).toFixed(3)}`
     )
   }
   await base.agent.dispose()

@@ -291,7 +291,7 @@ const makeStates = (initial: ReadonlyArray<AgentMessage>) => {
 
 /**
  * One delivery at a time, first come first served. Taking a free turn is a plain check; a waiter is woken
- * through the scheduler (never inline, so a long queue of deliveries that complete at once cannot grow the
+ * from a microtask (never inline, so a long queue of deliveries that complete at once cannot grow the
  * stack), and a waiter interrupted after being handed the turn passes it on.
  */
 class Turn {
@@ -314,7 +314,7 @@ class Turn {
     let handed = false
     const wake = () => {
       handed = true
-      setImmediate(() => resume(Effect.void))
+      queueMicrotask(() => resume(Effect.void))
     }
     this.#waiting.push(wake)
     return Effect.sync(() => {
