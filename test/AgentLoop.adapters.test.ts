@@ -72,6 +72,61 @@ describe("AgentLoop adapters", () => {
     expect(iterated.map(label)).toEqual(emitted.map(label))
   })
 
+  it.effect.prop(
+    "AL 3.7 agentLoopAsyncIterable, whatever the consumer's pace (and several next() calls at once), yields exactly the run's events in order",
+    {
+      turns: Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 3 }))).check(Schema.isMaxLength(4)),
+      // Before each read: none, a microtask, a macrotask, or two next() calls at once.
+      pace: Schema.Array(Schema.Literals(["none", "microtask", "macrotask", "double"])).check(Schema.isMinLength(1))
+    },
+    ({ turns, pace }) =>
+      Effect.promise(async () => {
+        const script = [
+          ...turns.map((calls, t) =>
+            ScriptedModel.callTools(
+              Array.from({ length: calls }, (_, i) => ScriptedModel.toolCall(`t${t}_${i}`, "add", { a: t, b: i })),
+              calls === 0 ? `nothing ${t}` : undefined
+            )
+          ),
+          ScriptedModel.say("done")
+        ]
+        const label = (e: AgentEvent) => "toolCallId" in e ? `${e.type}:${e.toolCallId}` : e.type
+        const emitted: Array<string> = []
+        await runAgentLoopPromise([user], context, { toolExecution: "sequential" }, setup(script).layer, (event) =>
+          void emitted.push(label(event)))
+        const iterator = agentLoopAsyncIterable([user], context, { toolExecution: "sequential" }, setup(script).layer)[
+          Symbol.asyncIterator
+        ]()
+        const iterated: Array<string> = []
+        let done = false
+        for (let i = 0; !done; i++) {
+          const step = pace[i % pace.length]
+          if (step === "microtask") {
+            await Promise.resolve()
+          }
+          if (step === "macrotask") {
+            await new Promise<void>((resolve) =>
+              setImmediate(resolve)
+            )
+          }
+          const results = step === "double"
+            ? await Promise.all([iterator.next(), iterator.next()])
+            : [await iterator.next()]
+          for (const result of results) {
+            if (result.done) {
+              done = true
+            } else {
+              expect(done, "no event after the end").toBe(false)
+              iterated.push(label(result.value))
+            }
+          }
+        }
+        expect(iterated).toEqual(emitted)
+        expect((await iterator.next()).done, "the iterator stays done").toBe(true)
+      }),
+    { timeout: 30_000, arbitrary: { runs: 100 } }
+  )
+
   it("AL 3.7 agentLoopAsyncIterable throws the error of a layer that cannot be built", async () => {
     const broken = Layer.merge(
       ToolRegistry.layer(Add).pipe(Layer.provide(Add.toLayer(() => Effect.succeed(Tool.textResult("0"))))),
