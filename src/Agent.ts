@@ -325,9 +325,11 @@ class Turn {
 }
 
 /**
- * `SubscriptionRef.update(ref, (a) => f(a, b))` without an Effect (nor a closure), when nothing holds the ref (an update run with an Effect of its
- * own, `updateEffect`, may be waiting between its read and its write): sets the value and publishes it
- * exactly as `update` does. Returns `false` when it could not (the caller then runs `update`).
+ * `SubscriptionRef.update(ref, (a) => f(a, b))` without an Effect (nor a closure), when nothing holds the ref
+ * (an update run with an Effect of its own, `updateEffect`, may be waiting between its read and its write):
+ * sets the value and publishes it exactly as `update` does. Returns `false` when it could not (the caller then
+ * runs `update`). It reads the ref's fields, which `effect` does not export: if they are not there, it returns
+ * `false` and the caller takes the ordinary path.
  */
 const updateNow = <A, B>(ref: SubscriptionRef.SubscriptionRef<A>, f: (a: A, b: B) => A, b: B): boolean => {
   const parts = ref as unknown as {
@@ -340,6 +342,9 @@ const updateNow = <A, B>(ref: SubscriptionRef.SubscriptionRef<A>, f: (a: A, b: B
   PubSub.publishUnsafe(parts.pubsub, parts.value)
   return true
 }
+
+const STREAMING: Partial<Plain> = { isStreaming: true, streamingMessage: undefined, errorMessage: undefined }
+const IDLE: Partial<Plain> = { isStreaming: false, streamingMessage: undefined }
 
 /** Builds an agent on the {@link Model} and {@link ToolRegistry} in the context. */
 export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentOptions<R> = {}) {
@@ -359,6 +364,13 @@ export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentO
   const followUps = new MessageQueue(options.followUpMode ?? "one-at-a-time")
   let listeners: ReadonlyArray<Listener> = []
   let active: ActiveRun | undefined
+  /**
+   * Sets the state to `f(current, b)`: at once when nothing holds the ref, else through `SubscriptionRef.update`.
+   * Call it while running (inside a `suspend` or a generator), never to build an Effect for later.
+   */
+  const setState = <B>(f: (current: AgentState, b: B) => AgentState, b: B): Effect.Effect<void> =>
+    updateNow(state, f, b) ? Effect.void : SubscriptionRef.update(state, (current) => f(current, b))
+
   // Events of parallel tool fibers are delivered one at a time, in emission order.
   const turn = new Turn()
   const what = (event: AgentEvent) => `a subscriber on ${event.type}`
@@ -457,11 +469,9 @@ export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentO
         if (active !== undefined) return yield* new AgentBusy({ message: busy })
         const run: ActiveRun = { controller: new AbortController(), done: Deferred.makeUnsafe<void>() }
         active = run
-        const snapshot = yield* SubscriptionRef.updateAndGet(
-          state,
-          (current) =>
-            states.patch(current, { isStreaming: true, streamingMessage: undefined, errorMessage: undefined })
-        )
+        const snapshot = updateNow(state, states.patch, STREAMING)
+          ? SubscriptionRef.getUnsafe(state)
+          : yield* SubscriptionRef.updateAndGet(state, (current) => states.patch(current, STREAMING))
         const config: AgentLoopConfig<R> = {
           ...options,
           signal: run.controller.signal,
@@ -478,10 +488,7 @@ export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentO
           run.controller,
           restore
         ))
-        yield* SubscriptionRef.update(
-          state,
-          (current) => states.clearPending(current, { isStreaming: false, streamingMessage: undefined })
-        )
+        yield* setState(states.clearPending, IDLE)
         active = undefined
         yield* Deferred.succeed(run.done, undefined)
         if (exit._tag === "Failure" && !Cause.hasInterruptsOnly(exit.cause)) {
@@ -555,22 +562,17 @@ export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentO
     hasQueuedMessages: Effect.sync(() => steering.items.length > 0 || followUps.items.length > 0),
     abort: Effect.sync(() => active?.controller.abort()),
     waitForIdle: Effect.suspend(() => active === undefined ? Effect.void : Deferred.await(active.done)),
-    reset: whenIdle(RESET_BUSY, () =>
-      Effect.andThen(
-        Effect.sync(() => {
-          steering.items = []
-          followUps.items = []
-        }),
-        SubscriptionRef.update(state, (current) =>
-          states.replace(current, { streamingMessage: undefined, errorMessage: undefined }, []))
-      )),
-    setSystemPrompt: (systemPrompt) =>
-      SubscriptionRef.update(state, (current) => states.patch(current, { systemPrompt })),
+    reset: whenIdle(RESET_BUSY, () => {
+      steering.items = []
+      followUps.items = []
+      return setState(
+        (current, _: void) => states.replace(current, { streamingMessage: undefined, errorMessage: undefined }, []),
+        undefined
+      )
+    }),
+    setSystemPrompt: (systemPrompt) => Effect.suspend(() => setState(states.patch, { systemPrompt })),
     setMessages: (messages) =>
-      whenIdle(
-        SET_MESSAGES_BUSY,
-        () => SubscriptionRef.update(state, (current) => states.replace(current, {}, messages))
-      ),
+      whenIdle(SET_MESSAGES_BUSY, () => setState((current, m) => states.replace(current, {}, m), messages)),
     subscribe: (listener) =>
       Effect.sync(() => {
         listeners = [...listeners, listener]
