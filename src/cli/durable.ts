@@ -2,6 +2,7 @@
  * Durable runs on the command line: `--durable` runs the task as a durable run in the embedded store and
  * prints its id; `runs` lists the store's runs; `resume <run-id>` continues one after a crash or Ctrl-C.
  */
+import * as Clock from "effect/Clock"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -102,11 +103,12 @@ export const runTask = (task: DurableTask, prompt: string) =>
   runWith(
     task,
     (runId) =>
-      DurableAgent.run({
-        runId,
-        systemPrompt: task.systemPrompt,
-        prompts: [{ role: "user", content: prompt, timestamp: Date.now() }]
-      }),
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        DurableAgent.run({
+          runId,
+          systemPrompt: task.systemPrompt,
+          prompts: [{ role: "user", content: prompt, timestamp: now }]
+        })),
     DurableAgent.newRunId()
   )
 
