@@ -177,7 +177,7 @@ export const Message: Schema.toTaggedUnion<
   readonly [typeof UserMessage, typeof AssistantMessage, typeof ToolResultMessage]
 > = Schema.Union([UserMessage, AssistantMessage, ToolResultMessage]).pipe(Schema.toTaggedUnion("role"))
 /** @since 0.1.0 */
-export type Message = typeof Message.Type
+export type Message = UserMessage | AssistantMessage | ToolResultMessage
 
 /**
  * A message an application adds to the transcript for its own purposes (a notification, an artifact). It

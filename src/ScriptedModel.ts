@@ -187,9 +187,14 @@ const streamStep = (
 // The model
 // ---------------------------------------------------------------------------------------------------------
 
+/** A scripted model: a model, plus the requests it has received so far, in order. */
+export interface ScriptedModelShape extends ModelShape {
+  readonly requests: Effect.Effect<ReadonlyArray<ModelRequest>>
+}
+
 /** Builds a scripted model. The requests it received are kept in order for inspection. */
 export const make = Effect.fn("ScriptedModel.make")(
-  function*(script: ReadonlyArray<Step>, options: ScriptOptions = {}) {
+  function*(script: ReadonlyArray<Step>, options: ScriptOptions = {}): Effect.fn.Return<ScriptedModelShape> {
     const info: ModelInfo = {
       api: options.info?.api ?? "scripted",
       provider: options.info?.provider ?? "scripted",
@@ -226,7 +231,7 @@ export const make = Effect.fn("ScriptedModel.make")(
             return streamStep(step, info, chunkSize, now)
           })
         )
-    } satisfies ModelShape & { readonly requests: Effect.Effect<ReadonlyArray<ModelRequest>> }
+    }
   }
 )
 

@@ -76,7 +76,9 @@ const parse = Effect.fnUntraced(function*(path: string, text: string) {
  * Reads a session file. Blank lines are skipped; a last line cut short by a crash is left out and named in
  * `cutLine`; any other line that is not a valid message fails with the line number and what is wrong.
  */
-export const read = Effect.fn("Session.read")(function*(path: string) {
+export const read = Effect.fn("Session.read")(function*(
+  path: string
+): Effect.fn.Return<SessionContents, SessionFileError, FileSystem.FileSystem> {
   const fs = yield* FileSystem.FileSystem
   const text = yield* fs.readFileString(path).pipe(
     Effect.mapError((error) => new SessionFileError({ path, message: `Cannot read session file: ${error.message}` }))
@@ -92,7 +94,9 @@ export const cutLineWarning = (path: string, cut: NonNullable<SessionContents["c
 /**
  * The messages of a session file (see {@link read}). A cut last line is left out with a logged warning.
  */
-export const load = Effect.fn("Session.load")(function*(path: string) {
+export const load = Effect.fn("Session.load")(function*(
+  path: string
+): Effect.fn.Return<ReadonlyArray<Message>, SessionFileError, FileSystem.FileSystem> {
   const contents = yield* read(path)
   if (contents.cutLine !== undefined) yield* Effect.logWarning(cutLineWarning(path, contents.cutLine))
   return contents.messages
