@@ -9,7 +9,7 @@ import { Command, Flag } from "effect/cli"
 import { HttpServer } from "effect/http"
 import { hostname } from "node:os"
 import { defaultTimings } from "../server/timings.ts"
-import * as BuiltinTools from "../tools/index.ts"
+import { resolveSandbox } from "../tools/bash.ts"
 import { approvalHook } from "./Approval.ts"
 import * as Demo from "./Demo.ts"
 import { DEFAULT_INSTRUCTIONS } from "./ProjectContext.ts"
@@ -130,7 +130,7 @@ export const makeCommand = (shared: SharedFlags) =>
         allowNetwork: options.allowNetwork,
         bwrap: options.bwrap
       } as const
-      const sandbox = yield* BuiltinTools.resolveSandbox(sandboxSettings, root)
+      const sandbox = yield* resolveSandbox(sandboxSettings, root)
       if (sandbox._tag === "Unconfined" && options.sandbox === "auto") {
         yield* Effect.logWarning(`bash runs without a sandbox: ${sandbox.reason}`)
       }
