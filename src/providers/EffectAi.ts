@@ -53,7 +53,7 @@ export interface Options {
 }
 
 /** The response stream of a `LanguageModel`, as the bridge consumes it. */
-export type PartStream = Stream.Stream<Response.StreamPart<any>, unknown>
+type PartStream = Stream.Stream<Response.StreamPart<any>, unknown>
 
 /**
  * The options of the request being served (temperature, token limit, thinking level), provided to the
@@ -80,6 +80,8 @@ const reasoningOptions = (signature: string | undefined): Prompt.ReasoningPartEn
 /**
  * Our messages as an `effect/ai` prompt (encoded form). With `info`, reasoning this same model produced
  * goes back with the provider metadata it came with (signatures, encrypted content) as its options.
+ *
+ * @internal
  */
 export const toPrompt = (
   request: Pick<ModelRequest, "systemPrompt" | "messages">,
@@ -195,7 +197,7 @@ const reasonOfAiError = (tag: string): ModelErrorReason => {
 }
 
 /** An `effect/ai` failure as a {@link ModelError}. */
-export const toModelError = (error: unknown): ModelError => {
+const toModelError = (error: unknown): ModelError => {
   if (AiError.isAiError(error)) {
     return new ModelError({
       reason: reasonOfAiError(error.reason._tag),
@@ -371,7 +373,7 @@ const makePartHandler = (info: ModelInfo, pricing: Pricing | undefined, now: num
  * limit, thinking level) are provided as {@link RequestOptions} and handed to `applyOptions`, since each
  * provider has its own settings for them.
  */
-export const streamWith = (
+const streamWith = (
   languageModel: LanguageModel.LanguageModel,
   info: ModelInfo,
   pricing: Pricing | undefined,
