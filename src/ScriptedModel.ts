@@ -14,7 +14,6 @@ import {
   emptyUsage,
   type StopReason,
   type ToolCall,
-  type ToolCallArguments,
   type Usage
 } from "./Message.ts"
 import { Model, ModelError, type ModelInfo, type ModelRequest, type ModelShape } from "./Model.ts"
@@ -64,7 +63,7 @@ export const say = (text: string, options: Omit<Reply, "content"> = {}): Reply =
 })
 
 /** A tool call block. */
-export const toolCall = (id: string, name: string, args: ToolCallArguments): ToolCall => ({
+export const toolCall = (id: string, name: string, args: ToolCall["arguments"]): ToolCall => ({
   type: "toolCall",
   id,
   name,

@@ -21,8 +21,6 @@ export * as EventSink from "./EventSink.ts"
 export * as Tool from "./Tool.ts"
 /** The tools of a run. */
 export * as ToolRegistry from "./ToolRegistry.ts"
-/** The typed ways a call ends during prepare. */
-export * as ImmediateOutcome from "./ImmediateOutcome.ts"
 /** Running one assistant message's tool calls. */
 export * as ToolExecution from "./ToolExecution.ts"
 /** The model interface. */
