@@ -29,7 +29,7 @@ export interface Reply {
 }
 
 /** A step that fails: with a typed error (`fail`) or with a final `error` event after streaming `content`. */
-export interface Failure {
+interface Failure {
   readonly fail: string
   /** `"event"` streams the content then ends with an `error` event; `"error"` fails the stream. */
   readonly as?: "event" | "error" | undefined

@@ -2,7 +2,9 @@
  * effect-agent: pi's agent core on Effect 4 (messages, tools, the five phases of a batch, the loop, the agent).
  * The rest lives behind its own entry point, so an application loads only what it uses:
  * `effect-agent/providers` (models over HTTP), `effect-agent/tools` (the built-in tools),
- * `effect-agent/durable` (runs that survive a crash) and `effect-agent/cli` (the command line).
+ * `effect-agent/durable` (runs that survive a crash), `effect-agent/mcp` (tools of MCP servers),
+ * `effect-agent/telemetry` (the switches and the OTLP export of the spans every run records) and
+ * `effect-agent/cli` (the command line).
  *
  * @since 0.1.0
  */
@@ -33,9 +35,5 @@ export * as Agent from "./Agent.ts"
 export { PromiseAgent, type PromiseAgentOptions } from "./PromiseAgent.ts"
 /** A model that replays a script (the embedded default). */
 export * as ScriptedModel from "./ScriptedModel.ts"
-/** OpenTelemetry spans and metrics of a run (GenAI semantic conventions). */
-export * as Telemetry from "./Telemetry.ts"
-/** Exporting them over OTLP/HTTP (the OpenTelemetry SDK is loaded only when used). */
-export * as TelemetryExport from "./TelemetryExport.ts"
 /** Transcripts as JSON-lines files. */
 export * as Session from "./Session.ts"
