@@ -3,8 +3,8 @@
  * The rest lives behind its own entry point, so an application loads only what it uses:
  * `effect-agent/providers` (models over HTTP), `effect-agent/tools` (the built-in tools),
  * `effect-agent/durable` (runs that survive a crash), `effect-agent/mcp` (tools of MCP servers),
- * `effect-agent/telemetry` (the switches and the OTLP export of the spans every run records) and
- * `effect-agent/cli` (the command line).
+ * `effect-agent/telemetry` (the switches and the OTLP export of the spans every run records),
+ * `effect-agent/testing` (a scripted model) and `effect-agent/cli` (the command line).
  *
  * @since 0.1.0
  */
@@ -33,7 +33,5 @@ export * as AgentLoop from "./AgentLoop.ts"
 export * as Agent from "./Agent.ts"
 /** The Promise facade of the agent. */
 export { PromiseAgent, type PromiseAgentOptions } from "./PromiseAgent.ts"
-/** A model that replays a script (the embedded default). */
-export * as ScriptedModel from "./ScriptedModel.ts"
 /** Transcripts as JSON-lines files. */
 export * as Session from "./Session.ts"

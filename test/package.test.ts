@@ -119,7 +119,8 @@ describe("the packed package", () => {
               `import * as Durable from "effect-agent/durable"`,
               `import * as Mcp from "effect-agent/mcp"`,
               `import * as Telemetry from "effect-agent/telemetry"`,
-              `console.log(JSON.stringify([typeof Core.Agent.make, typeof Providers.layerConfig, Tools.builtinTools.length, typeof Cli.main, typeof Durable.DurableAgent.run, typeof Mcp.registry, typeof Telemetry.TelemetryExport.layer]))`
+              `import * as Testing from "effect-agent/testing"`,
+              `console.log(JSON.stringify([typeof Core.Agent.make, typeof Providers.layerConfig, Tools.builtinTools.length, typeof Cli.main, typeof Durable.DurableAgent.run, typeof Mcp.registry, typeof Telemetry.TelemetryExport.layer, typeof Testing.ScriptedModel.layer]))`
             ].join("\n")
           )
           // A Schema of the other copy with a transformation cannot be decoded by the package's copy: every call
@@ -150,6 +151,7 @@ describe("the packed package", () => {
             "function",
             7,
             "object",
+            "function",
             "function",
             "function",
             "function"
