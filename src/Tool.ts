@@ -103,8 +103,6 @@ export interface Tool<Name extends string, Params extends Parameters = Parameter
 export declare namespace Tool {
   /** Any tool. */
   export type Any = Tool<any, any, any>
-  /** The handler services a set of tools needs. */
-  export type HandlersFor<T extends Any> = T extends Tool<infer Name, any, any> ? HandlerOf<Name> : never
 }
 
 /** Options of {@link make}. */
