@@ -12,7 +12,7 @@ import { HttpClientRequest } from "effect/http"
 import type { Message, ToolResultMessage } from "../Message.ts"
 import {
   Model,
-  type ModelErrorReason,
+  type ModelError,
   type ModelInfo,
   type ModelRequest,
   type ModelShape,
@@ -531,7 +531,7 @@ const mapStopReason = (
 }
 
 /** What an `error` event in the stream means. */
-const streamErrorReason = (type: string): { readonly reason: ModelErrorReason; readonly retryable: boolean } => {
+const streamErrorReason = (type: string): { readonly reason: ModelError["reason"]; readonly retryable: boolean } => {
   switch (type) {
     case "rate_limit_error":
       return { reason: "rate-limit", retryable: true }

@@ -13,15 +13,7 @@ import { Clock, Context, Effect, Layer, Schema, Stream } from "effect"
 import { AiError, LanguageModel, Prompt, type Response, Tool as AiTool, type Toolkit } from "effect/ai"
 import type { AssistantMessageEvent } from "../AssistantMessageEvent.ts"
 import type { ToolResultContent } from "../Message.ts"
-import {
-  Model,
-  ModelError,
-  type ModelErrorReason,
-  type ModelInfo,
-  type ModelOptions,
-  type ModelRequest,
-  type ModelShape
-} from "../Model.ts"
+import { Model, ModelError, type ModelInfo, type ModelOptions, type ModelRequest, type ModelShape } from "../Model.ts"
 import * as Tool from "../Tool.ts"
 import { type DuplicateToolName, type RegisteredTool, ToolRegistry } from "../ToolRegistry.ts"
 import { makeUsage, type Pricing, ResponseBuilder } from "./internal/builder.ts"
@@ -175,7 +167,7 @@ const toolkitOf = (request: ModelRequest): Toolkit.WithHandler<Record<string, Ai
   } as unknown as Toolkit.WithHandler<Record<string, AiTool.Any>>
 }
 
-const reasonOfAiError = (tag: string): ModelErrorReason => {
+const reasonOfAiError = (tag: string): ModelError["reason"] => {
   switch (tag) {
     case "NetworkError":
       return "network"

@@ -11,7 +11,7 @@ import { Sse } from "effect/encoding"
 import { HttpClient, type HttpClientError, HttpClientRequest, type HttpClientResponse } from "effect/http"
 import type { AssistantMessageEvent } from "../../AssistantMessageEvent.ts"
 import type { AssistantMessage } from "../../Message.ts"
-import { ModelError, type ModelErrorReason, type ModelInfo, type ModelRequest, type ModelShape } from "../../Model.ts"
+import { ModelError, type ModelInfo, type ModelRequest, type ModelShape } from "../../Model.ts"
 import type { ResponseBuilder } from "./builder.ts"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -93,7 +93,7 @@ export const makeScrub = (secrets: ReadonlyArray<Redacted.Redacted<string> | und
 }
 
 export const failure = (
-  reason: ModelErrorReason,
+  reason: ModelError["reason"],
   message: string,
   extra: { readonly status?: number; readonly retryable?: boolean; readonly retryAfter?: Duration.Duration } = {}
 ): ProviderFailure =>
@@ -207,7 +207,7 @@ const statusFailure = (
       const status = response.status
       const info = parseErrorBody(body)
       const detail = errorBodyMessage(body) || `status ${status}`
-      const [reason, retryableByStatus]: [ModelErrorReason, boolean] = status === 401 || status === 403
+      const [reason, retryableByStatus]: [ModelError["reason"], boolean] = status === 401 || status === 403
         ? ["auth", false]
         : status === 429
         ? ["rate-limit", true]
