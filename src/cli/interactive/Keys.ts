@@ -3,7 +3,10 @@
  * key, not a signal that would end the program), every key pressed queued in order, and pasted text marked
  * as such through the terminal's bracketed-paste mode, so a pasted newline is text, not Enter (CLI 1.3).
  */
-import { Effect, Option, Queue, type Scope } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import type * as Scope from "effect/Scope"
 import { emitKeypressEvents } from "node:readline"
 
 /** One key press, as Node's readline decodes it; `paste` is true between the paste brackets. */
