@@ -58,7 +58,7 @@ export class AgentBusy extends Schema.TaggedError<AgentBusy>()("AgentBusy", { me
  * subscriber and the next event. It gets the run's abort signal (AL 4.6). Its failures are logged and never
  * reach the run (AL 4.7).
  */
-export type Listener = (event: AgentEvent, signal: AbortSignal) => Effect.Effect<void, unknown>
+type Listener = (event: AgentEvent, signal: AbortSignal) => Effect.Effect<void, unknown>
 
 /** The input of `prompt`: text, one message, or several. */
 export type PromptInput = string | AgentMessage | ReadonlyArray<AgentMessage>

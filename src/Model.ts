@@ -38,7 +38,7 @@ export interface ModelRequest {
 }
 
 /** Why a model call failed. */
-export const ModelErrorReason = Schema.Literals([
+const ModelErrorReason = Schema.Literals([
   "http",
   "rate-limit",
   "auth",
@@ -49,8 +49,6 @@ export const ModelErrorReason = Schema.Literals([
   "config",
   "unknown"
 ])
-/** @since 0.1.0 */
-export type ModelErrorReason = typeof ModelErrorReason.Type
 
 /**
  * A model call failed. `message` is meant for people and models alike and never contains credentials;

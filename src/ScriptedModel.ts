@@ -18,7 +18,6 @@ import {
   emptyUsage,
   type StopReason,
   type ToolCall,
-  type ToolCallArguments,
   type Usage
 } from "./Message.ts"
 import { Model, ModelError, type ModelInfo, type ModelRequest, type ModelShape } from "./Model.ts"
@@ -34,7 +33,7 @@ export interface Reply {
 }
 
 /** A step that fails: with a typed error (`fail`) or with a final `error` event after streaming `content`. */
-export interface Failure {
+interface Failure {
   readonly fail: string
   /** `"event"` streams the content then ends with an `error` event; `"error"` fails the stream. */
   readonly as?: "event" | "error" | undefined
@@ -68,7 +67,7 @@ export const say = (text: string, options: Omit<Reply, "content"> = {}): Reply =
 })
 
 /** A tool call block. */
-export const toolCall = (id: string, name: string, args: ToolCallArguments): ToolCall => ({
+export const toolCall = (id: string, name: string, args: ToolCall["arguments"]): ToolCall => ({
   type: "toolCall",
   id,
   name,

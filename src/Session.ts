@@ -34,11 +34,11 @@ const MessageFromJson = Schema.fromJsonString(Message)
 const decodeLine = Schema.decodeUnknownExit(MessageFromJson)
 const encodeLine = Schema.encodeSync(MessageFromJson)
 
-/** One message as a session line (without the newline). */
+/** One message as a session line (without the newline). @internal */
 export const encodeMessage = (message: Message): string => encodeLine(message)
 
 /** What a session file holds. */
-export interface SessionContents {
+interface SessionContents {
   readonly messages: ReadonlyArray<Message>
   /**
    * The last line when it was cut short (a crash while it was being written): it has no newline after it
@@ -86,7 +86,7 @@ export const read = Effect.fn("Session.read")(function*(
   return yield* parse(path, text)
 })
 
-/** A warning for a cut last line, one line, naming the file and the line. */
+/** A warning for a cut last line, one line, naming the file and the line. @internal */
 export const cutLineWarning = (path: string, cut: NonNullable<SessionContents["cutLine"]>): string =>
   `Session file ${path}, line ${cut.line}: the last line was cut short (a crash while it was written) ` +
   `and was dropped (${cut.text.length} characters).`
@@ -103,7 +103,7 @@ export const load = Effect.fn("Session.load")(function*(
 })
 
 /** Appends messages to a session file as they complete. Application messages are not persisted. */
-export interface SessionWriter {
+interface SessionWriter {
   readonly path: string
   readonly append: (message: AgentMessage) => Effect.Effect<void, SessionFileError>
 }
@@ -218,7 +218,7 @@ export const writer = Effect.fn("Session.writer")(function*(path: string) {
   return writerOf
 })
 
-/** A new session file name under a folder, ordered by time. */
+/** A new session file name under a folder, ordered by time. @internal */
 export const newSessionPath = Effect.fn("Session.newSessionPath")(function*(folder: string) {
   const pathService = yield* Path.Path
   const now = new Date(yield* Effect.clockWith((clock) => clock.currentTimeMillis))

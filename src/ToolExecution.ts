@@ -132,7 +132,7 @@ export interface ToolBatchResult {
   readonly aborted: boolean
 }
 
-/** The mode a batch will run in: sequential if configured so or if any called tool requires it. */
+/** The mode a batch will run in: sequential if configured so or if any called tool requires it. @internal */
 export const chooseMode = (
   calls: ReadonlyArray<ToolCall>,
   registry: ToolRegistryShape,
@@ -438,6 +438,8 @@ const executedResult = (tool: Tool.Any, exit: Exit.Exit<ToolResult, unknown>): F
 /**
  * A handler failure that is reported as exactly this error result (content and details) rather than by its
  * message: durable runs replay a stored timeout with it (docs/durability.md DR 4.2).
+ *
+ * @internal
  */
 export class ToolErrorResult extends Error {
   readonly result: ToolResult

@@ -117,7 +117,10 @@ describe("the packed package", () => {
               `import * as Tools from "effect-agent/tools"`,
               `import * as Cli from "effect-agent/cli"`,
               `import * as Durable from "effect-agent/durable"`,
-              `console.log(JSON.stringify([typeof Core.Agent.make, typeof Providers.layerConfig, Tools.builtinTools.length, typeof Cli.main, typeof Durable.DurableAgent.run]))`
+              `import * as Mcp from "effect-agent/mcp"`,
+              `import * as Telemetry from "effect-agent/telemetry"`,
+              `import * as Testing from "effect-agent/testing"`,
+              `console.log(JSON.stringify([typeof Core.Agent.make, typeof Providers.layerConfig, Tools.builtinTools.length, typeof Cli.main, typeof Durable.DurableAgent.run, typeof Mcp.registry, typeof Telemetry.TelemetryExport.layer, typeof Testing.ScriptedModel.layer]))`
             ].join("\n")
           )
           // A Schema of the other copy with a transformation cannot be decoded by the package's copy: every call
@@ -143,7 +146,16 @@ describe("the packed package", () => {
           )
           expectCoerced(other.stdout)
           expectCoerced(same.stdout)
-          assert.deepStrictEqual(JSON.parse(entries.stdout), ["function", "function", 7, "object", "function"])
+          assert.deepStrictEqual(JSON.parse(entries.stdout), [
+            "function",
+            "function",
+            7,
+            "object",
+            "function",
+            "function",
+            "function",
+            "function"
+          ])
           const [[isError, text]] = JSON.parse(transform.stdout)
           assert.isTrue(isError, transform.stdout)
           assert.include(text, "built by another copy of the effect package and has a transformation")

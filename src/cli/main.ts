@@ -37,6 +37,7 @@ import { ProviderName } from "../providers/index.ts"
 import * as Session from "../Session.ts"
 import * as TelemetryExport from "../TelemetryExport.ts"
 import type { ToolRegistry } from "../ToolRegistry.ts"
+import { resolveSandbox } from "../tools/bash.ts"
 import * as BuiltinTools from "../tools/index.ts"
 import { approvalHook, type ApprovalMode } from "./Approval.ts"
 import * as Demo from "./Demo.ts"
@@ -300,7 +301,7 @@ const prepare = Effect.fn("prepare")(
       : yield* resolveTask(sessionFlags.words, options.prompt, demo && stdin === "other" ? "terminal" : stdin)
     const root = yield* resolveWorkspace(given, demo, options)
     const sandboxSettings = { mode: options.sandbox, allowNetwork: options.allowNetwork, bwrap: options.bwrap } as const
-    const sandbox = yield* BuiltinTools.resolveSandbox(sandboxSettings, root)
+    const sandbox = yield* resolveSandbox(sandboxSettings, root)
     if (sandbox._tag === "Unconfined" && options.sandbox === "auto") {
       yield* Console.error(`effect-agent: bash runs without a sandbox: ${terminalSafe(sandbox.reason)}`)
     }

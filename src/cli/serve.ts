@@ -17,7 +17,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { hostname } from "node:os"
 import { defaultTimings } from "../server/timings.ts"
-import * as BuiltinTools from "../tools/index.ts"
+import { resolveSandbox } from "../tools/bash.ts"
 import { approvalHook } from "./Approval.ts"
 import * as Demo from "./Demo.ts"
 import { DEFAULT_INSTRUCTIONS } from "./ProjectContext.ts"
@@ -138,7 +138,7 @@ export const makeCommand = (shared: SharedFlags) =>
         allowNetwork: options.allowNetwork,
         bwrap: options.bwrap
       } as const
-      const sandbox = yield* BuiltinTools.resolveSandbox(sandboxSettings, root)
+      const sandbox = yield* resolveSandbox(sandboxSettings, root)
       if (sandbox._tag === "Unconfined" && options.sandbox === "auto") {
         yield* Effect.logWarning(`bash runs without a sandbox: ${sandbox.reason}`)
       }

@@ -34,7 +34,7 @@ import { holdOwnerLock } from "./internal/sqlite.ts"
 import { RunIndex, StartLedger } from "./RunState.ts"
 import { SqliteClient, type SqliteClientConfig } from "./SqliteClient.ts"
 
-/** The state folder: `$EFFECT_AGENT_HOME`, by default `~/.effect-agent`. */
+/** The state folder: `$EFFECT_AGENT_HOME`, by default `~/.effect-agent`. @internal */
 export const stateFolder = (env: NodeJS.ProcessEnv = process.env): string =>
   env.EFFECT_AGENT_HOME !== undefined && env.EFFECT_AGENT_HOME !== ""
     ? env.EFFECT_AGENT_HOME
@@ -47,7 +47,7 @@ export const defaultStoreFile = (env: NodeJS.ProcessEnv = process.env): string =
  * How the engine keeps shard leases and polls its storage (DR 5.1). Every field is a `ShardingConfig` field
  * of `effect/cluster`; what is not given here keeps effect's default.
  */
-export interface Timings {
+interface Timings {
   /**
    * How long a runner's lease on its shards lasts without a refresh. A runner that died (kill -9) keeps its
    * shards, and with them its runs, this long: another runner (another address) can take them only after
@@ -96,7 +96,7 @@ export const embeddedTimings: Required<Timings> = {
 }
 
 /** What {@link engine} is built with. */
-export interface EngineOptions {
+interface EngineOptions {
   /** The lease and polling timings. Default: effect's defaults (35 s lease; see {@link Timings}). */
   readonly timings?: Timings | undefined
   /**
@@ -177,10 +177,10 @@ export const engine = (
  * is that runner again and takes its shards back at once (the leases name the address). Two processes never
  * hold it together: the runner holds the store's owner lock (DR 5.3).
  */
-export const embeddedRunnerAddress: RunnerAddress.RunnerAddress = RunnerAddress.make("embedded", 1)
+const embeddedRunnerAddress: RunnerAddress.RunnerAddress = RunnerAddress.make("embedded", 1)
 
 /** How the embedded store is opened: the SQLite file and, optionally, other timings. */
-export interface StoreConfig extends SqliteClientConfig {
+interface StoreConfig extends SqliteClientConfig {
   readonly timings?: Timings | undefined
 }
 

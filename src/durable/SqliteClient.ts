@@ -79,7 +79,7 @@ const sqlError = (cause: unknown, message: string, operation: string) =>
  * read), so a corrupted file or a lock held elsewhere fails here with a typed `SqlError` rather than at the
  * first query.
  */
-export const make = Effect.fnUntraced(function*(config: SqliteClientConfig) {
+const make = Effect.fnUntraced(function*(config: SqliteClientConfig) {
   const db = yield* Effect.acquireRelease(
     Effect.try({
       try: () => {

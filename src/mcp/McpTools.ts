@@ -175,7 +175,7 @@ const callFailure = (server: string, tool: string, error: McpClientError.McpClie
   })
 
 /** One MCP tool as one of our tools, calling it through `client`. */
-export const toolOf = (
+const toolOf = (
   client: McpClient.McpClient,
   descriptor: McpSchema.Tool,
   options: ToolsOptions

@@ -22,7 +22,7 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { AssistantMessageEvent } from "../../AssistantMessageEvent.ts"
 import type { AssistantMessage } from "../../Message.ts"
-import { ModelError, type ModelErrorReason, type ModelInfo, type ModelRequest, type ModelShape } from "../../Model.ts"
+import { ModelError, type ModelInfo, type ModelRequest, type ModelShape } from "../../Model.ts"
 import type { ResponseBuilder } from "./builder.ts"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -104,7 +104,7 @@ export const makeScrub = (secrets: ReadonlyArray<Redacted.Redacted<string> | und
 }
 
 export const failure = (
-  reason: ModelErrorReason,
+  reason: ModelError["reason"],
   message: string,
   extra: { readonly status?: number; readonly retryable?: boolean; readonly retryAfter?: Duration.Duration } = {}
 ): ProviderFailure =>
@@ -218,7 +218,7 @@ const statusFailure = (
       const status = response.status
       const info = parseErrorBody(body)
       const detail = errorBodyMessage(body) || `status ${status}`
-      const [reason, retryableByStatus]: [ModelErrorReason, boolean] = status === 401 || status === 403
+      const [reason, retryableByStatus]: [ModelError["reason"], boolean] = status === 401 || status === 403
         ? ["auth", false]
         : status === 429
         ? ["rate-limit", true]
