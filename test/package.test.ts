@@ -6,7 +6,7 @@
  * dependencies); `npm` on the PATH. About 10 to 20 s, mostly `npm install`.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Cause, Effect } from "effect"
 import { execFile } from "node:child_process"
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -156,6 +156,31 @@ describe("the packed package", () => {
             "function",
             "function"
           ])
+          // The installed declarations type-check as a strict application compiles them, every file of them
+          // (skipLibCheck off): a declaration stripInternal cut short, or a name it lost, fails here.
+          writeFileSync(
+            join(app, "tsconfig.json"),
+            JSON.stringify({
+              compilerOptions: {
+                strict: true,
+                noEmit: true,
+                skipLibCheck: false,
+                module: "nodenext",
+                moduleResolution: "nodenext",
+                target: "es2022",
+                types: ["node"],
+                typeRoots: [join(root, "node_modules", "@types")]
+              },
+              include: ["node_modules/effect-agent/dist/**/*.d.ts"]
+            })
+          )
+          const declarations = yield* Effect.exit(
+            sh(app, process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.json"])
+          )
+          assert.isTrue(
+            declarations._tag === "Success",
+            declarations._tag === "Failure" ? String((Cause.squash(declarations.cause) as any).stdout) : ""
+          )
           const [[isError, text]] = JSON.parse(transform.stdout)
           assert.isTrue(isError, transform.stdout)
           assert.include(text, "built by another copy of the effect package and has a transformation")

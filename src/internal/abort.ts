@@ -7,8 +7,6 @@
  *   (an Effect that completes when it fires);
  * - interruption → signal: {@link abortOnInterrupt} (interrupting the caller aborts a controller and waits
  *   for the work to settle on it), {@link LazyAbort} (a signal handed to user code, created only if read).
- *
- * @internal
  */
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"

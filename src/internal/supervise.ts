@@ -3,8 +3,6 @@
  * phase in a fiber that a signal or an interruption stops, running tools stopped (signal first, then
  * interruption) within a grace period and abandoned if they ignore it, and the honest end of every call the
  * abort caught.
- *
- * @internal
  */
 import * as Cause from "effect/Cause"
 import type * as Duration from "effect/Duration"
