@@ -5,24 +5,21 @@
  *
  * @since 0.1.0
  */
-import { Config, Effect, FileSystem, Option, Path, Terminal } from "effect"
+import { Effect, FileSystem, Option, Path, Terminal } from "effect"
 import { Prompt } from "effect/cli"
 import { createHash } from "node:crypto"
-import { homedir } from "node:os"
+import * as StateFolder from "../internal/stateFolder.ts"
 import type { Message } from "../Message.ts"
 import * as Session from "../Session.ts"
 import { displayWidth, graphemes } from "./interactive/internal/text.ts"
 import { terminalSafe } from "./internal/terminalText.ts"
 import { UsageError } from "./startup.ts"
 
-/** The state folder: `$EFFECT_AGENT_HOME` when set and not empty, else `~/.effect-agent` (CLI 7.1). */
-export const stateFolder: Effect.Effect<string, never, Path.Path> = Effect.gen(function*() {
-  const path = yield* Path.Path
-  const given = yield* Config.String("EFFECT_AGENT_HOME").pipe(Config.option, Effect.orElseSucceed(() => Option.none()))
-  return Option.isSome(given) && given.value.trim() !== ""
-    ? path.resolve(given.value)
-    : path.join(homedir(), ".effect-agent")
-})
+/**
+ * The state folder: `$EFFECT_AGENT_HOME` (through `Config`) made absolute when set and not blank, else
+ * `~/.effect-agent` (CLI 7.1); the one reading the durable-run store and the prompt history use too.
+ */
+export const stateFolder: Effect.Effect<string> = StateFolder.stateFolder
 
 /**
  * The folder name of a workspace: its absolute path made a file name (separators and other unsafe

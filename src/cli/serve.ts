@@ -163,10 +163,12 @@ export const makeCommand = (shared: SharedFlags) =>
             process.exit(stalledExitCode)
           }
         })
-        : Layer.unwrap(Effect.promise(async () => {
-          const durable = await import("./durable.ts")
-          return Engine.single(durable.storeFile(store))
-        }))
+        : Layer.unwrap(
+          Effect.flatMap(
+            Effect.promise(() => import("./durable.ts")),
+            (durable) => Effect.map(durable.storeFile(store), Engine.single)
+          )
+        )
       const server = Server.layer({
         port: options.port,
         host: options.host,

@@ -13,7 +13,7 @@
  * @since 0.1.0
  */
 import * as NodeCrypto from "@effect/platform-node/NodeCrypto"
-import { Duration, Layer, Option } from "effect"
+import { Duration, Effect, Layer, Option } from "effect"
 import type { MessageStorage } from "effect/cluster"
 import {
   ClusterWorkflowEngine,
@@ -27,20 +27,20 @@ import {
 } from "effect/cluster"
 import type { SqlClient, SqlError } from "effect/sql"
 import type { WorkflowEngine } from "effect/workflow"
-import * as os from "node:os"
 import * as path from "node:path"
+import * as StateFolder from "../internal/stateFolder.ts"
 import { holdOwnerLock } from "./internal/sqlite.ts"
 import { RunIndex, StartLedger } from "./RunState.ts"
 import { SqliteClient, type SqliteClientConfig } from "./SqliteClient.ts"
 
-/** The state folder: `$EFFECT_AGENT_HOME`, by default `~/.effect-agent`. */
-export const stateFolder = (env: NodeJS.ProcessEnv = process.env): string =>
-  env.EFFECT_AGENT_HOME !== undefined && env.EFFECT_AGENT_HOME !== ""
-    ? env.EFFECT_AGENT_HOME
-    : path.join(os.homedir(), ".effect-agent")
+/**
+ * The state folder: `EFFECT_AGENT_HOME` read through `Config` (made absolute; unset or blank means
+ * `~/.effect-agent`). The `ConfigProvider` in context decides it, never `process.env` directly.
+ */
+export const stateFolder: Effect.Effect<string> = StateFolder.stateFolder
 
-/** The default store file: `runs.db` in the state folder. */
-export const defaultStoreFile = (env: NodeJS.ProcessEnv = process.env): string => path.join(stateFolder(env), "runs.db")
+/** The default store file: `runs.db` in the {@link stateFolder}. */
+export const defaultStoreFile: Effect.Effect<string> = Effect.map(stateFolder, (folder) => path.join(folder, "runs.db"))
 
 /**
  * How the engine keeps shard leases and polls its storage (DR 5.1). Every field is a `ShardingConfig` field

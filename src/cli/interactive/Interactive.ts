@@ -16,6 +16,7 @@ import { approvalHook, type ApprovalRequest, currentFile, type Decision, preview
 import { terminalSafe } from "../internal/terminalText.ts"
 import * as LiveView from "../LiveView.ts"
 import { providerLayer, type ProviderSettings, providerSettings } from "../provider.ts"
+import * as SessionStore from "../SessionStore.ts"
 import type { AttachedPrompt } from "../Task.ts"
 import * as Usage from "../Usage.ts"
 import * as Commands from "./Commands.ts"
@@ -76,7 +77,7 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
   // Loads in the background while the person types the first prompt; awaited when an answer starts.
   const markdownLoaded = Markdown.load().catch(() => undefined)
   const keys = yield* Keys.make()
-  const history = History.load(options.root)
+  const history = History.load(options.root, yield* SessionStore.stateFolder)
   const snapshots = Undo.make(options.root)
 
   // The model, switchable by /model: the agent keeps this one object, which forwards to the current model.
