@@ -4,7 +4,7 @@
  * the embedded SQLite store. SIGTERM (or Ctrl-C) stops it gracefully: the HTTP server stops first, then the
  * runner hands its shards (and their runs) to the others.
  */
-import { Config, Console, Duration, Effect, Layer, Logger, Option, Redacted } from "effect"
+import { Config, Console, Duration, Effect, Layer, Logger, Option, Path, Redacted } from "effect"
 import { Command, Flag } from "effect/cli"
 import { HttpServer } from "effect/http"
 import { hostname } from "node:os"
@@ -99,6 +99,8 @@ const stalledExitCode = 75
 export const makeCommand = (shared: SharedFlags) =>
   Command.make("serve", { ...shared, ...serveFlags }, (options) =>
     Effect.gen(function*() {
+      // The command's services (its `Console` among them), for the stall watch's last line.
+      const context = yield* Effect.context<never>()
       // Loaded on use: the cluster, PostgreSQL and SQLite clients are not needed by the other commands.
       const [Engine, Server] = yield* Effect.promise(() =>
         Promise.all([import("../server/Engine.ts"), import("../server/Server.ts")])
@@ -117,7 +119,8 @@ export const makeCommand = (shared: SharedFlags) =>
         })
       }
       yield* toolTimeoutSeconds(options.toolTimeout)
-      const root = yield* existingWorkspace(Option.getOrElse(options.workspaces, () => process.cwd()))
+      const path = yield* Path.Path
+      const root = yield* existingWorkspace(Option.getOrElse(options.workspaces, () => path.resolve(".")))
       const settings = Option.isSome(options.provider)
         ? yield* providerSettings(options.provider.value, {
           baseUrl: Option.getOrUndefined(options.baseUrl),
@@ -152,14 +155,15 @@ export const makeCommand = (shared: SharedFlags) =>
           onStall: options.stallExit <= 0 ? undefined : (pendingFor) => {
             // The process's scope cannot close (the stuck release holds it), so no graceful shutdown: the
             // runs are durable and continue elsewhere once this runner's locks are gone with its sessions.
-            process.stderr.write(
-              JSON.stringify({
-                message: "runner stalled in a forced shard release; exiting so its shards can move",
-                level: "FATAL",
-                timestamp: new Date().toISOString(),
-                pendingForMs: Duration.toMillis(pendingFor)
-              }) + "\n"
-            )
+            // The line goes to stderr through the command's `Console`, run synchronously: Node's console writes
+            // a file, a pipe or a terminal before returning on Linux, so the line is out before the exit. (Not
+            // through the logger: `Logger.consoleJson` writes stdout whatever `LogToStderr` says.)
+            Effect.runSyncWith(context)(Console.error(JSON.stringify({
+              message: "runner stalled in a forced shard release; exiting so its shards can move",
+              level: "FATAL",
+              timestamp: new Date().toISOString(),
+              pendingForMs: Duration.toMillis(pendingFor)
+            })))
             process.exit(stalledExitCode)
           }
         })
