@@ -411,6 +411,7 @@ const session = Effect.fn("session")(
     const tui = interactive && mode === "text" && task === undefined && prepared.settings !== undefined
       ? yield* Interactive.prepare({
         root,
+        color: !(yield* envSwitch("NO_COLOR")),
         settings: prepared.settings,
         yes: options.yes,
         needsApproval: prepared.needsApproval,
