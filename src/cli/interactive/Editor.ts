@@ -105,7 +105,7 @@ const commonPrefix = (words: ReadonlyArray<string>): string =>
 /** One key applied to the editor: the next state, or how the editor ends. */
 export const step = (state: EditorState, key: Key, context: EditorContext): EditorState | EditorResult => {
   const { text, cursor } = state
-  // The terminal's input has ended (CLI 1.10): no one can type any more, so the entry ends unsent.
+  // The terminal's input has ended (CLI 1.9): no one can type any more, so the entry ends unsent.
   if (isEnd(key)) return context.cancelable ? { _tag: "Cancel" } : { _tag: "Exit" }
   if (key.paste) {
     // Pasted text is text: a newline in it (CR or LF) is a new line, never Enter.

@@ -35,7 +35,7 @@ const END_OF_INPUT = "end-of-input"
 /** What the keys read once the terminal's input has ended (the terminal closed): no person is there any more. */
 const endOfInput: Key = { sequence: "", name: END_OF_INPUT, ctrl: false, meta: false, shift: false, paste: false }
 
-/** Whether the terminal's input has ended (CLI 1.10): the session ends as `/quit` ends it. */
+/** Whether the terminal's input has ended (CLI 1.9): the session ends as `/quit` ends it. */
 export const isEnd = (key: Key): boolean => key.name === END_OF_INPUT
 
 /** Whether a key is Esc or Ctrl-C, or the end of input: what stops an answer. */
