@@ -12,6 +12,7 @@ import * as StateFolder from "../internal/stateFolder.ts"
 import type { Message } from "../Message.ts"
 import * as Session from "../Session.ts"
 import { displayWidth, graphemes } from "./interactive/internal/text.ts"
+import * as PromptInput from "./internal/promptInput.ts"
 import { terminalSafe } from "./internal/terminalText.ts"
 import { UsageError } from "./startup.ts"
 
@@ -191,7 +192,7 @@ const pick = Effect.fn("SessionStore.pick")(function*(root: string, flag: string
   }
   const terminal = yield* Terminal.Terminal
   const columns = yield* terminal.columns
-  return yield* Prompt.run(Prompt.Select({
+  return yield* PromptInput.run(Prompt.Select({
     message: pickerMessage(root, flag),
     choices: sessions.map((session) => ({ title: describe(session, Math.max(40, columns - 6)), value: session.path })),
     maxPerPage: 10

@@ -51,8 +51,13 @@ describe("interactive mode on a test terminal", () => {
       expect(stub.requests.map(lastUserText)).not.toContain("one")
       terminal.press("return")
       await terminal.waitFor("You said: one / two")
-      // CLI 1.5, 9.4: Esc stops the answer (the terminal ends its input at Esc, as Node's does for prompts),
-      // and the keys after it still reach the next prompt.
+      // CLI 1.3, 9.4: a paste holding Ctrl-D and Ctrl-C stays whole (the command line's terminal ends its
+      // input at no key), and the paste's end is seen: Enter after it sends.
+      terminal.paste("ctl\x04mid\x03end")
+      await terminal.waitFor("end")
+      terminal.press("return")
+      await terminal.waitFor("You said: ctl")
+      // CLI 1.5: Esc stops the answer, and the session goes on.
       terminal.type("slow please")
       terminal.press("return")
       await terminal.waitFor("word word")
@@ -67,17 +72,49 @@ describe("interactive mode on a test terminal", () => {
       terminal.press("c", { ctrl: true })
       const result = await done
       expect(result.code).toBe(0)
-      expect(stub.requests.map(lastUserText)).toEqual(["hello there", "one\ntwo", "slow please", "after the stop"])
+      expect(stub.requests.map(lastUserText)).toEqual([
+        "hello there",
+        "one\ntwo",
+        "ctl\x04mid\x03end",
+        "slow please",
+        "after the stop"
+      ])
       // CLI 1.2, 12.9: the history lives in the state folder given through Config, never in the workspace.
       const history = readdirSync(join(home.dir, "history"))
       expect(history).toHaveLength(1)
       const entries = readFileSync(join(home.dir, "history", history[0]!), "utf8").trim().split("\n").map((line) =>
         JSON.parse(line)
       )
-      expect(entries).toEqual(["hello there", "one\ntwo", "slow please", "after the stop"])
+      expect(entries).toEqual(["hello there", "one\ntwo", "ctl\x04mid\x03end", "slow please", "after the stop"])
       expect(readdirSync(workspace.dir)).not.toContain("history")
       // The prompt is coloured (NO_COLOR unset).
       expect(terminal.output()).toContain("\x1b[1;36m›")
+    },
+    TEST_TIMEOUT_MS
+  )
+
+  it(
+    "on a terminal that ends its input at Esc and Ctrl-C (as NodeTerminal.layer does), the session reads on",
+    async () => {
+      const terminal = testTerminal({ endsInputAtQuitKeys: true })
+      const done = run(terminal)
+      await terminal.waitFor("›")
+      // CLI 9.4: the input ends after this Esc; the mode reads it again, and the next keys reach the editor.
+      terminal.press("escape")
+      await terminal.reading()
+      terminal.type("still here")
+      terminal.press("return")
+      await terminal.waitFor("You said: still here")
+      terminal.type("slow please")
+      terminal.press("return")
+      await terminal.waitFor("word word")
+      terminal.press("c", { ctrl: true })
+      await terminal.waitFor("answer stopped; the session goes on")
+      await terminal.reading()
+      terminal.type("/quit")
+      terminal.press("return")
+      expect((await done).code).toBe(0)
+      expect(stub.requests.map(lastUserText).slice(-2)).toEqual(["still here", "slow please"])
     },
     TEST_TIMEOUT_MS
   )

@@ -186,9 +186,10 @@ export interface KeyModifiers {
 
 /**
  * A terminal for an in-process run: the `Terminal` service with keys the test presses (the events Node's
- * terminal gives, bracketed-paste markers included) and what the run displayed. As `NodeTerminal.layer`
- * does, a reader's input ends after Esc, Ctrl-C or Ctrl-D (prompts quit there); keys pressed while no one
- * reads wait for the next reader, as they wait in the terminal's buffer.
+ * terminal gives, bracketed-paste markers included) and what the run displayed. Like the command line's own
+ * Node terminal, no key ends a reader's input, unless `endsInputAtQuitKeys`: then, as `NodeTerminal.layer`
+ * does, it ends after Esc, Ctrl-C or Ctrl-D, and keys pressed before the next reader opens are lost. Keys
+ * pressed while no one reads wait for the next reader, as they wait in the terminal's buffer.
  */
 export interface TestTerminal {
   /** Types text, one key per character. */
@@ -199,6 +200,8 @@ export interface TestTerminal {
   readonly paste: (text: string) => void
   /** Ends the terminal's input (the terminal closed). */
   readonly end: () => void
+  /** Resolves once a reader whose input has not ended is open (after a quit key, the run's next one). */
+  readonly reading: () => Promise<void>
   /** Everything displayed so far, as written (escape sequences included). */
   readonly output: () => string
   /**
@@ -211,19 +214,27 @@ export interface TestTerminal {
 }
 
 /** A {@link TestTerminal} of this size. */
-export const testTerminal = (size: Terminal.Size = { columns: 100, rows: 40 }): TestTerminal => {
+export const testTerminal = (
+  options: { readonly size?: Terminal.Size; readonly endsInputAtQuitKeys?: boolean } = {}
+): TestTerminal => {
+  const size = options.size ?? { columns: 100, rows: 40 }
   let displayed = ""
   let seen = 0
   let ended = false
   const waiting: Array<Terminal.UserInput> = []
   const readers = new Set<Queue.Queue<Terminal.UserInput, Cause.Done>>()
+  const endedReaders = new WeakSet<Queue.Queue<Terminal.UserInput, Cause.Done>>()
   const quits = ({ key }: Terminal.UserInput) =>
-    key.name === "escape" || (key.ctrl && (key.name === "c" || key.name === "d"))
+    options.endsInputAtQuitKeys === true &&
+    (key.name === "escape" || (key.ctrl && (key.name === "c" || key.name === "d")))
   const deliver = (input: Terminal.UserInput) => {
     if (readers.size === 0) return void waiting.push(input)
     for (const reader of readers) {
       Queue.offerUnsafe(reader, input)
-      if (quits(input)) Queue.endUnsafe(reader)
+      if (quits(input)) {
+        Queue.endUnsafe(reader)
+        endedReaders.add(reader)
+      }
     }
   }
   const event = (name: string, sequence: string | undefined, modifiers: KeyModifiers = {}) =>
@@ -265,6 +276,13 @@ export const testTerminal = (size: Terminal.Size = { columns: 100, rows: 40 }): 
     end: () => {
       ended = true
       for (const reader of readers) Queue.endUnsafe(reader)
+    },
+    reading: async () => {
+      const deadline = Date.now() + 30_000
+      while (![...readers].some((reader) => !endedReaders.has(reader))) {
+        if (Date.now() > deadline) throw new Error("no reader of the terminal's input opened")
+        await new Promise((resolve) => setTimeout(resolve, 5))
+      }
     },
     output: () => displayed,
     waitFor: async (pattern, timeoutMs = 30_000) => {
