@@ -54,7 +54,7 @@ describe("interactive mode on a test terminal", () => {
       // CLI 1.3, 9.4: a paste holding Ctrl-D and Ctrl-C stays whole (the command line's terminal ends its
       // input at no key), and the paste's end is seen: Enter after it sends.
       terminal.paste("ctl\x04mid\x03end")
-      await terminal.waitFor("end")
+      await terminal.waitFor("␃end")
       terminal.press("return")
       await terminal.waitFor("You said: ctl")
       // CLI 1.5: Esc stops the answer, and the session goes on.
@@ -66,7 +66,9 @@ describe("interactive mode on a test terminal", () => {
       terminal.type("after the stop")
       terminal.press("return")
       await terminal.waitFor("You said: after the stop")
-      // CLI 1.6: Ctrl-C at an empty prompt warns, the second exits with code 0.
+      // CLI 1.6: Ctrl-C at an empty prompt (once the answer is over: during it, Ctrl-C stops it) warns, the
+      // second exits with code 0.
+      await terminal.waitFor("›")
       terminal.press("c", { ctrl: true })
       await terminal.waitFor("Press Ctrl-C again to exit")
       terminal.press("c", { ctrl: true })
@@ -132,6 +134,10 @@ describe("interactive mode on a test terminal", () => {
       const result = await done
       expect(result.code).toBe(0)
       expect(stub.requests.map(lastUserText)).not.toContain("half typed")
+      // The terminal is given back: bracketed paste off again, after it was turned on.
+      const output = terminal.output()
+      expect(output.lastIndexOf("\x1b[?2004l")).toBeGreaterThan(output.indexOf("\x1b[?2004h"))
+      expect(output.indexOf("\x1b[?2004h")).toBeGreaterThanOrEqual(0)
       // CLI 9.1: NO_COLOR is read through Config: no colour anywhere on screen.
       expect(terminal.output()).not.toMatch(/\x1b\[[0-9;]*m/)
     },

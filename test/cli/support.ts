@@ -205,8 +205,8 @@ export interface TestTerminal {
   /** Everything displayed so far, as written (escape sequences included). */
   readonly output: () => string
   /**
-   * Resolves with the plain text (no escape sequences, no carriage returns) displayed since the last
-   * `waitFor` returned, once it shows `pattern`; rejects after `timeoutMs`.
+   * Resolves once the plain text (no escape sequences, no carriage returns) displayed after the previous
+   * match shows `pattern`, with that text up to the end of this match; rejects after `timeoutMs`.
    */
   readonly waitFor: (pattern: string | RegExp, timeoutMs?: number) => Promise<string>
   /** The `Terminal` service of the run, writing what is displayed to `write` too. */
@@ -288,11 +288,15 @@ export const testTerminal = (
     waitFor: async (pattern, timeoutMs = 30_000) => {
       const deadline = Date.now() + timeoutMs
       while (true) {
-        const text = plain(displayed.slice(seen))
-        const found = typeof pattern === "string" ? text.includes(pattern) : pattern.test(text)
-        if (found) {
-          seen = displayed.length
-          return text
+        const text = plain(displayed).slice(seen)
+        const found = typeof pattern === "string" ? undefined : pattern.exec(text)
+        const match = typeof pattern === "string"
+          ? { index: text.indexOf(pattern), length: pattern.length }
+          : { index: found?.index ?? -1, length: found?.[0].length ?? 0 }
+        if (match.index >= 0) {
+          // The next wait looks after this match: what was displayed with it (the next prompt) still counts.
+          seen += match.index + match.length
+          return text.slice(0, match.index + match.length)
         }
         if (Date.now() > deadline) throw new Error(`the terminal never showed ${String(pattern)}; it shows:\n${text}`)
         await new Promise((resolve) => setTimeout(resolve, 10))
@@ -345,8 +349,8 @@ const quickClock = (real: Clock.Clock): Clock.Clock =>
  * `Terminal`'s display and the `Console`) captured, no terminal, and the environment of {@link childEnv} as
  * the configuration; pauses shorter than {@link QUICK_BELOW} take no time unless `realTime`. The exit code
  * is the one the process would exit with. For what does not depend on the process itself: signals, exit on
- * a signal, the installed bin, pseudo-terminals, a real pipe, and what the CLI still writes to
- * `process.stdout` itself (the durable-run commands) need {@link runCli}. Programs the run starts (bash, MCP
+ * a signal, the installed bin, Node's own terminal (pseudo-terminals) and a real pipe need {@link runCli};
+ * the interactive mode runs here on a {@link testTerminal} (`terminal`). Programs the run starts (bash, MCP
  * servers) inherit this process's environment, not `env`.
  */
 export const runCliInProcess = async (
