@@ -121,6 +121,22 @@ describe("interactive mode on a test terminal", () => {
     TEST_TIMEOUT_MS
   )
 
+  it("the editor follows the terminal's size as it is resized", async () => {
+    const terminal = testTerminal({ size: { columns: 100, rows: 40 } })
+    const done = run(terminal)
+    await terminal.waitFor("›")
+    // 70 characters after the 2-cell prompt: one row of 100 columns.
+    terminal.type("x".repeat(70))
+    await terminal.waitFor(`› ${"x".repeat(70)}`)
+    // CLI 9.1: the size comes from the Terminal and follows its resizes; at 50 columns the entry takes two
+    // rows (47 characters after the prompt, the rest below it, indented as the prompt).
+    await terminal.resize({ columns: 50, rows: 20 })
+    terminal.type("y")
+    await terminal.waitFor(/› x{47}\n {2}x{23}y/)
+    terminal.end()
+    expect((await done).code).toBe(0)
+  }, TEST_TIMEOUT_MS)
+
   it(
     "the end of the terminal's input ends the session as /quit does; NO_COLOR from Config turns colours off",
     async () => {

@@ -200,6 +200,8 @@ export interface TestTerminal {
   readonly paste: (text: string) => void
   /** Ends the terminal's input (the terminal closed). */
   readonly end: () => void
+  /** Resizes the terminal; resolves once every reader of its size has taken the new one. */
+  readonly resize: (size: Terminal.Size) => Promise<void>
   /** Resolves once a reader whose input has not ended is open (after a quit key, the run's next one). */
   readonly reading: () => Promise<void>
   /** Everything displayed so far, as written (escape sequences included). */
@@ -217,7 +219,8 @@ export interface TestTerminal {
 export const testTerminal = (
   options: { readonly size?: Terminal.Size; readonly endsInputAtQuitKeys?: boolean } = {}
 ): TestTerminal => {
-  const size = options.size ?? { columns: 100, rows: 40 }
+  let size = options.size ?? { columns: 100, rows: 40 }
+  const sizeReaders = new Set<Queue.Queue<Terminal.Size, Cause.Done>>()
   let displayed = ""
   let seen = 0
   let ended = false
@@ -277,6 +280,15 @@ export const testTerminal = (
       ended = true
       for (const reader of readers) Queue.endUnsafe(reader)
     },
+    resize: async (next) => {
+      size = next
+      for (const queue of sizeReaders) Queue.offerUnsafe(queue, next)
+      const deadline = Date.now() + 30_000
+      while ([...sizeReaders].some((queue) => Queue.sizeUnsafe(queue) > 0)) {
+        if (Date.now() > deadline) throw new Error("the resize was never read")
+        await new Promise((resolve) => setTimeout(resolve, 5))
+      }
+    },
     reading: async () => {
       const deadline = Date.now() + 30_000
       while (![...readers].some((reader) => !endedReaders.has(reader))) {
@@ -304,9 +316,15 @@ export const testTerminal = (
     },
     service: (write) =>
       Terminal.make({
-        columns: Effect.succeed(size.columns),
-        rows: Effect.succeed(size.rows),
-        size: Effect.tap(Queue.sliding<Terminal.Size, Cause.Done>(1), (queue) => Queue.offer(queue, size)),
+        columns: Effect.sync(() => size.columns),
+        rows: Effect.sync(() => size.rows),
+        size: Effect.gen(function*() {
+          const queue = yield* Queue.sliding<Terminal.Size, Cause.Done>(1)
+          yield* Queue.offer(queue, size)
+          sizeReaders.add(queue)
+          yield* Effect.addFinalizer(() => Effect.sync(() => sizeReaders.delete(queue)))
+          return queue
+        }),
         readInput: Effect.gen(function*() {
           const reader = yield* Queue.unbounded<Terminal.UserInput, Cause.Done>()
           yield* Effect.addFinalizer(() => Effect.sync(() => readers.delete(reader)))
