@@ -4,7 +4,16 @@
  *
  * @since 0.1.0
  */
-import { Cause, Clock, Context, Deferred, Effect, HashSet, Layer, Schema, Semaphore, SubscriptionRef } from "effect"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as HashSet from "effect/HashSet"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as Semaphore from "effect/Semaphore"
+import * as SubscriptionRef from "effect/SubscriptionRef"
 import type { AgentEvent } from "./AgentEvent.ts"
 import { type AgentLoopConfig, CannotContinue, runAgentLoop, runAgentLoopContinue } from "./AgentLoop.ts"
 import * as EventSink from "./EventSink.ts"

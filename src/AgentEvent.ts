@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { AssistantMessageEvent } from "./AssistantMessageEvent.ts"
 import { AssistantMessage, Message, ToolCallArguments, ToolResultMessage } from "./Message.ts"
 import { ToolResultSchema } from "./Tool.ts"

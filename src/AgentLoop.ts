@@ -9,7 +9,16 @@
  *
  * @since 0.1.0
  */
-import { Cause, Clock, Effect, Exit, Fiber, type Layer, Option, Queue, Schema, Stream } from "effect"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import type * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import type { AgentContext } from "./AgentContext.ts"
 import type { AgentEvent } from "./AgentEvent.ts"
 import type { AssistantMessageEvent } from "./AssistantMessageEvent.ts"

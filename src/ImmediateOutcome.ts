@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 const call = { toolCallId: Schema.String, toolName: Schema.String, message: Schema.String }
 

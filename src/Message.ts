@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /** A piece of text. `textSignature` is an opaque provider token that must be sent back unchanged. */
 export const TextContent = Schema.Struct({

@@ -5,7 +5,9 @@
  *
  * @since 0.1.0
  */
-import { Context, Schema, type Stream } from "effect"
+import * as Context from "effect/Context"
+import * as Schema from "effect/Schema"
+import type * as Stream from "effect/Stream"
 import type { AssistantMessageEvent } from "./AssistantMessageEvent.ts"
 import type { Message } from "./Message.ts"
 import type { JsonSchema } from "./Tool.ts"

@@ -6,7 +6,11 @@
  *
  * @since 0.1.0
  */
-import { Duration, Effect, Layer, Ref, Stream } from "effect"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Ref from "effect/Ref"
+import * as Stream from "effect/Stream"
 import type { AssistantMessageEvent } from "./AssistantMessageEvent.ts"
 import {
   type AssistantContent,

@@ -15,7 +15,9 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Metric } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Metric from "effect/Metric"
 
 // ---------------------------------------------------------------------------------------------------------
 // Switches

@@ -8,7 +8,11 @@
  *
  * @since 0.1.0
  */
-import { Config, type Duration, Effect, Layer, Option } from "effect"
+import * as Config from "effect/Config"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 
 /** Where and how to export. */
 export interface ExportOptions {

@@ -5,7 +5,12 @@
  *
  * @since 0.1.0
  */
-import { Context, Duration, Effect, Layer, Schema, type Scope } from "effect"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import { compileCoercion } from "./internal/coercion.ts"
 import { ToolResultContent } from "./Message.ts"
 

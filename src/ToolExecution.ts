@@ -7,7 +7,17 @@
  *
  * @since 0.1.0
  */
-import { Cause, Clock, Duration, Effect, Exit, Fiber, Option, Queue, Schema, SchemaIssue, Stream } from "effect"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
+import * as Stream from "effect/Stream"
 import type { AgentContext } from "./AgentContext.ts"
 import * as Context from "./AgentContext.ts"
 import type { AgentEvent, ToolExecutionEvent } from "./AgentEvent.ts"

@@ -3,7 +3,10 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Layer, Schema } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 import type { Handler, Tool } from "./Tool.ts"
 
 /** A tool together with the handler that runs it. */

@@ -5,8 +5,12 @@
  *
  * @since 0.1.0
  */
-import { Effect, FileSystem, Option, Path, Terminal } from "effect"
-import { Prompt } from "effect/cli"
+import * as Prompt from "effect/cli/Prompt"
+import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
+import * as Option from "effect/Option"
+import * as Path from "effect/Path"
+import * as Terminal from "effect/Terminal"
 import { createHash } from "node:crypto"
 import * as StateFolder from "../internal/stateFolder.ts"
 import type { Message } from "../Message.ts"

@@ -2,7 +2,11 @@
  * Durable runs on the command line: `--durable` runs the task as a durable run in the embedded store and
  * prints its id; `runs` lists the store's runs; `resume <run-id>` continues one after a crash or Ctrl-C.
  */
-import { Console, Effect, Layer, Schema, Terminal } from "effect"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as Terminal from "effect/Terminal"
 import { mkdirSync } from "node:fs"
 import { dirname, resolve } from "node:path"
 import type { AgentEvent } from "../AgentEvent.ts"

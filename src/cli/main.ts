@@ -5,27 +5,28 @@
  * prints only the answer, `--json` every event, `--mode rpc` serves JSON commands (docs/cli.md).
  */
 import { NodeRuntime, NodeServices, NodeTerminal } from "@effect/platform-node"
-import type { FileSystem } from "effect"
-import {
-  Cause,
-  Clock,
-  Config,
-  Console,
-  Effect,
-  Exit,
-  Layer,
-  Logger,
-  Option,
-  Path,
-  Queue,
-  Runtime,
-  Schema,
-  Stdio,
-  Stream,
-  SubscriptionRef,
-  Terminal
-} from "effect"
-import { Argument, Command, Flag, Prompt } from "effect/cli"
+import * as Cause from "effect/Cause"
+import * as Argument from "effect/cli/Argument"
+import * as Command from "effect/cli/Command"
+import * as Flag from "effect/cli/Flag"
+import * as Prompt from "effect/cli/Prompt"
+import * as Clock from "effect/Clock"
+import * as Config from "effect/Config"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import type * as FileSystem from "effect/FileSystem"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as Option from "effect/Option"
+import * as Path from "effect/Path"
+import * as Queue from "effect/Queue"
+import * as Runtime from "effect/Runtime"
+import * as Schema from "effect/Schema"
+import * as Stdio from "effect/Stdio"
+import * as Stream from "effect/Stream"
+import * as SubscriptionRef from "effect/SubscriptionRef"
+import * as Terminal from "effect/Terminal"
 import { realpathSync } from "node:fs"
 import { pathToFileURL } from "node:url"
 import * as Agent from "../Agent.ts"

@@ -4,9 +4,18 @@
  * the embedded SQLite store. SIGTERM (or Ctrl-C) stops it gracefully: the HTTP server stops first, then the
  * runner hands its shards (and their runs) to the others.
  */
-import { Config, Console, Duration, Effect, Layer, Logger, Option, Path, Redacted } from "effect"
-import { Command, Flag } from "effect/cli"
-import { HttpServer } from "effect/http"
+import * as Command from "effect/cli/Command"
+import * as Flag from "effect/cli/Flag"
+import * as Config from "effect/Config"
+import * as Console from "effect/Console"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as HttpServer from "effect/http/HttpServer"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as Option from "effect/Option"
+import * as Path from "effect/Path"
+import * as Redacted from "effect/Redacted"
 import { hostname } from "node:os"
 import { defaultTimings } from "../server/timings.ts"
 import * as BuiltinTools from "../tools/index.ts"

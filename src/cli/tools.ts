@@ -1,6 +1,7 @@
 /** The built-in tools, confined to a workspace folder, as the command line's registry. */
 import { NodeServices } from "@effect/platform-node"
-import { Layer, type PlatformError } from "effect"
+import * as Layer from "effect/Layer"
+import type * as PlatformError from "effect/PlatformError"
 import { type DuplicateToolName, ToolRegistry } from "../ToolRegistry.ts"
 import * as BuiltinTools from "../tools/index.ts"
 

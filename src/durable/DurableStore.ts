@@ -13,20 +13,22 @@
  * @since 0.1.0
  */
 import * as NodeCrypto from "@effect/platform-node/NodeCrypto"
-import { Duration, Effect, Layer, Option } from "effect"
-import type { MessageStorage } from "effect/cluster"
-import {
-  ClusterWorkflowEngine,
-  RunnerAddress,
-  RunnerHealth,
-  Runners,
-  Sharding,
-  ShardingConfig,
-  SqlMessageStorage,
-  SqlRunnerStorage
-} from "effect/cluster"
-import type { SqlClient, SqlError } from "effect/sql"
-import type { WorkflowEngine } from "effect/workflow"
+import * as ClusterWorkflowEngine from "effect/cluster/ClusterWorkflowEngine"
+import type * as MessageStorage from "effect/cluster/MessageStorage"
+import * as RunnerAddress from "effect/cluster/RunnerAddress"
+import * as RunnerHealth from "effect/cluster/RunnerHealth"
+import * as Runners from "effect/cluster/Runners"
+import * as Sharding from "effect/cluster/Sharding"
+import * as ShardingConfig from "effect/cluster/ShardingConfig"
+import * as SqlMessageStorage from "effect/cluster/SqlMessageStorage"
+import * as SqlRunnerStorage from "effect/cluster/SqlRunnerStorage"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type * as SqlClient from "effect/sql/SqlClient"
+import type * as SqlError from "effect/sql/SqlError"
+import type * as WorkflowEngine from "effect/workflow/WorkflowEngine"
 import * as path from "node:path"
 import * as StateFolder from "../internal/stateFolder.ts"
 import { holdOwnerLock } from "./internal/sqlite.ts"

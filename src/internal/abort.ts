@@ -10,7 +10,8 @@
  *
  * @internal
  */
-import { Effect, Fiber } from "effect"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 
 /** Completes when the signal fires (at once if it has). Removes its listener when interrupted. */
 export const whenAborted = (signal: AbortSignal): Effect.Effect<void> =>

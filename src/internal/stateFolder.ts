@@ -3,7 +3,9 @@
  * `EFFECT_AGENT_HOME` through `Config`, so a `ConfigProvider` (a test, an embedding program) decides it and
  * no module reads `process.env` itself.
  */
-import { Config, Effect, Option } from "effect"
+import * as Config from "effect/Config"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import { homedir } from "node:os"
 import { join, resolve } from "node:path"
 

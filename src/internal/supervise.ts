@@ -6,8 +6,12 @@
  *
  * @internal
  */
-import type { Duration } from "effect"
-import { Cause, Effect, Exit, Fiber, Option } from "effect"
+import * as Cause from "effect/Cause"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
 import type { ExecutionMode } from "../Tool.ts"
 import {
   Abandoned,

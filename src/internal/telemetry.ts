@@ -3,7 +3,16 @@
  * are `Telemetry.ts`; the rules `docs/telemetry.md`, OT n.m). Each hook takes the run's or batch's trace,
  * which is `undefined` when nothing is recorded, and then does nothing: no span, no clock read, no Effect.
  */
-import { Cause, Clock, Context, Effect, Exit, Metric, Option, References, Stream, Tracer } from "effect"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Metric from "effect/Metric"
+import * as Option from "effect/Option"
+import * as References from "effect/References"
+import * as Stream from "effect/Stream"
+import * as Tracer from "effect/Tracer"
 import type { AssistantMessage, ToolCall, ToolResultMessage } from "../Message.ts"
 import type { ModelInfo, ModelShape } from "../Model.ts"
 import {

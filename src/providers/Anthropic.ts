@@ -5,10 +5,14 @@
  *
  * @since 0.1.0
  */
-import { Config, Effect, Layer, Redacted, Schema } from "effect"
-import type { Sse } from "effect/encoding"
-import type { HttpClient } from "effect/http"
-import { HttpClientRequest } from "effect/http"
+import * as Config from "effect/Config"
+import * as Effect from "effect/Effect"
+import type * as Sse from "effect/encoding/Sse"
+import type * as HttpClient from "effect/http/HttpClient"
+import * as HttpClientRequest from "effect/http/HttpClientRequest"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
 import type { Message, ToolResultMessage } from "../Message.ts"
 import {
   Model,

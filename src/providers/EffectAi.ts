@@ -9,8 +9,18 @@
  *
  * @since 0.1.0
  */
-import { Clock, Context, Effect, Layer, Schema, Stream } from "effect"
-import { AiError, LanguageModel, Prompt, type Response, Tool as AiTool, type Toolkit } from "effect/ai"
+import * as AiError from "effect/ai/AiError"
+import * as LanguageModel from "effect/ai/LanguageModel"
+import * as Prompt from "effect/ai/Prompt"
+import type * as Response from "effect/ai/Response"
+import * as AiTool from "effect/ai/Tool"
+import type * as Toolkit from "effect/ai/Toolkit"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import type { AssistantMessageEvent } from "../AssistantMessageEvent.ts"
 import type { ToolResultContent } from "../Message.ts"
 import {

@@ -10,11 +10,15 @@
  *
  * @since 0.1.0
  */
-import type { Config, Redacted } from "effect"
-import { Effect, Layer, Option, Schema } from "effect"
-import type { Sse } from "effect/encoding"
-import type { HttpClient } from "effect/http"
-import { HttpClientRequest } from "effect/http"
+import type * as Config from "effect/Config"
+import * as Effect from "effect/Effect"
+import type * as Sse from "effect/encoding/Sse"
+import type * as HttpClient from "effect/http/HttpClient"
+import * as HttpClientRequest from "effect/http/HttpClientRequest"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
 import type { AssistantMessage, Message, ToolResultMessage } from "../Message.ts"
 import { Model, type ModelInfo, type ModelRequest, type ModelShape, type ThinkingLevel } from "../Model.ts"
 import { makeUsage, type Pricing, ResponseBuilder } from "./internal/builder.ts"

@@ -3,8 +3,11 @@
  *
  * @since 0.1.0
  */
-import { Config, Effect, Layer, Schema } from "effect"
-import type { HttpClient } from "effect/http"
+import * as Config from "effect/Config"
+import * as Effect from "effect/Effect"
+import type * as HttpClient from "effect/http/HttpClient"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 import type { Model } from "../Model.ts"
 import * as Anthropic from "./Anthropic.ts"
 import * as Gemini from "./Gemini.ts"

@@ -18,8 +18,11 @@
  *
  * @since 0.1.0
  */
-import { type FileSystem, Layer, type Path, type PlatformError } from "effect"
-import type { ChildProcessSpawner } from "effect/process"
+import type * as FileSystem from "effect/FileSystem"
+import * as Layer from "effect/Layer"
+import type * as Path from "effect/Path"
+import type * as PlatformError from "effect/PlatformError"
+import type * as ChildProcessSpawner from "effect/process/ChildProcessSpawner"
 import type * as Tool from "../Tool.ts"
 import { bash, bashLayer, type SandboxUnavailable } from "./bash.ts"
 import { edit, editLayer } from "./edit.ts"

@@ -3,7 +3,7 @@
  * display width, with history (Up/Down), Tab completion and bracketed paste. The editor is a pure state
  * machine (`step`) plus a renderer (`render`), driven by {@link read}; the rules are CLI 1.1-1.4.
  */
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { terminalSafe } from "../internal/terminalText.ts"
 import { displayWidth, graphemes, nextBoundary, previousBoundary } from "./internal/text.ts"
 import { isEnd, type Key, type Keys } from "./Keys.ts"

@@ -5,7 +5,13 @@
  * agent (for the approval hook, the switchable model and the view) and `run` where it used to read prompts.
  * Rules: docs/cli.md, CLI 1.x-4.x.
  */
-import { Effect, Fiber, Option, Queue, Stream, SubscriptionRef, Terminal } from "effect"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Stream from "effect/Stream"
+import * as SubscriptionRef from "effect/SubscriptionRef"
+import * as Terminal from "effect/Terminal"
 import type { AgentShape } from "../../Agent.ts"
 import type { AgentEvent } from "../../AgentEvent.ts"
 import { type AgentMessage, type AssistantMessage, emptyUsage, isMessage } from "../../Message.ts"

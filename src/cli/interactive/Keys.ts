@@ -5,7 +5,13 @@
  * pasted newline is text, not Enter (CLI 1.3). Node's `Terminal` (`NodeTerminal`) decodes keys with readline,
  * which names the paste brackets `paste-start` and `paste-end`; a test terminal gives the same events.
  */
-import { type Cause, Effect, Exit, Option, Queue, Scope, Terminal } from "effect"
+import type * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Scope from "effect/Scope"
+import * as Terminal from "effect/Terminal"
 
 /** One key press, as the terminal decodes it; `paste` is true between the paste brackets. */
 export interface Key {

@@ -4,8 +4,12 @@
  * terminal whose key input does not end at any key (the interactive mode reads Esc and Ctrl-C as keys and
  * goes on, CLI 9.4), so its prompts end their own input there: {@link run}.
  */
-import { type Cause, Effect, Option, Queue, Terminal } from "effect"
-import { Prompt } from "effect/cli"
+import type * as Cause from "effect/Cause"
+import * as Prompt from "effect/cli/Prompt"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Terminal from "effect/Terminal"
 
 /** The keys a prompt quits at: Esc, Ctrl-C, Ctrl-D. */
 const quits = ({ key }: Terminal.UserInput): boolean =>
