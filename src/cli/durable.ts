@@ -31,15 +31,21 @@ export interface DurableTask {
   readonly tools: Layer.Layer<ToolRegistry, unknown>
 }
 
-/** The store file: `--store`, else `$EFFECT_AGENT_HOME/runs.db` (folder made when missing). */
-export const storeFile = (store: string | undefined): string => {
-  const file = store === undefined ? DurableStore.defaultStoreFile() : resolve(store)
-  mkdirSync(dirname(file), { recursive: true })
-  return file
-}
+/**
+ * The store file: `--store`, else `runs.db` in the state folder (`EFFECT_AGENT_HOME` through `Config`); its
+ * folder is made when missing.
+ */
+export const storeFile = (store: string | undefined): Effect.Effect<string> =>
+  Effect.map(
+    store === undefined ? DurableStore.defaultStoreFile : Effect.sync(() => resolve(store)),
+    (file) => {
+      mkdirSync(dirname(file), { recursive: true })
+      return file
+    }
+  )
 
 const storeLayer = (store: string | undefined) =>
-  Layer.suspend(() => DurableStore.layer({ filename: storeFile(store) }))
+  Layer.unwrap(Effect.map(storeFile(store), (filename) => DurableStore.layer({ filename })))
 
 /** Standard output through the `Terminal` service; a closed output is not an error of the run. */
 const display = (text: string): Effect.Effect<void, never, Terminal.Terminal> =>
@@ -126,7 +132,7 @@ export const listRuns = (store: string | undefined, json: boolean) =>
     }
   }).pipe(
     // A client of the store: it lists while another process runs the store (DR 3.1).
-    Effect.provide(Layer.suspend(() => DurableStore.layerClient({ filename: storeFile(store) })))
+    Effect.provide(Layer.unwrap(Effect.map(storeFile(store), (filename) => DurableStore.layerClient({ filename }))))
   )
 
 /** `abort <run-id>` named a run the store does not hold. */
@@ -152,5 +158,5 @@ export const abortRun = (store: string | undefined, runId: string) =>
     yield* DurableAgent.abort(runId)
     yield* Console.log(`abort sent to run ${runId}`)
   }).pipe(
-    Effect.provide(Layer.suspend(() => DurableStore.layerClient({ filename: storeFile(store) })))
+    Effect.provide(Layer.unwrap(Effect.map(storeFile(store), (filename) => DurableStore.layerClient({ filename }))))
   )

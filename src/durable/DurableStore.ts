@@ -23,25 +23,28 @@ import * as ShardingConfig from "effect/cluster/ShardingConfig"
 import * as SqlMessageStorage from "effect/cluster/SqlMessageStorage"
 import * as SqlRunnerStorage from "effect/cluster/SqlRunnerStorage"
 import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as SqlClient from "effect/sql/SqlClient"
 import type * as SqlError from "effect/sql/SqlError"
 import type * as WorkflowEngine from "effect/workflow/WorkflowEngine"
-import * as os from "node:os"
 import * as path from "node:path"
+import * as StateFolder from "../internal/stateFolder.ts"
 import { holdOwnerLock } from "./internal/sqlite.ts"
 import { RunIndex, StartLedger } from "./RunState.ts"
 import { SqliteClient, type SqliteClientConfig } from "./SqliteClient.ts"
 
-/** The state folder: `$EFFECT_AGENT_HOME`, by default `~/.effect-agent`. @internal */
-export const stateFolder = (env: NodeJS.ProcessEnv = process.env): string =>
-  env.EFFECT_AGENT_HOME !== undefined && env.EFFECT_AGENT_HOME !== ""
-    ? env.EFFECT_AGENT_HOME
-    : path.join(os.homedir(), ".effect-agent")
+/**
+ * The state folder: `EFFECT_AGENT_HOME` read through `Config` (made absolute; unset or blank means
+ * `~/.effect-agent`). The `ConfigProvider` in context decides it, never `process.env` directly.
+ *
+ * @internal
+ */
+export const stateFolder: Effect.Effect<string> = StateFolder.stateFolder
 
-/** The default store file: `runs.db` in the state folder. */
-export const defaultStoreFile = (env: NodeJS.ProcessEnv = process.env): string => path.join(stateFolder(env), "runs.db")
+/** The default store file: `runs.db` in the {@link stateFolder}. */
+export const defaultStoreFile: Effect.Effect<string> = Effect.map(stateFolder, (folder) => path.join(folder, "runs.db"))
 
 /**
  * How the engine keeps shard leases and polls its storage (DR 5.1). Every field is a `ShardingConfig` field
