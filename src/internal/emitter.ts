@@ -3,8 +3,10 @@
  * a synchronous sink (see `syncSink.ts`) gets each event without an Effect; after an abort a subscriber gets at
  * most a grace period per event; an abandoned work phase can be closed off.
  */
-import type { Duration } from "effect"
-import { Cause, Effect, Exit } from "effect"
+import * as Cause from "effect/Cause"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import type { AgentEvent } from "../AgentEvent.ts"
 import * as EventSink from "../EventSink.ts"
 import { contain } from "./contain.ts"

@@ -11,10 +11,8 @@
  * The plain function rides on an instance of a class of this module (not a side table: a table keyed by
  * sink costs the garbage collector on every run that makes one). A copy of such a sink (`{ ...sink }`, a
  * wrapper) is a plain object again, so it is delivered through its own `emit`.
- *
- * @internal
  */
-import type { Effect } from "effect"
+import type * as Effect from "effect/Effect"
 import type { AgentEvent } from "../AgentEvent.ts"
 
 class SynchronousSink {
