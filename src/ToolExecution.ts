@@ -489,14 +489,21 @@ const execute = <R>(batch: Batch<R>, prepared: Prepared, inline: boolean): Effec
     context.abort()
     return Effect.interrupt
   }
+  const timeout = entry.tool.timeout ?? batch.timeout
+  // Inline, an interruption of the call's fiber is seen by `executeAll`, which observes that fiber: it
+  // aborts the signal and marks the call stopped once the tool's own finalizers are done.
+  if (inline && timeout === undefined) {
+    return Effect.matchCause(handled as Effect.Effect<ToolResult, unknown>, {
+      onSuccess: (value) => executedResult(entry.tool, Exit.succeed(value)),
+      onFailure: (cause) => executedResult(entry.tool, Exit.failCause(cause))
+    })
+  }
   // Runs once the tool's own finalizers are done: a tool that ignores cancellation never gets here.
   const run = Effect.onInterrupt(handled, () =>
     Effect.sync(() => {
       context.abort()
       if (call.state === running) call.state = State.Stopped
     }))
-  const timeout = entry.tool.timeout ?? batch.timeout
-  if (inline && timeout === undefined) return Effect.map(Effect.exit(run), (exit) => executedResult(entry.tool, exit))
   return runApart(batch, call, entry.tool, run, context, timeout)
 }
 

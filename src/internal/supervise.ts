@@ -7,7 +7,7 @@
  * @internal
  */
 import type { Duration } from "effect"
-import { Cause, Effect, Exit, Fiber, Option } from "effect"
+import { Cause, type Context, Effect, Exit, Fiber, Option } from "effect"
 import type { ExecutionMode } from "../Tool.ts"
 import {
   Abandoned,
@@ -17,6 +17,7 @@ import {
   hasEndEvent,
   hasStartEvent,
   isBusy,
+  Stopped,
   wasAbandoned,
   wasStarted
 } from "./callState.ts"
@@ -54,10 +55,13 @@ export const stopTool = (
  * later one.
  *
  * A call whose handler and hooks return already-complete Effects needs no fiber; any other runs in one fiber
- * of its own, registered in the same uninterruptible step that forks it, so that interrupting this phase
- * always reaches every started call. Stopping gives the calls the grace period together; a call whose tool
- * ignores cancellation is then abandoned, alone: its fiber is detached, so nothing of the batch waits on it,
- * and being interrupted it never goes on to finalize.
+ * of its own, started and registered in the same uninterruptible step, so that interrupting this phase
+ * always reaches every started call. The calls are started in a plain loop inside that step (one step of
+ * this fiber per run of the loop, not per call), and this fiber waits only when it must: for a free slot,
+ * for the last call, or for a failure; never once per settled call. A call's fiber that ends interrupted
+ * while its tool is running gets its signal aborted and is marked stopped. Stopping gives the calls the grace
+ * period together; a call whose tool ignores cancellation is then abandoned, alone: its fiber is detached,
+ * so nothing of the batch waits on it, and being interrupted it never goes on to finalize.
  */
 export const executeAll = <P extends { readonly call: Call }, R>(
   prepared: ReadonlyArray<P>,
@@ -67,33 +71,53 @@ export const executeAll = <P extends { readonly call: Call }, R>(
   grace: Duration.Duration
 ): Effect.Effect<void, never, R> =>
   Effect.uninterruptibleMask((restore) =>
-    Effect.suspend(() => {
+    Effect.withFiber((parent) => {
       const limit = concurrency === "unbounded" ? Number.POSITIVE_INFINITY : Math.max(1, concurrency)
       const running = new Map<Fiber.Fiber<void, never>, Call>()
+      // The fibers run with the batch's services: `run` is typed with `R`, which the caller provides.
+      const fork = Effect.runForkWith(parent.context as Context.Context<R>)
       let failure: Cause.Cause<never> | undefined
       let wake: (() => void) | undefined
       let index = 0
       let forked = 0
-      const settled = (fiber: Fiber.Fiber<void, never>) => (exit: Exit.Exit<void, never>) => {
+      let draining = false
+      /** Whether the waiting fiber has something to do: start the next call or finish; once stopping, finish. */
+      const needed = () =>
+        draining
+          ? running.size === 0
+          : failure !== undefined || running.size === 0 || (index < prepared.length && running.size < limit)
+      const record = (call: Call, exit: Exit.Exit<void, never>) => {
+        if (Exit.isSuccess(exit)) return
+        if (Cause.hasInterrupts(exit.cause)) {
+          // Its own cleanup is done: the tool stopped (TE 8.2), it is not abandoned.
+          const state = call.state
+          if (state._tag === "Running") {
+            state.abort()
+            call.state = Stopped
+          }
+        }
+        if (!Cause.hasInterruptsOnly(exit.cause)) failure ??= exit.cause
+      }
+      const settled = (fiber: Fiber.Fiber<void, never>, call: Call) => (exit: Exit.Exit<void, never>) => {
         running.delete(fiber)
-        if (Exit.isFailure(exit) && !Cause.hasInterruptsOnly(exit.cause)) failure ??= exit.cause
+        record(call, exit)
+        if (wake === undefined || !needed()) return
         const resume = wake
         wake = undefined
-        resume?.()
+        resume()
       }
       // Only one waiter at a time: the loop, or the stop below once the loop is interrupted.
       const change = Effect.callback<void>((resume) => {
+        if (needed()) return resume(Effect.void)
         wake = () => resume(Effect.void)
       })
       const stopAll = Effect.suspend(() => {
+        draining = true
         for (const [fiber, call] of running) {
           abortRunning(call)
           fiber.interruptUnsafe()
         }
-        const drained: Effect.Effect<void> = Effect.suspend(() =>
-          running.size === 0 ? Effect.void : Effect.flatMap(change, () => drained)
-        )
-        return Effect.map(Effect.timeoutOption(Effect.interruptible(drained), grace), (stopped) => {
+        return Effect.map(Effect.timeoutOption(Effect.interruptible(change), grace), (stopped) => {
           if (Option.isNone(stopped)) abandonBusy(running.values())
         })
       })
@@ -111,18 +135,16 @@ export const executeAll = <P extends { readonly call: Call }, R>(
             if ((index & 2047) === 0) return Effect.flatMap(Effect.yieldNow, loop)
             continue
           }
-          return Effect.flatMap(Effect.forkDetach(effect, { startImmediately: true }), (fiber) => {
-            const exit = fiber.pollUnsafe()
-            if (exit === undefined) {
-              running.set(fiber, p.call)
-              fiber.addObserver(settled(fiber))
-              // Let the first timers and I/O of the started calls through while the later ones start.
-              if ((++forked & 63) === 0) return Effect.flatMap(Effect.yieldNow, loop)
-            } else {
-              settled(fiber)(exit)
-            }
-            return loop()
-          })
+          const fiber = fork(effect)
+          const exit = fiber.pollUnsafe()
+          if (exit === undefined) {
+            running.set(fiber, p.call)
+            fiber.addObserver(settled(fiber, p.call))
+            // Let the first timers and I/O of the started calls through while the later ones start.
+            if ((++forked & 63) === 0) return Effect.flatMap(Effect.yieldNow, loop)
+          } else {
+            record(p.call, exit)
+          }
         }
         return Effect.andThen(stopAll, Effect.failCause(failure))
       }
