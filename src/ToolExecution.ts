@@ -520,20 +520,25 @@ const runApart = (
   context: CallContext,
   timeout: Duration.Duration | undefined
 ): Effect.Effect<Finalized> =>
-  Effect.uninterruptibleMask((restore) => superviseApart(restore, batch, call, tool, run, context, timeout))
+  Effect.uninterruptibleMask((restore) =>
+    Effect.withFiber((parent) => {
+      // Started at once, in this uninterruptible step: a tool that finishes synchronously needs nothing more.
+      const fiber = Effect.runForkWith(parent.context)(restore(run))
+      const done = fiber.pollUnsafe()
+      if (done !== undefined) return Effect.succeed(executedResult(tool, done))
+      return superviseApart(restore, batch, call, tool, fiber, context, timeout)
+    })
+  )
 
 const superviseApart = Effect.fnUntracedEager(function*(
   restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
   batch: Batch<any>,
   call: Call,
   tool: Tool.Any,
-  run: Effect.Effect<ToolResult, unknown>,
+  fiber: Fiber.Fiber<ToolResult, unknown>,
   context: CallContext,
   timeout: Duration.Duration | undefined
 ) {
-  const fiber = yield* Effect.forkDetach(restore(run), { startImmediately: true })
-  const done = fiber.pollUnsafe()
-  if (done !== undefined) return executedResult(tool, done)
   const stop = () => stopTool(fiber, () => context.abort(), batch.grace)
   // Only a call still running becomes abandoned: by the time the wait is over, the supervisor may have
   // abandoned and settled it already (TE 8.3), and its settled state must stand.

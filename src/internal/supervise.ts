@@ -168,12 +168,14 @@ export const supervise = Effect.fnUntraced(function*<R>(
   abandon: () => void,
   restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
 ) {
-  // Detached: a child fiber would be awaited when this one exits, and abandoned work must not hold it.
-  // Not started immediately, so that an interruption arriving while it would run synchronously is seen.
-  const fiber = yield* Effect.forkDetach(Effect.interruptible(work))
-  const first = yield* Effect.exit(restore(signal === undefined ? Fiber.await(fiber) : awaitOrAbort(fiber, signal)))
+  const started: Started = { fiber: undefined, cancelled: false }
+  const first = yield* Effect.exit(restore(startAndAwait(work, signal, started)))
   if (Exit.isSuccess(first) && first.value !== undefined) return first.value
   stop()
+  started.cancelled = true
+  const fiber = started.fiber
+  // Stopped before the work started: no call was reached.
+  if (fiber === undefined) return Exit.interrupt()
   for (const call of calls) abortRunning(call)
   fiber.interruptUnsafe()
   const stopped = yield* Effect.timeoutOption(Effect.interruptible(Fiber.await(fiber)), grace)
@@ -183,33 +185,56 @@ export const supervise = Effect.fnUntraced(function*<R>(
   return Exit.interrupt()
 })
 
+/** The work fiber, once started; `cancelled` once it must no longer start. */
+interface Started {
+  fiber: Fiber.Fiber<void, never> | undefined
+  cancelled: boolean
+}
+
 /**
- * Waits for the fiber's exit, or for the signal (`undefined`), whichever comes first: one listener and one
- * observer, removed by whichever fires or by an interruption (no racing fibers).
+ * Starts the work and waits for its exit, or for the signal (`undefined`), whichever comes first: one
+ * listener and one observer, removed by whichever fires or by an interruption (no racing fibers).
+ *
+ * The work starts on a microtask, once this fiber waits (no trip through the scheduler, no turn of the
+ * event loop), in a detached fiber (a child would be awaited when this one exits, and abandoned work must
+ * not hold it). Since this fiber is then waiting, an interruption arriving while the work runs synchronously
+ * reaches it at once, and `stop` is called before the work can start another tool (TE 8.1).
  */
-const awaitOrAbort = <A, E>(
-  fiber: Fiber.Fiber<A, E>,
-  signal: AbortSignal
-): Effect.Effect<Exit.Exit<A, E> | undefined> =>
-  Effect.callback<Exit.Exit<A, E> | undefined>((resume) => {
-    if (signal.aborted) return resume(Effect.succeed(undefined))
-    // The listener first: an observer called at once (the fiber is already done) removes it again.
-    // eslint-disable-next-line prefer-const -- read by onAbort, which may be made before the fiber is observed
-    let removeObserver: (() => void) | undefined
-    const onAbort = () => {
-      removeObserver?.()
-      resume(Effect.succeed(undefined))
-    }
-    signal.addEventListener("abort", onAbort, { once: true })
-    removeObserver = fiber.addObserver((exit) => {
-      signal.removeEventListener("abort", onAbort)
-      resume(Effect.succeed(exit))
+const startAndAwait = <R>(
+  work: Effect.Effect<void, never, R>,
+  signal: AbortSignal | undefined,
+  started: Started
+): Effect.Effect<Exit.Exit<void, never> | undefined, never, R> =>
+  Effect.withFiber((parent) =>
+    Effect.callback<Exit.Exit<void, never> | undefined>((resume) => {
+      if (signal?.aborted) return resume(Effect.succeed(undefined))
+      let removeObserver: (() => void) | undefined
+      const onAbort = () => {
+        started.cancelled = true
+        removeObserver?.()
+        resume(Effect.succeed(undefined))
+      }
+      signal?.addEventListener("abort", onAbort, { once: true })
+      queueMicrotask(() => {
+        if (started.cancelled) return
+        // The work needs `R`, which this fiber's context provides. It records its fiber before anything
+        // else: what it runs synchronously may interrupt this fiber, which must then find it.
+        const fiber = Effect.runForkWith(parent.context as Context.Context<R>)(Effect.withFiber((self) => {
+          started.fiber = self as Fiber.Fiber<void, never>
+          return Effect.interruptible(work)
+        }))
+        removeObserver = fiber.addObserver((exit) => {
+          signal?.removeEventListener("abort", onAbort)
+          resume(Effect.succeed(exit))
+        })
+      })
+      return Effect.sync(() => {
+        started.cancelled = true
+        signal?.removeEventListener("abort", onAbort)
+        removeObserver?.()
+      })
     })
-    return Effect.sync(() => {
-      signal.removeEventListener("abort", onAbort)
-      removeObserver?.()
-    })
-  })
+  )
 
 /** The honest result of a call the abort caught before it ended (TE 8.3). */
 const interruptedResult = (call: Call, reason: string): Finalized => {
