@@ -249,13 +249,20 @@ const guardStage = <A, R>(
 ): Effect.Effect<A, PrepareFailed, R> =>
   Effect.matchCauseEffectEager(callUser(effect), {
     onSuccess: (value) => Effect.succeed(value),
-    onFailure: (cause) =>
-      Cause.hasInterruptsOnly(cause)
-        ? Effect.failCause(cause as Cause.Cause<never>)
-        : Effect.fail(
-          new PrepareFailed({ toolCallId: toolCall.id, toolName: toolCall.name, message: causeMessage(cause), stage })
-        )
+    onFailure: (cause) => stageFailed(toolCall, stage, cause)
   })
+
+/** A user stage's failure or defect as `PrepareFailed`; an interruption passes. */
+const stageFailed = (
+  toolCall: ToolCall,
+  stage: "prepareArguments" | "beforeToolCall",
+  cause: Cause.Cause<unknown>
+): Effect.Effect<never, PrepareFailed> =>
+  Cause.hasInterruptsOnly(cause)
+    ? Effect.failCause(cause as Cause.Cause<never>)
+    : Effect.fail(
+      new PrepareFailed({ toolCallId: toolCall.id, toolName: toolCall.name, message: causeMessage(cause), stage })
+    )
 
 const abortedBeforeStart = (toolCall: ToolCall) =>
   new AbortedBeforeStart({
@@ -268,37 +275,53 @@ const abortedBeforeStart = (toolCall: ToolCall) =>
  * Phase 1. Looks the tool up, applies the compatibility shim, validates, and asks `beforeToolCall`. Every
  * way the call can end here is a typed error: the immediate outcome.
 
-/** TE 2.4: asks `beforeToolCall`; a block is the outcome, otherwise the (possibly replaced) arguments. */
+/** TE 2.4, TE 2.5: the outcome `beforeToolCall`'s decision gives the call, if it may not go on. */
+const refusal = <R>(
+  batch: Batch<R>,
+  toolCall: ToolCall,
+  decision: BeforeToolCallResult | undefined | void
+): ImmediateOutcome | undefined => {
+  if (decision && decision.block === true) {
+    return new ToolCallBlocked({
+      toolCallId: toolCall.id,
+      toolName: toolCall.name,
+      message: decision.reason || "Tool execution was blocked",
+      terminate: decision.terminate === true
+    })
+  }
+  // TE 2.5: the hook may have waited (for a person's approval) while the run was aborted.
+  if (isAborted(batch)) return abortedBeforeStart(toolCall)
+  return undefined
+}
+
+/**
+ * TE 2.4: asks `beforeToolCall`, and on a go ends prepare with `prepared(args)`. Untraced, the hook's
+ * outcome is read in one step (this runs once per call); traced, the approval wait is a span of its own
+ * (docs/telemetry.md OT 2.4).
+ */
 const beforeToolCall = <R>(
   batch: Batch<R>,
   call: Call,
   args: unknown,
-  before: NonNullable<ToolExecutionConfig<R>["beforeToolCall"]>
-): Effect.Effect<unknown, ImmediateOutcome, R> => {
+  before: NonNullable<ToolExecutionConfig<R>["beforeToolCall"]>,
+  prepared: (args: unknown) => Prepared
+): Effect.Effect<Prepared, ImmediateOutcome, R> => {
   const toolCall = call.toolCall
+  const ask = () => before({ assistantMessage: batch.assistantMessage, toolCall, args, context: batch.context })
+  const conclude = (decision: BeforeToolCallResult | undefined | void): Effect.Effect<Prepared, ImmediateOutcome> => {
+    const refused = refusal(batch, toolCall, decision)
+    if (refused !== undefined) return Effect.fail(refused)
+    return Effect.succeed(prepared(decision && decision.args !== undefined ? decision.args : args))
+  }
+  if (batch.trace === undefined) {
+    return Effect.matchCauseEffectEager(callUser(ask), {
+      onSuccess: conclude,
+      onFailure: (cause) => stageFailed(toolCall, "beforeToolCall", cause)
+    })
+  }
   return Effect.flatMapEager(
-    // The approval wait is a span of its own when it takes time (docs/telemetry.md OT 2.4).
-    Telemetry.toolPhase(batch.trace, call, "approval", () =>
-      guardStage(
-        toolCall,
-        "beforeToolCall",
-        () => before({ assistantMessage: batch.assistantMessage, toolCall, args, context: batch.context })
-      )),
-    (decision): Effect.Effect<unknown, ImmediateOutcome> => {
-      if (decision && decision.block === true) {
-        return Effect.fail(
-          new ToolCallBlocked({
-            toolCallId: toolCall.id,
-            toolName: toolCall.name,
-            message: decision.reason || "Tool execution was blocked",
-            terminate: decision.terminate === true
-          })
-        )
-      }
-      // TE 2.5: the hook may have waited (for a person's approval) while the run was aborted.
-      if (isAborted(batch)) return Effect.fail(abortedBeforeStart(toolCall))
-      return Effect.succeed(decision && decision.args !== undefined ? decision.args : args)
-    }
+    Telemetry.toolPhase(batch.trace, call, "approval", () => guardStage(toolCall, "beforeToolCall", ask)),
+    conclude
   )
 }
 
@@ -360,14 +383,14 @@ const prepare = <R>(batch: Batch<R>, call: Call): Effect.Effect<Prepared, Immedi
       guardStage(toolCall, "prepareArguments", () => shim(given)),
       (raw) => validateArguments(toolCall, entry.tool, raw)
     )
-  const before = batch.before
-  const args = before === undefined
-    ? validated
-    : Effect.flatMapEager(validated, (args) => beforeToolCall(batch, call, args, before))
-  return Effect.mapEager(args, (args) => {
+  const prepared = (args: unknown) => {
     call.state = State.Prepared
     return new Prepared(call, entry, args)
-  })
+  }
+  const before = batch.before
+  return before === undefined
+    ? Effect.mapEager(validated, prepared)
+    : Effect.flatMapEager(validated, (args) => beforeToolCall(batch, call, args, before, prepared))
 }
 
 /** An immediate outcome as a finalized result. Only a block may terminate. */
@@ -709,17 +732,29 @@ const executeAndFinalize = <R>(
     )
 
 /** An immediate outcome (the typed error of prepare) as the call's finalized result. */
-const endsImmediately = (outcome: ImmediateOutcome) => Effect.succeed(immediateResult(outcome))
+const endsImmediately = (outcome: ImmediateOutcome): Effect.Effect<Finalized> =>
+  Effect.succeed(immediateResult(outcome))
 
 /** Prepare, and on success execute and finalize: the finalized outcome of one call (phases 1 to 3). */
 const outcomeOf = <R>(batch: Batch<R>, call: Call, inline: boolean): Effect.Effect<Finalized, never, R> =>
-  Effect.flatMapEager(
-    Effect.catchEager(prepare(batch, call), endsImmediately),
-    (prepared) =>
-      prepared instanceof Prepared
-        ? executeAndFinalize(batch, prepared, inline)
-        : Effect.succeed(prepared)
-  )
+  afterPrepare(prepare(batch, call), (prepared) => executeAndFinalize(batch, prepared, inline), endsImmediately)
+
+/**
+ * Continues after prepare: with the prepared call, or with the immediate outcome (the typed error) as the
+ * call's finalized result. One step where prepare is pending; an interruption passes.
+ */
+const afterPrepare = <A, R, R2>(
+  prepared: Effect.Effect<Prepared, ImmediateOutcome, R>,
+  onPrepared: (prepared: Prepared) => Effect.Effect<A, never, R2>,
+  onOutcome: (outcome: ImmediateOutcome) => Effect.Effect<A, never, R2>
+): Effect.Effect<A, never, R | R2> =>
+  Effect.matchCauseEffectEager(prepared, {
+    onSuccess: onPrepared,
+    onFailure: (cause) => {
+      const outcome = Cause.findErrorOption(cause)
+      return Option.isSome(outcome) ? onOutcome(outcome.value) : Effect.failCause(cause as Cause.Cause<never>)
+    }
+  })
 
 /** Phases 4 and 5 of a finalized call: its end event, then its result message. */
 const endAndAnnounce = <R>(batch: Batch<R>, call: Call, outcome: Finalized): Effect.Effect<void> =>
@@ -752,11 +787,10 @@ const preflight = <R>(batch: Batch<R>, call: Call, prepared: Array<Prepared>): E
   Effect.flatMapEager(
     emitStart(batch, call),
     () =>
-      Effect.flatMapEager(Effect.catchEager(prepare(batch, call), endsImmediately), (result) => {
-        if (!(result instanceof Prepared)) return emitEnd(batch, call, result)
+      afterPrepare(prepare(batch, call), (result) => {
         prepared.push(result)
         return Effect.void
-      })
+      }, (outcome) => emitEnd(batch, call, immediateResult(outcome)))
   )
 
 /**
