@@ -497,14 +497,19 @@ class CallContext extends LazyAbort implements ToolContext {
  * grace period, see {@link executeAll}) a tool without a timeout runs right there. Anything else runs apart
  * ({@link runApart}). Never starts a tool once the run is stopping (TE 8.1).
  */
-const execute = <R>(batch: Batch<R>, prepared: Prepared, inline: boolean): Effect.Effect<Finalized> => {
+const execute = <A, R>(
+  batch: Batch<any>,
+  prepared: Prepared,
+  inline: boolean,
+  then: (executed: Finalized) => Effect.Effect<A, never, R>
+): Effect.Effect<A, never, R> => {
   const { call, entry } = prepared
   if (isAborted(batch)) return Effect.interrupt
   const context = new CallContext(call, batch.emit)
   const running: CallState = { _tag: "Running", abort: () => context.abort() }
   call.state = running
   const handled = callUser(() => entry.handler(prepared.args, context))
-  if (Exit.isExit(handled)) return Effect.succeed(executedResult(entry.tool, handled as Exit.Exit<ToolResult, unknown>))
+  if (Exit.isExit(handled)) return then(executedResult(entry.tool, handled as Exit.Exit<ToolResult, unknown>))
   // The handler itself may have aborted the run (or a listener of the signal did) while it was called: the
   // Effect it returned must then not run. Nothing else would stop it: the interruption of the batch is
   // deferred while the batch's own fiber is busy calling the handler.
@@ -516,9 +521,9 @@ const execute = <R>(batch: Batch<R>, prepared: Prepared, inline: boolean): Effec
   // Inline, an interruption of the call's fiber is seen by `executeAll`, which observes that fiber: it
   // aborts the signal and marks the call stopped once the tool's own finalizers are done.
   if (inline && timeout === undefined) {
-    return Effect.matchCause(handled as Effect.Effect<ToolResult, unknown>, {
-      onSuccess: (value) => executedResult(entry.tool, Exit.succeed(value)),
-      onFailure: (cause) => executedResult(entry.tool, Exit.failCause(cause))
+    return Effect.matchCauseEffect(handled as Effect.Effect<ToolResult, unknown>, {
+      onSuccess: (value) => then(executedResult(entry.tool, Exit.succeed(value))),
+      onFailure: (cause) => then(executedResult(entry.tool, Exit.failCause(cause)))
     })
   }
   // Runs once the tool's own finalizers are done: a tool that ignores cancellation never gets here.
@@ -527,7 +532,7 @@ const execute = <R>(batch: Batch<R>, prepared: Prepared, inline: boolean): Effec
       context.abort()
       if (call.state === running) call.state = State.Stopped
     }))
-  return runApart(batch, call, entry.tool, run, context, timeout)
+  return Effect.flatMapEager(runApart(batch, call, entry.tool, run, context, timeout), then)
 }
 
 /**
@@ -613,10 +618,15 @@ const applyOverride = (executed: Finalized, override: AfterToolCallResult | unde
   }
 }
 
-/** Phase 3 (TE 4). Applies `afterToolCall`; its failure becomes an error result. */
-const finalize = <R>(batch: Batch<R>, prepared: Prepared, executed: Finalized): Effect.Effect<Finalized, never, R> => {
+/** Phase 3 (TE 4). Applies `afterToolCall`, then goes on with the final outcome; a failure becomes an error result. */
+const finalize = <A, R, R2>(
+  batch: Batch<R>,
+  prepared: Prepared,
+  executed: Finalized,
+  then: (outcome: Finalized) => Effect.Effect<A, never, R2>
+): Effect.Effect<A, never, R | R2> => {
   const after = batch.after
-  if (after === undefined) return Effect.succeed(executed)
+  if (after === undefined) return then(executed)
   const call = prepared.call
   call.state = call.state._tag === "Abandoned" ? State.FinalizingAbandoned : State.Finalizing
   return Effect.matchCauseEffectEager(
@@ -631,11 +641,11 @@ const finalize = <R>(batch: Batch<R>, prepared: Prepared, executed: Finalized): 
       })
     ),
     {
-      onSuccess: (override) => Effect.succeed(applyOverride(executed, override)),
+      onSuccess: (override) => then(applyOverride(executed, override)),
       onFailure: (cause) =>
         Cause.hasInterruptsOnly(cause)
           ? Effect.failCause(cause as Cause.Cause<never>)
-          : Effect.succeed(errorResult(causeMessage(cause)))
+          : then(errorResult(causeMessage(cause)))
     }
   )
 }
@@ -715,29 +725,33 @@ const finishMessage = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> => {
 // ---------------------------------------------------------------------------------------------------------
 
 /**
- * Phases 2 and 3 of a prepared call. With a trace each phase is a span (docs/telemetry.md OT 2.4); without
- * one they run exactly as they would untraced (OT 1.2).
+ * Phases 2 and 3 of a prepared call, then `then` with its final outcome (in the same steps: a call costs
+ * one step per phase that is really pending). With a trace each phase is a span (docs/telemetry.md OT 2.4);
+ * without one they run exactly as they would untraced (OT 1.2).
  */
-const executeAndFinalize = <R>(
+const executeAndFinalize = <A, R, R2>(
   batch: Batch<R>,
   prepared: Prepared,
-  inline: boolean
-): Effect.Effect<Finalized, never, R> =>
+  inline: boolean,
+  then: (outcome: Finalized) => Effect.Effect<A, never, R2>
+): Effect.Effect<A, never, R | R2> =>
   batch.trace === undefined
-    ? Effect.flatMapEager(execute(batch, prepared, inline), (executed) => finalize(batch, prepared, executed))
+    ? execute(batch, prepared, inline, (executed) => finalize(batch, prepared, executed, then))
     : Effect.flatMapEager(
-      Telemetry.toolPhase(batch.trace, prepared.call, "execution", () => execute(batch, prepared, inline)),
-      (executed) =>
-        Telemetry.toolPhase(batch.trace, prepared.call, "finalize", () => finalize(batch, prepared, executed))
+      Effect.flatMapEager(
+        Telemetry.toolPhase(batch.trace, prepared.call, "execution", () => execute(batch, prepared, inline, succeed)),
+        (executed) =>
+          Telemetry.toolPhase(
+            batch.trace,
+            prepared.call,
+            "finalize",
+            () => finalize(batch, prepared, executed, succeed)
+          )
+      ),
+      then
     )
 
-/** An immediate outcome (the typed error of prepare) as the call's finalized result. */
-const endsImmediately = (outcome: ImmediateOutcome): Effect.Effect<Finalized> =>
-  Effect.succeed(immediateResult(outcome))
-
-/** Prepare, and on success execute and finalize: the finalized outcome of one call (phases 1 to 3). */
-const outcomeOf = <R>(batch: Batch<R>, call: Call, inline: boolean): Effect.Effect<Finalized, never, R> =>
-  afterPrepare(prepare(batch, call), (prepared) => executeAndFinalize(batch, prepared, inline), endsImmediately)
+const succeed = (outcome: Finalized): Effect.Effect<Finalized> => Effect.succeed(outcome)
 
 /**
  * Continues after prepare: with the prepared call, or with the immediate outcome (the typed error) as the
@@ -769,18 +783,22 @@ const endAndAnnounce = <R>(batch: Batch<R>, call: Call, outcome: Finalized): Eff
  * immediate outcome skips execute and finalize.
  */
 const runSequential = <R>(batch: Batch<R>, calls: ReadonlyArray<Call>): Effect.Effect<void, never, R> =>
-  forEachEager(calls, (call) =>
-    Effect.flatMapEager(
+  forEachEager(calls, (call) => {
+    const end = (outcome: Finalized) => endAndAnnounce(batch, call, outcome)
+    return Effect.flatMapEager(
       emitStart(batch, call),
-      () => Effect.flatMapEager(outcomeOf(batch, call, false), (outcome) => endAndAnnounce(batch, call, outcome))
-    ))
+      () =>
+        afterPrepare(
+          prepare(batch, call),
+          (prepared) => executeAndFinalize(batch, prepared, false, end),
+          (outcome) => end(immediateResult(outcome))
+        )
+    )
+  })
 
 /** Phases 2 to 4 of one prepared call in parallel mode: it ends as soon as it is finalized. */
 const executeAndEnd = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<void, never, R> =>
-  Effect.flatMapEager(
-    executeAndFinalize(batch, prepared, true),
-    (outcome) => emitEnd(batch, prepared.call, outcome)
-  )
+  executeAndFinalize(batch, prepared, true, (outcome) => emitEnd(batch, prepared.call, outcome))
 
 /** Step 1 of parallel mode for one call: its start event and prepare; an immediate outcome ends it here. */
 const preflight = <R>(batch: Batch<R>, call: Call, prepared: Array<Prepared>): Effect.Effect<void, never, R> =>
