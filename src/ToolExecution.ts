@@ -7,7 +7,20 @@
  *
  * @since 0.1.0
  */
-import { Cause, Clock, Duration, Effect, Exit, Fiber, Option, Queue, Schema, SchemaIssue, Stream } from "effect"
+import {
+  Cause,
+  Clock,
+  Context as Context_,
+  Duration,
+  Effect,
+  Exit,
+  Fiber,
+  Option,
+  Queue,
+  Schema,
+  SchemaIssue,
+  Stream
+} from "effect"
 import type { AgentContext } from "./AgentContext.ts"
 import * as Context from "./AgentContext.ts"
 import type { AgentEvent, ToolExecutionEvent } from "./AgentEvent.ts"
@@ -854,69 +867,83 @@ export const executeToolCalls = <R = never>(
   options: ToolExecutionOptions<R> = {}
 ): Effect.Effect<ToolBatchResult, never, ToolRegistry | R> =>
   Effect.uninterruptibleMask((restore) =>
-    Effect.gen(function*() {
-      const registry = yield* ToolRegistry
-      const sink = yield* EventSink.EventSink
-      const toolCalls = toolCallsOf(assistantMessage)
-      const calls: Array<Call> = toolCalls.map((toolCall) => ({ toolCall, state: State.Waiting }))
-      const grace = options.abandonAfter === undefined ? DEFAULT_GRACE : Duration.fromInputUnsafe(options.abandonAfter)
-      const emitter = makeEmitter(sink)
-      const batch: Batch<R> = {
-        assistantMessage,
-        context: options.context ?? Context.empty,
-        registry,
-        emit: emitter.emit,
-        signal: options.signal,
-        before: options.beforeToolCall,
-        after: options.afterToolCall,
-        timeout: options.timeout === undefined ? undefined : Duration.fromInputUnsafe(options.timeout),
-        grace,
-        seenIds: new Set(),
-        skipReason: skipReasonOf(options),
-        stopping: false,
-        syncSink: emitter.sync,
-        clock: yield* Clock.Clock,
-        lastTimestamp: 0,
-        trace: yield* Telemetry.batchTrace
-      }
-      const mode = chooseMode(toolCalls, registry, options.toolExecution)
-      // Suspended: the phases run eagerly when called, and must run in the supervised fiber.
-      const work = Effect.suspend(() =>
-        mode === "sequential"
-          ? runSequential(batch, calls)
-          : runParallel(batch, calls, options.concurrency ?? "unbounded")
-      )
-      const exit = yield* supervise(
-        work,
-        calls,
-        options.signal,
-        grace,
-        () => {
+    Effect.withFiber((fiber) =>
+      Effect.flatMap(Telemetry.batchTrace, (trace) => {
+        // Read from the fiber rather than yielded one by one: this runs once per assistant message.
+        // Both are in the context: the Effect's type requires them.
+        const registry = Context_.getUnsafe(fiber.context, ToolRegistry)
+        const sink = Context_.getUnsafe(fiber.context, EventSink.EventSink)
+        const toolCalls = toolCallsOf(assistantMessage)
+        const calls: Array<Call> = toolCalls.map((toolCall) => ({ toolCall, state: State.Waiting }))
+        const grace = options.abandonAfter === undefined
+          ? DEFAULT_GRACE
+          : Duration.fromInputUnsafe(options.abandonAfter)
+        const emitter = makeEmitter(sink)
+        const batch: Batch<R> = {
+          assistantMessage,
+          context: options.context ?? Context.empty,
+          registry,
+          emit: emitter.emit,
+          signal: options.signal,
+          before: options.beforeToolCall,
+          after: options.afterToolCall,
+          timeout: options.timeout === undefined ? undefined : Duration.fromInputUnsafe(options.timeout),
+          grace,
+          seenIds: new Set(),
+          skipReason: skipReasonOf(options),
+          stopping: false,
+          syncSink: emitter.sync,
+          clock: fiber.getRef(Clock.Clock),
+          lastTimestamp: 0,
+          trace
+        }
+        const mode = chooseMode(toolCalls, registry, options.toolExecution)
+        // Suspended: the phases run eagerly when called, and must run in the supervised fiber.
+        const work = Effect.suspend(() =>
+          mode === "sequential"
+            ? runSequential(batch, calls)
+            : runParallel(batch, calls, options.concurrency ?? "unbounded")
+        )
+        const stop = () => {
           batch.stopping = true
-        },
-        emitter.close,
-        restore
-      )
-      const aborted = isAborted(batch) || (Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause))
-      if (Exit.isFailure(exit)) {
-        const reason = aborted ? "the run was aborted" : `an internal error occurred (${causeMessage(exit.cause)})`
-        if (!aborted) yield* Effect.logError("effect-agent: tool batch failed", exit.cause)
-        // A slow subscriber gets at most the grace period per event.
-        const bounded: Batch<R> = { ...batch, emit: emitter.bounded(grace) }
-        yield* settleRemaining(calls, mode, reason, {
-          start: (call) => emitStart(bounded, call),
-          end: (call, outcome) => emitEnd(bounded, call, outcome),
-          message: (call) => finishMessage(bounded, call)
-        })
-      }
-      return {
-        messages: calls.map(messageOf),
-        terminate: calls.length > 0 &&
-          calls.every((call) => call.state._tag === "Done" && call.state.outcome.result.terminate === true),
-        aborted
-      }
-    })
+        }
+        return Effect.flatMap(
+          supervise(work, calls, options.signal, grace, stop, emitter.close, restore),
+          (exit) => settle(batch, calls, mode, exit, emitter)
+        )
+      })
+    )
   )
+
+/** The end of a batch: after a failure the calls it caught are settled (TE 8.3); the batch's result. */
+const settle = <R>(
+  batch: Batch<R>,
+  calls: ReadonlyArray<Call>,
+  mode: ExecutionMode,
+  exit: Exit.Exit<void, never>,
+  emitter: ReturnType<typeof makeEmitter>
+): Effect.Effect<ToolBatchResult> => {
+  const aborted = isAborted(batch) || (Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause))
+  const result = (): ToolBatchResult => ({
+    messages: calls.map(messageOf),
+    terminate: calls.length > 0 &&
+      calls.every((call) => call.state._tag === "Done" && call.state.outcome.result.terminate === true),
+    aborted
+  })
+  if (Exit.isSuccess(exit)) return Effect.succeed(result())
+  const reason = aborted ? "the run was aborted" : `an internal error occurred (${causeMessage(exit.cause)})`
+  // A slow subscriber gets at most the grace period per event.
+  const bounded: Batch<R> = { ...batch, emit: emitter.bounded(batch.grace) }
+  const settled = settleRemaining(calls, mode, reason, {
+    start: (call) => emitStart(bounded, call),
+    end: (call, outcome) => emitEnd(bounded, call, outcome),
+    message: (call) => finishMessage(bounded, call)
+  })
+  return Effect.map(
+    aborted ? settled : Effect.andThen(Effect.logError("effect-agent: tool batch failed", exit.cause), settled),
+    result
+  )
+}
 
 /**
  * The events of a batch as a Stream that ends after the last result message. Stopping the stream early
