@@ -567,9 +567,33 @@ const runApart = (
       const fiber = Effect.runForkWith(parent.context)(restore(run))
       const done = fiber.pollUnsafe()
       if (done !== undefined) return Effect.succeed(executedResult(tool, done))
+      // The common case, without a generator: no limit, and no abort while the tool started.
+      if (timeout === undefined && !isAborted(batch)) {
+        return Effect.map(
+          Effect.onInterrupt(restore(Fiber.await(fiber)), () => stopApart(batch, call, fiber, context)),
+          (exit) => executedResult(tool, exit)
+        )
+      }
       return superviseApart(restore, batch, call, tool, fiber, context, timeout)
     })
   )
+
+/**
+ * Only a call still running becomes abandoned: by the time the wait is over, the supervisor may have
+ * abandoned and settled it already (TE 8.3), and its settled state must stand.
+ */
+const abandonIfRunning = (call: Call, stopped: boolean): void => {
+  if (!stopped && call.state._tag === "Running") call.state = State.Abandoned
+}
+
+/** Stops a tool running apart on abort: its signal, then its fiber; abandoned if it does not stop in time. */
+const stopApart = (
+  batch: Batch<any>,
+  call: Call,
+  fiber: Fiber.Fiber<ToolResult, unknown>,
+  context: CallContext
+): Effect.Effect<void> =>
+  Effect.map(stopTool(fiber, () => context.abort(), batch.grace), (stopped) => abandonIfRunning(call, stopped))
 
 const superviseApart = Effect.fnUntracedEager(function*(
   restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
@@ -581,12 +605,7 @@ const superviseApart = Effect.fnUntracedEager(function*(
   timeout: Duration.Duration | undefined
 ) {
   const stop = () => stopTool(fiber, () => context.abort(), batch.grace)
-  // Only a call still running becomes abandoned: by the time the wait is over, the supervisor may have
-  // abandoned and settled it already (TE 8.3), and its settled state must stand.
-  const abandonIfRunning = (stopped: boolean) => {
-    if (!stopped && call.state._tag === "Running") call.state = State.Abandoned
-  }
-  const stopOnAbort = () => Effect.map(stop(), abandonIfRunning)
+  const stopOnAbort = () => stopApart(batch, call, fiber, context)
   // Aborted while the tool ran its first synchronous steps: the interruption of this fiber is deferred
   // until it waits, so stop the tool now rather than start waiting for it.
   if (isAborted(batch)) {
@@ -603,7 +622,7 @@ const superviseApart = Effect.fnUntracedEager(function*(
   if (Option.isSome(exit)) return executedResult(tool, exit.value)
   const stopped = yield* stop()
   // The tool may go on in the background: an abort while finalizing must still say so.
-  abandonIfRunning(stopped)
+  abandonIfRunning(call, stopped)
   return errorResult(
     `Tool ${tool.name} timed out after ${Duration.format(timeout)}${
       stopped ? "" : " and was abandoned: it did not stop when cancelled"
