@@ -44,6 +44,7 @@ import { type Decode, decodeUnknownExit } from "./internal/decoding.ts"
 import { callUser, forEachEager } from "./internal/eager.ts"
 import { makeEmitter } from "./internal/emitter.ts"
 import { causeMessage } from "./internal/errorText.ts"
+import { keepAll } from "./internal/shapes.ts"
 import { skipReasonOf } from "./internal/skip.ts"
 import { executeAll, settleRemaining, stopTool, supervise } from "./internal/supervise.ts"
 import * as Telemetry from "./internal/telemetry.ts"
@@ -504,6 +505,15 @@ class CallContext extends LazyAbort implements ToolContext {
     })
 }
 
+let shapesKept = false
+
+/** Once: an instance of each of this module's classes on a call's path, made up, kept (see `shapes.ts`). */
+const keepShapes = (entry: RegisteredTool): void => {
+  shapesKept = true
+  const call: Call = { toolCall: { type: "toolCall", id: "", name: "", arguments: {} }, state: State.Waiting }
+  keepAll([new Prepared(call, entry, {}), new CallContext(call, () => Effect.void)])
+}
+
 /**
  * Phase 2 (TE 3). Calls the handler. An effect that is already complete (`Effect.succeed(result)`) needs
  * nothing more. With `inline` (the caller runs this call in a fiber of its own that it stops within the
@@ -518,6 +528,7 @@ const execute = <A, R>(
 ): Effect.Effect<A, never, R> => {
   const { call, entry } = prepared
   if (isAborted(batch)) return Effect.interrupt
+  if (!shapesKept) keepShapes(entry)
   const context = new CallContext(call, batch.emit)
   const running: CallState = { _tag: "Running", abort: () => context.abort() }
   call.state = running

@@ -21,6 +21,7 @@ import {
   wasAbandoned,
   wasStarted
 } from "./callState.ts"
+import { keepFiber } from "./shapes.ts"
 
 /** Aborts the signal of a call whose tool is running (so cleanup that waits on it can finish). */
 const abortRunning = (call: Call): void => {
@@ -136,6 +137,7 @@ export const executeAll = <P extends { readonly call: Call }, R>(
             continue
           }
           const fiber = fork(effect)
+          keepFiber("call", fiber)
           const exit = fiber.pollUnsafe()
           if (exit === undefined) {
             running.set(fiber, p.call)
@@ -224,6 +226,7 @@ const startAndAwait = <R>(
           return Effect.interruptible(work)
         }))
         removeObserver = fiber.addObserver((exit) => {
+          keepFiber("work", fiber)
           signal?.removeEventListener("abort", onAbort)
           resume(Effect.succeed(exit))
         })
