@@ -101,6 +101,7 @@ export const executeAll = <P extends { readonly call: Call }, R>(
       }
       const settled = (fiber: Fiber.Fiber<void, never>, call: Call) => (exit: Exit.Exit<void, never>) => {
         running.delete(fiber)
+        keepFiber("call", fiber)
         record(call, exit)
         if (wake === undefined || !needed()) return
         const resume = wake
@@ -137,7 +138,6 @@ export const executeAll = <P extends { readonly call: Call }, R>(
             continue
           }
           const fiber = fork(effect)
-          keepFiber("call", fiber)
           const exit = fiber.pollUnsafe()
           if (exit === undefined) {
             running.set(fiber, p.call)
@@ -145,6 +145,7 @@ export const executeAll = <P extends { readonly call: Call }, R>(
             // Let the first timers and I/O of the started calls through while the later ones start.
             if ((++forked & 63) === 0) return Effect.flatMap(Effect.yieldNow, loop)
           } else {
+            keepFiber("call", fiber)
             record(p.call, exit)
           }
         }
