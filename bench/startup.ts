@@ -1,24 +1,32 @@
 /**
  * Import to first event, in a fresh process: CPU time and wall time from just before the library is imported
- * to the first event of a one-turn run through the public `agentLoop` (iterated). Ours is imported from its
- * TypeScript sources (`src/index.ts`, the package entry with every module), so Node's type stripping is
- * included in our time; pi from its published JavaScript (`@mariozechner/pi-agent-core` and `pi-ai`).
+ * to the first event of a one-turn run through the public `agentLoop` (iterated). Like with like: ours is
+ * imported from the JavaScript the package publishes (`dist/index.js`, built by `buildPackage` with the
+ * package's own `tsconfig.build.json`), pi from its published JavaScript (`@mariozechner/pi-agent-core` and
+ * `pi-ai`). `ours-src` imports our TypeScript sources through Node's type stripping instead (what a
+ * contributor running from the repository pays), reported as a separate row.
  *
- *   node --experimental-strip-types bench/startup.ts <ours|pi>
+ *   node --experimental-strip-types bench/startup.ts <ours|ours-src|pi>
  */
 import { execFile } from "node:child_process"
 import { dirname, join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { promisify } from "node:util"
+import type * as Lib from "../src/index.ts"
+
+const here = dirname(fileURLToPath(import.meta.url))
+
+/** Which library a startup probe loads. */
+export type Side = "ours" | "ours-src" | "pi"
 
 export interface StartupResult {
-  readonly side: "ours" | "pi"
+  readonly side: Side
   readonly cpu_ms: number
   readonly wall_ms: number
   readonly first_event: string
 }
 
-const measure = async (side: "ours" | "pi"): Promise<StartupResult> => {
+const measure = async (side: Side): Promise<StartupResult> => {
   const cpu0 = process.cpuUsage()
   const t0 = performance.now()
   let first: string
@@ -40,9 +48,13 @@ const measure = async (side: "ours" | "pi"): Promise<StartupResult> => {
     timestamp: 0
   }
   const prompt = { role: "user" as const, content: [{ type: "text" as const, text: "go" }], timestamp: 0 }
-  if (side === "ours") {
-    const lib = await import("../src/index.ts")
-    const { Layer, Stream } = await import("effect")
+  if (side !== "pi") {
+    const lib: typeof Lib = side === "ours"
+      ? await import(join(here, "..", "dist", "index.js"))
+      : await import("../src/index.ts")
+    // Module paths, as the library itself imports them: the "effect" barrel would load every module.
+    const Layer = await import("effect/Layer")
+    const Stream = await import("effect/Stream")
     const layer = Layer.merge(
       Layer.succeed(lib.Model.Model, {
         info: { api: "bench", provider: "bench", model: "bench" },
@@ -97,10 +109,18 @@ const measure = async (side: "ours" | "pi"): Promise<StartupResult> => {
 }
 
 const run = promisify(execFile)
-const here = dirname(fileURLToPath(import.meta.url))
+
+/** Builds `dist/` the way `npm pack` does (`tsc -p tsconfig.build.json`), so `ours` loads what users install. */
+export const buildPackage = async (): Promise<void> => {
+  const root = join(here, "..")
+  await run(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.build.json"], {
+    cwd: root,
+    maxBuffer: 16 << 20
+  })
+}
 
 /** Runs the probe in a fresh Node process with this process's flags. */
-export const spawnStartup = async (side: "ours" | "pi"): Promise<StartupResult> => {
+export const spawnStartup = async (side: Side): Promise<StartupResult> => {
   const { stdout } = await run(process.execPath, [...process.execArgv, join(here, "startup.ts"), side], {
     maxBuffer: 1 << 20
   })
@@ -109,8 +129,8 @@ export const spawnStartup = async (side: "ours" | "pi"): Promise<StartupResult> 
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const side = process.argv[2]
-  if (side !== "ours" && side !== "pi") {
-    console.error("usage: startup.ts <ours|pi>")
+  if (side !== "ours" && side !== "ours-src" && side !== "pi") {
+    console.error("usage: startup.ts <ours|ours-src|pi>")
     process.exit(2)
   }
   process.stdout.write(JSON.stringify(await measure(side)) + "\n")

@@ -1,6 +1,7 @@
 // A stateful agent on the scripted model: one tool turn, a steering message, then a follow-up.
 import { Effect, Layer, Schema, SubscriptionRef } from "effect"
-import { Agent, Message, ScriptedModel, Tool, ToolRegistry } from "effect-agent"
+import { Agent, Message, Tool, ToolRegistry } from "effect-agent"
+import { ScriptedModel } from "effect-agent/testing"
 
 const Add = Tool.make("add", {
   description: "Add two numbers",

@@ -4,7 +4,16 @@
  *
  * @since 0.1.0
  */
-import { Cause, Clock, Context, Deferred, Effect, HashSet, Layer, Schema, Semaphore, SubscriptionRef } from "effect"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as HashSet from "effect/HashSet"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as Semaphore from "effect/Semaphore"
+import * as SubscriptionRef from "effect/SubscriptionRef"
 import type { AgentEvent } from "./AgentEvent.ts"
 import { type AgentLoopConfig, CannotContinue, runAgentLoop, runAgentLoopContinue } from "./AgentLoop.ts"
 import * as EventSink from "./EventSink.ts"
@@ -49,7 +58,7 @@ export class AgentBusy extends Schema.TaggedError<AgentBusy>()("AgentBusy", { me
  * subscriber and the next event. It gets the run's abort signal (AL 4.6). Its failures are logged and never
  * reach the run (AL 4.7).
  */
-export type Listener = (event: AgentEvent, signal: AbortSignal) => Effect.Effect<void, unknown>
+type Listener = (event: AgentEvent, signal: AbortSignal) => Effect.Effect<void, unknown>
 
 /** The input of `prompt`: text, one message, or several. */
 export type PromptInput = string | AgentMessage | ReadonlyArray<AgentMessage>

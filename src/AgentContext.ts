@@ -12,5 +12,5 @@ export interface AgentContext {
   readonly messages: ReadonlyArray<AgentMessage>
 }
 
-/** An empty context, for running a tool batch on its own. */
+/** An empty context: what a tool batch run on its own sees. @internal */
 export const empty: AgentContext = { systemPrompt: "", messages: [] }

@@ -7,9 +7,9 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { AssistantMessageEvent } from "./AssistantMessageEvent.ts"
-import { AssistantMessage, Message, ToolCallArguments, ToolResultMessage } from "./Message.ts"
+import { AssistantMessage, Message, ToolCall, ToolResultMessage } from "./Message.ts"
 import { ToolResultSchema } from "./Tool.ts"
 
 /** An application's own message kind (see `Message.CustomMessage`), carried as it is. */
@@ -28,42 +28,40 @@ const EventMessage: Schema.Union<readonly [typeof Message, typeof CustomMessage]
 ])
 
 /** A tool call is about to be prepared. `args` are the raw arguments from the assistant message. */
-export const ToolExecutionStart: Schema.Struct<{
+const ToolExecutionStart: Schema.Struct<{
   readonly type: Schema.Literal<"tool_execution_start">
   readonly toolCallId: Schema.String
   readonly toolName: Schema.String
-  readonly args: typeof ToolCallArguments
+  readonly args: typeof ToolCall.fields.arguments
 }> = Schema.Struct({
   type: Schema.Literal("tool_execution_start"),
   toolCallId: Schema.String,
   toolName: Schema.String,
-  args: ToolCallArguments
+  args: ToolCall.fields.arguments
 }).annotate({ identifier: "ToolExecutionStart" })
-/** @since 0.1.0 */
-export interface ToolExecutionStart extends Schema.Schema.Type<typeof ToolExecutionStart> {}
+interface ToolExecutionStart extends Schema.Schema.Type<typeof ToolExecutionStart> {}
 
 /**
  * A running tool reported progress with a partial result. Always between the call's start and end events;
  * `args` are the raw arguments.
  */
-export const ToolExecutionUpdate: Schema.Struct<{
+const ToolExecutionUpdate: Schema.Struct<{
   readonly type: Schema.Literal<"tool_execution_update">
   readonly toolCallId: Schema.String
   readonly toolName: Schema.String
-  readonly args: typeof ToolCallArguments
+  readonly args: typeof ToolCall.fields.arguments
   readonly partialResult: typeof ToolResultSchema
 }> = Schema.Struct({
   type: Schema.Literal("tool_execution_update"),
   toolCallId: Schema.String,
   toolName: Schema.String,
-  args: ToolCallArguments,
+  args: ToolCall.fields.arguments,
   partialResult: ToolResultSchema
 }).annotate({ identifier: "ToolExecutionUpdate" })
-/** @since 0.1.0 */
-export interface ToolExecutionUpdate extends Schema.Schema.Type<typeof ToolExecutionUpdate> {}
+interface ToolExecutionUpdate extends Schema.Schema.Type<typeof ToolExecutionUpdate> {}
 
 /** A tool call has its final result (emitted exactly once per call). */
-export const ToolExecutionEnd: Schema.Struct<{
+const ToolExecutionEnd: Schema.Struct<{
   readonly type: Schema.Literal<"tool_execution_end">
   readonly toolCallId: Schema.String
   readonly toolName: Schema.String
@@ -76,21 +74,19 @@ export const ToolExecutionEnd: Schema.Struct<{
   result: ToolResultSchema,
   isError: Schema.Boolean
 }).annotate({ identifier: "ToolExecutionEnd" })
-/** @since 0.1.0 */
-export interface ToolExecutionEnd extends Schema.Schema.Type<typeof ToolExecutionEnd> {}
+interface ToolExecutionEnd extends Schema.Schema.Type<typeof ToolExecutionEnd> {}
 
 /** A message enters the transcript. */
-export const MessageStart: Schema.Struct<{
+const MessageStart: Schema.Struct<{
   readonly type: Schema.Literal<"message_start">
   readonly message: typeof EventMessage
 }> = Schema.Struct({ type: Schema.Literal("message_start"), message: EventMessage }).annotate({
   identifier: "MessageStart"
 })
-/** @since 0.1.0 */
-export interface MessageStart extends Schema.Schema.Type<typeof MessageStart> {}
+interface MessageStart extends Schema.Schema.Type<typeof MessageStart> {}
 
 /** The assistant message being streamed changed; `assistantMessageEvent` says how. */
-export const MessageUpdate: Schema.Struct<{
+const MessageUpdate: Schema.Struct<{
   readonly type: Schema.Literal<"message_update">
   readonly message: typeof AssistantMessage
   readonly assistantMessageEvent: typeof AssistantMessageEvent
@@ -99,45 +95,40 @@ export const MessageUpdate: Schema.Struct<{
   message: AssistantMessage,
   assistantMessageEvent: AssistantMessageEvent
 }).annotate({ identifier: "MessageUpdate" })
-/** @since 0.1.0 */
-export interface MessageUpdate extends Schema.Schema.Type<typeof MessageUpdate> {}
+interface MessageUpdate extends Schema.Schema.Type<typeof MessageUpdate> {}
 
 /** A message is complete. */
-export const MessageEnd: Schema.Struct<{
+const MessageEnd: Schema.Struct<{
   readonly type: Schema.Literal<"message_end">
   readonly message: typeof EventMessage
 }> = Schema.Struct({ type: Schema.Literal("message_end"), message: EventMessage }).annotate({
   identifier: "MessageEnd"
 })
-/** @since 0.1.0 */
-export interface MessageEnd extends Schema.Schema.Type<typeof MessageEnd> {}
+interface MessageEnd extends Schema.Schema.Type<typeof MessageEnd> {}
 
 /** A run begins. Always the first event of a run. */
-export const AgentStart: Schema.Struct<{ readonly type: Schema.Literal<"agent_start"> }> = Schema.Struct({
+const AgentStart: Schema.Struct<{ readonly type: Schema.Literal<"agent_start"> }> = Schema.Struct({
   type: Schema.Literal("agent_start")
 }).annotate({ identifier: "AgentStart" })
-/** @since 0.1.0 */
-export interface AgentStart extends Schema.Schema.Type<typeof AgentStart> {}
+interface AgentStart extends Schema.Schema.Type<typeof AgentStart> {}
 
 /** A run is over; `messages` are the messages the run added. Always the last event of a run. */
-export const AgentEnd: Schema.Struct<{
+const AgentEnd: Schema.Struct<{
   readonly type: Schema.Literal<"agent_end">
   readonly messages: Schema.$Array<typeof EventMessage>
 }> = Schema.Struct({ type: Schema.Literal("agent_end"), messages: Schema.Array(EventMessage) }).annotate({
   identifier: "AgentEnd"
 })
-/** @since 0.1.0 */
-export interface AgentEnd extends Schema.Schema.Type<typeof AgentEnd> {}
+interface AgentEnd extends Schema.Schema.Type<typeof AgentEnd> {}
 
 /** A turn (one model response and its tool batch) begins. */
-export const TurnStart: Schema.Struct<{ readonly type: Schema.Literal<"turn_start"> }> = Schema.Struct({
+const TurnStart: Schema.Struct<{ readonly type: Schema.Literal<"turn_start"> }> = Schema.Struct({
   type: Schema.Literal("turn_start")
 }).annotate({ identifier: "TurnStart" })
-/** @since 0.1.0 */
-export interface TurnStart extends Schema.Schema.Type<typeof TurnStart> {}
+interface TurnStart extends Schema.Schema.Type<typeof TurnStart> {}
 
 /** A turn is over: its assistant message and the tool results of its batch, in source order. */
-export const TurnEnd: Schema.Struct<{
+const TurnEnd: Schema.Struct<{
   readonly type: Schema.Literal<"turn_end">
   readonly message: typeof EventMessage
   readonly toolResults: Schema.$Array<typeof ToolResultMessage>
@@ -146,8 +137,7 @@ export const TurnEnd: Schema.Struct<{
   message: EventMessage,
   toolResults: Schema.Array(ToolResultMessage)
 }).annotate({ identifier: "TurnEnd" })
-/** @since 0.1.0 */
-export interface TurnEnd extends Schema.Schema.Type<typeof TurnEnd> {}
+interface TurnEnd extends Schema.Schema.Type<typeof TurnEnd> {}
 
 /** The events of one tool batch. */
 export const ToolExecutionEvent: Schema.toTaggedUnion<

@@ -9,7 +9,16 @@
  *
  * @since 0.1.0
  */
-import { Cause, Clock, Effect, Exit, Fiber, type Layer, Option, Queue, Schema, Stream } from "effect"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import type * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import type { AgentContext } from "./AgentContext.ts"
 import type { AgentEvent } from "./AgentEvent.ts"
 import type { AssistantMessageEvent } from "./AssistantMessageEvent.ts"
@@ -34,7 +43,7 @@ import { executeToolCalls, type ToolBatchResult, type ToolExecutionConfig } from
 import { ToolRegistry, type ToolRegistryShape } from "./ToolRegistry.ts"
 
 /** What `shouldStopAfterTurn` sees once a turn is over. */
-export interface ShouldStopAfterTurnContext {
+interface ShouldStopAfterTurnContext {
   readonly message: AssistantMessage
   readonly toolResults: ReadonlyArray<ToolResultMessage>
   readonly context: AgentContext
@@ -88,7 +97,7 @@ export const defaultConvertToLlm = (messages: ReadonlyArray<AgentMessage>): Read
   messages.filter(isMessage)
 
 /** The tools of a registry as the model sees them. */
-export const toolSpecs = (registry: ToolRegistryShape): ReadonlyArray<ToolSpec> =>
+const toolSpecs = (registry: ToolRegistryShape): ReadonlyArray<ToolSpec> =>
   registry.tools.map(({ tool }) => ({ name: tool.name, description: tool.description, parameters: tool.jsonSchema }))
 
 const NOT_RUN_AFTER_LENGTH =
@@ -483,7 +492,7 @@ export const agentLoopContinue = <R = never>(
 ): Stream.Stream<AgentEvent, CannotContinue, Model | ToolRegistry | R> =>
   toStream(runAgentLoopContinue(context, config))
 
-/** The messages a finished run added, read from its `agent_end` event. */
+/** The messages a finished run added, read from its `agent_end` event. @internal */
 export const newMessagesOf = (events: ReadonlyArray<AgentEvent>): Option.Option<ReadonlyArray<AgentMessage>> => {
   const end = events.findLast((event) => event.type === "agent_end")
   return end === undefined ? Option.none() : Option.some(end.messages as ReadonlyArray<AgentMessage>)
@@ -494,7 +503,7 @@ export const newMessagesOf = (events: ReadonlyArray<AgentEvent>): Option.Option<
 // ---------------------------------------------------------------------------------------------------------
 
 /** The services a run needs, as a layer built per run by the adapters below. */
-export type RunLayer = Layer.Layer<Model | ToolRegistry, unknown>
+type RunLayer = Layer.Layer<Model | ToolRegistry, unknown>
 
 /**
  * The events of a run as an `AsyncIterable`, for code without Effect (AL 3.7). The layer (model and tools) is built

@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { AssistantMessage, ToolCall } from "./Message.ts"
 
 // The Schema types are written out (rather than inferred) so that declarations name `AssistantMessage`

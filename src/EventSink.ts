@@ -4,7 +4,8 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
 import type { AgentEvent } from "./AgentEvent.ts"
 import { deliversThrough } from "./internal/syncSink.ts"
 

@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 const call = { toolCallId: Schema.String, toolName: Schema.String, message: Schema.String }
 
@@ -12,9 +12,7 @@ const call = { toolCallId: Schema.String, toolName: Schema.String, message: Sche
 export class ToolNotFound extends Schema.TaggedError<ToolNotFound>()("ToolNotFound", call) {}
 
 /** One problem found when validating arguments: a dotted path (`root` for the whole value) and what is wrong. */
-export const ArgumentIssue = Schema.Struct({ path: Schema.String, message: Schema.String })
-/** @since 0.1.0 */
-export type ArgumentIssue = typeof ArgumentIssue.Type
+const ArgumentIssue = Schema.Struct({ path: Schema.String, message: Schema.String })
 
 /** The arguments (after `prepareArguments`) do not match the tool's parameter Schema. */
 export class InvalidToolArguments extends Schema.TaggedError<InvalidToolArguments>()("InvalidToolArguments", {

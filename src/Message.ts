@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /** A piece of text. `textSignature` is an opaque provider token that must be sent back unchanged. */
 export const TextContent = Schema.Struct({
@@ -35,9 +35,7 @@ export const ImageContent = Schema.Struct({
 export interface ImageContent extends Schema.Schema.Type<typeof ImageContent> {}
 
 /** The arguments of a tool call as the model sent them: never mutated by the pipeline. */
-export const ToolCallArguments = Schema.Record(Schema.String, Schema.Unknown)
-/** @since 0.1.0 */
-export type ToolCallArguments = typeof ToolCallArguments.Type
+const ToolCallArguments = Schema.Record(Schema.String, Schema.Unknown)
 
 /** A tool call requested by the model, one content block of an assistant message. */
 export const ToolCall = Schema.Struct({
@@ -177,7 +175,7 @@ export const Message: Schema.toTaggedUnion<
   readonly [typeof UserMessage, typeof AssistantMessage, typeof ToolResultMessage]
 > = Schema.Union([UserMessage, AssistantMessage, ToolResultMessage]).pipe(Schema.toTaggedUnion("role"))
 /** @since 0.1.0 */
-export type Message = typeof Message.Type
+export type Message = UserMessage | AssistantMessage | ToolResultMessage
 
 /**
  * A message an application adds to the transcript for its own purposes (a notification, an artifact). It
@@ -196,15 +194,7 @@ export type AgentMessage = Message | CustomMessage
 export const isMessage = (message: AgentMessage): message is Message =>
   message.role === "user" || message.role === "assistant" || message.role === "toolResult"
 
-/**
- * A transcript of model messages as a JSON codec: `encode` gives pi-compatible JSON, `decode` validates and
- * returns the same value.
- */
-export const Transcript: Schema.$Array<typeof Message> = Schema.Array(Message)
-/** @since 0.1.0 */
-export type Transcript = typeof Transcript.Type
-
-/** The tool calls of an assistant message, in source order. */
+/** The tool calls of an assistant message, in source order. @internal */
 export const toolCallsOf = (message: AssistantMessage): ReadonlyArray<ToolCall> => {
   const calls: Array<ToolCall> = []
   for (const block of message.content) {

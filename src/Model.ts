@@ -5,7 +5,9 @@
  *
  * @since 0.1.0
  */
-import { Context, Schema, type Stream } from "effect"
+import * as Context from "effect/Context"
+import * as Schema from "effect/Schema"
+import type * as Stream from "effect/Stream"
 import type { AssistantMessageEvent } from "./AssistantMessageEvent.ts"
 import type { Message } from "./Message.ts"
 import type { JsonSchema } from "./Tool.ts"
@@ -36,7 +38,7 @@ export interface ModelRequest {
 }
 
 /** Why a model call failed. */
-export const ModelErrorReason = Schema.Literals([
+const ModelErrorReason = Schema.Literals([
   "http",
   "rate-limit",
   "auth",
@@ -47,8 +49,6 @@ export const ModelErrorReason = Schema.Literals([
   "config",
   "unknown"
 ])
-/** @since 0.1.0 */
-export type ModelErrorReason = typeof ModelErrorReason.Type
 
 /**
  * A model call failed. `message` is meant for people and models alike and never contains credentials;

@@ -4,7 +4,10 @@
  *
  * @since 0.1.0
  */
-import { Effect, Layer, ManagedRuntime, SubscriptionRef } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as Agent from "./Agent.ts"
 import type { AgentEvent } from "./AgentEvent.ts"
 import type { AgentMessage, ImageContent } from "./Message.ts"

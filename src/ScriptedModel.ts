@@ -6,7 +6,11 @@
  *
  * @since 0.1.0
  */
-import { Duration, Effect, Layer, Ref, Stream } from "effect"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Ref from "effect/Ref"
+import * as Stream from "effect/Stream"
 import type { AssistantMessageEvent } from "./AssistantMessageEvent.ts"
 import {
   type AssistantContent,
@@ -14,7 +18,6 @@ import {
   emptyUsage,
   type StopReason,
   type ToolCall,
-  type ToolCallArguments,
   type Usage
 } from "./Message.ts"
 import { Model, ModelError, type ModelInfo, type ModelRequest, type ModelShape } from "./Model.ts"
@@ -30,7 +33,7 @@ export interface Reply {
 }
 
 /** A step that fails: with a typed error (`fail`) or with a final `error` event after streaming `content`. */
-export interface Failure {
+interface Failure {
   readonly fail: string
   /** `"event"` streams the content then ends with an `error` event; `"error"` fails the stream. */
   readonly as?: "event" | "error" | undefined
@@ -64,7 +67,7 @@ export const say = (text: string, options: Omit<Reply, "content"> = {}): Reply =
 })
 
 /** A tool call block. */
-export const toolCall = (id: string, name: string, args: ToolCallArguments): ToolCall => ({
+export const toolCall = (id: string, name: string, args: ToolCall["arguments"]): ToolCall => ({
   type: "toolCall",
   id,
   name,
@@ -183,9 +186,14 @@ const streamStep = (
 // The model
 // ---------------------------------------------------------------------------------------------------------
 
+/** A scripted model: a model, plus the requests it has received so far, in order. */
+export interface ScriptedModelShape extends ModelShape {
+  readonly requests: Effect.Effect<ReadonlyArray<ModelRequest>>
+}
+
 /** Builds a scripted model. The requests it received are kept in order for inspection. */
 export const make = Effect.fn("ScriptedModel.make")(
-  function*(script: ReadonlyArray<Step>, options: ScriptOptions = {}) {
+  function*(script: ReadonlyArray<Step>, options: ScriptOptions = {}): Effect.fn.Return<ScriptedModelShape> {
     const info: ModelInfo = {
       api: options.info?.api ?? "scripted",
       provider: options.info?.provider ?? "scripted",
@@ -222,7 +230,7 @@ export const make = Effect.fn("ScriptedModel.make")(
             return streamStep(step, info, chunkSize, now)
           })
         )
-    } satisfies ModelShape & { readonly requests: Effect.Effect<ReadonlyArray<ModelRequest>> }
+    }
   }
 )
 

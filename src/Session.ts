@@ -7,7 +7,11 @@
  *
  * @since 0.1.0
  */
-import { Effect, FileSystem, Option, Path, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
+import * as Option from "effect/Option"
+import * as Path from "effect/Path"
+import * as Schema from "effect/Schema"
 import { hostname } from "node:os"
 import { type AgentMessage, isMessage, Message } from "./Message.ts"
 
@@ -30,11 +34,11 @@ const MessageFromJson = Schema.fromJsonString(Message)
 const decodeLine = Schema.decodeUnknownExit(MessageFromJson)
 const encodeLine = Schema.encodeSync(MessageFromJson)
 
-/** One message as a session line (without the newline). */
+/** One message as a session line (without the newline). @internal */
 export const encodeMessage = (message: Message): string => encodeLine(message)
 
 /** What a session file holds. */
-export interface SessionContents {
+interface SessionContents {
   readonly messages: ReadonlyArray<Message>
   /**
    * The last line when it was cut short (a crash while it was being written): it has no newline after it
@@ -72,7 +76,9 @@ const parse = Effect.fnUntraced(function*(path: string, text: string) {
  * Reads a session file. Blank lines are skipped; a last line cut short by a crash is left out and named in
  * `cutLine`; any other line that is not a valid message fails with the line number and what is wrong.
  */
-export const read = Effect.fn("Session.read")(function*(path: string) {
+export const read = Effect.fn("Session.read")(function*(
+  path: string
+): Effect.fn.Return<SessionContents, SessionFileError, FileSystem.FileSystem> {
   const fs = yield* FileSystem.FileSystem
   const text = yield* fs.readFileString(path).pipe(
     Effect.mapError((error) => new SessionFileError({ path, message: `Cannot read session file: ${error.message}` }))
@@ -80,7 +86,7 @@ export const read = Effect.fn("Session.read")(function*(path: string) {
   return yield* parse(path, text)
 })
 
-/** A warning for a cut last line, one line, naming the file and the line. */
+/** A warning for a cut last line, one line, naming the file and the line. @internal */
 export const cutLineWarning = (path: string, cut: NonNullable<SessionContents["cutLine"]>): string =>
   `Session file ${path}, line ${cut.line}: the last line was cut short (a crash while it was written) ` +
   `and was dropped (${cut.text.length} characters).`
@@ -88,14 +94,16 @@ export const cutLineWarning = (path: string, cut: NonNullable<SessionContents["c
 /**
  * The messages of a session file (see {@link read}). A cut last line is left out with a logged warning.
  */
-export const load = Effect.fn("Session.load")(function*(path: string) {
+export const load = Effect.fn("Session.load")(function*(
+  path: string
+): Effect.fn.Return<ReadonlyArray<Message>, SessionFileError, FileSystem.FileSystem> {
   const contents = yield* read(path)
   if (contents.cutLine !== undefined) yield* Effect.logWarning(cutLineWarning(path, contents.cutLine))
   return contents.messages
 })
 
 /** Appends messages to a session file as they complete. Application messages are not persisted. */
-export interface SessionWriter {
+interface SessionWriter {
   readonly path: string
   readonly append: (message: AgentMessage) => Effect.Effect<void, SessionFileError>
 }
@@ -210,7 +218,7 @@ export const writer = Effect.fn("Session.writer")(function*(path: string) {
   return writerOf
 })
 
-/** A new session file name under a folder, ordered by time. */
+/** A new session file name under a folder, ordered by time. @internal */
 export const newSessionPath = Effect.fn("Session.newSessionPath")(function*(folder: string) {
   const pathService = yield* Path.Path
   const now = new Date(yield* Effect.clockWith((clock) => clock.currentTimeMillis))

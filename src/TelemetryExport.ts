@@ -8,7 +8,11 @@
  *
  * @since 0.1.0
  */
-import { Config, type Duration, Effect, Layer, Option } from "effect"
+import * as Config from "effect/Config"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 
 /** Where and how to export. */
 export interface ExportOptions {
@@ -49,6 +53,8 @@ const signalUrl = (base: string, signal: "traces" | "metrics") =>
  * (`/v1/traces` and `/v1/metrics` appended), or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` /
  * `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT` (used as given); `OTEL_SERVICE_NAME`;
  * `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` for contents. `None` when no endpoint is set.
+ *
+ * @internal
  */
 export const optionsFromEnvironment: Effect.Effect<Option.Option<ExportOptions>, Config.ConfigError> = Effect.gen(
   function*() {

@@ -5,7 +5,12 @@
  *
  * @since 0.1.0
  */
-import { Context, Duration, Effect, Layer, Schema, type Scope } from "effect"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import { compileCoercion } from "./internal/coercion.ts"
 import { ToolResultContent } from "./Message.ts"
 
@@ -103,14 +108,10 @@ export interface Tool<Name extends string, Params extends Parameters = Parameter
 export declare namespace Tool {
   /** Any tool. */
   export type Any = Tool<any, any, any>
-  /** The name of a tool. */
-  export type NameOf<T> = T extends Tool<infer Name, any, any> ? Name : never
-  /** The handler services a set of tools needs. */
-  export type HandlersFor<T extends Any> = T extends Tool<infer Name, any, any> ? HandlerOf<Name> : never
 }
 
 /** Options of {@link make}. */
-export interface MakeOptions<Params extends Parameters> {
+interface MakeOptions<Params extends Parameters> {
   readonly description: string
   readonly parameters: Params
   readonly label?: string
@@ -118,9 +119,6 @@ export interface MakeOptions<Params extends Parameters> {
   readonly timeout?: Duration.Input
   readonly prepareArguments?: (raw: unknown) => Effect.Effect<unknown, unknown>
 }
-
-/** Tells whether a value is a tool definition. */
-export const isTool = (u: unknown): u is Tool.Any => typeof u === "object" && u !== null && TypeId in u
 
 /**
  * Effect's JSON encoding of `Schema.Number` also admits the strings "NaN", "Infinity" and "-Infinity".

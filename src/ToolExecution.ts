@@ -7,20 +7,18 @@
  *
  * @since 0.1.0
  */
-import {
-  Cause,
-  Clock,
-  Context as Context_,
-  Duration,
-  Effect,
-  Exit,
-  Fiber,
-  Option,
-  Queue,
-  Schema,
-  SchemaIssue,
-  Stream
-} from "effect"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Context_ from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
+import * as Stream from "effect/Stream"
 import type { AgentContext } from "./AgentContext.ts"
 import * as Context from "./AgentContext.ts"
 import type { AgentEvent, ToolExecutionEvent } from "./AgentEvent.ts"
@@ -136,7 +134,7 @@ export interface ToolBatchResult {
   readonly aborted: boolean
 }
 
-/** The mode a batch will run in: sequential if configured so or if any called tool requires it. */
+/** The mode a batch will run in: sequential if configured so or if any called tool requires it. @internal */
 export const chooseMode = (
   calls: ReadonlyArray<ToolCall>,
   registry: ToolRegistryShape,
@@ -465,6 +463,8 @@ const executedResult = (tool: Tool.Any, exit: Exit.Exit<ToolResult, unknown>): F
 /**
  * A handler failure that is reported as exactly this error result (content and details) rather than by its
  * message: durable runs replay a stored timeout with it (docs/durability.md DR 4.2).
+ *
+ * @internal
  */
 export class ToolErrorResult extends Error {
   readonly result: ToolResult

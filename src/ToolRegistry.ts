@@ -3,8 +3,14 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Layer, Schema } from "effect"
-import type { Handler, Tool } from "./Tool.ts"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import type { Handler, HandlerOf, Tool } from "./Tool.ts"
+
+/** The handler services a set of tools needs. */
+type HandlersFor<T extends Tool.Any> = T extends Tool<infer Name, any, any> ? HandlerOf<Name> : never
 
 /** A tool together with the handler that runs it. */
 export interface RegisteredTool {
@@ -51,7 +57,7 @@ export class ToolRegistry extends Context.Service<ToolRegistry, ToolRegistryShap
    */
   static layer<const Tools extends ReadonlyArray<Tool.Any>>(
     ...tools: Tools
-  ): Layer.Layer<ToolRegistry, DuplicateToolName, Tool.HandlersFor<Tools[number]>> {
+  ): Layer.Layer<ToolRegistry, DuplicateToolName, HandlersFor<Tools[number]>> {
     return Layer.effect(
       ToolRegistry,
       Effect.gen(function*() {
@@ -59,7 +65,7 @@ export class ToolRegistry extends Context.Service<ToolRegistry, ToolRegistryShap
         for (const tool of tools) entries.push({ tool, handler: yield* tool.Handler })
         return yield* build(entries)
       })
-    ) as Layer.Layer<ToolRegistry, DuplicateToolName, Tool.HandlersFor<Tools[number]>>
+    ) as Layer.Layer<ToolRegistry, DuplicateToolName, HandlersFor<Tools[number]>>
   }
 
   /** A registry from tools paired with handlers directly (for dynamic tools). */

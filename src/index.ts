@@ -2,7 +2,9 @@
  * effect-agent: pi's agent core on Effect 4 (messages, tools, the five phases of a batch, the loop, the agent).
  * The rest lives behind its own entry point, so an application loads only what it uses:
  * `effect-agent/providers` (models over HTTP), `effect-agent/tools` (the built-in tools),
- * `effect-agent/durable` (runs that survive a crash) and `effect-agent/cli` (the command line).
+ * `effect-agent/durable` (runs that survive a crash), `effect-agent/mcp` (tools of MCP servers),
+ * `effect-agent/telemetry` (the switches and the OTLP export of the spans every run records),
+ * `effect-agent/testing` (a scripted model) and `effect-agent/cli` (the command line).
  *
  * @since 0.1.0
  */
@@ -21,8 +23,6 @@ export * as EventSink from "./EventSink.ts"
 export * as Tool from "./Tool.ts"
 /** The tools of a run. */
 export * as ToolRegistry from "./ToolRegistry.ts"
-/** The typed ways a call ends during prepare. */
-export * as ImmediateOutcome from "./ImmediateOutcome.ts"
 /** Running one assistant message's tool calls. */
 export * as ToolExecution from "./ToolExecution.ts"
 /** The model interface. */
@@ -33,11 +33,5 @@ export * as AgentLoop from "./AgentLoop.ts"
 export * as Agent from "./Agent.ts"
 /** The Promise facade of the agent. */
 export { PromiseAgent, type PromiseAgentOptions } from "./PromiseAgent.ts"
-/** A model that replays a script (the embedded default). */
-export * as ScriptedModel from "./ScriptedModel.ts"
-/** OpenTelemetry spans and metrics of a run (GenAI semantic conventions). */
-export * as Telemetry from "./Telemetry.ts"
-/** Exporting them over OTLP/HTTP (the OpenTelemetry SDK is loaded only when used). */
-export * as TelemetryExport from "./TelemetryExport.ts"
 /** Transcripts as JSON-lines files. */
 export * as Session from "./Session.ts"

@@ -14,7 +14,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema, SubscriptionRef } from "effect"
 import * as Agent from "../src/Agent.ts"
 import type { AgentEvent } from "../src/AgentEvent.ts"
-import type { ShouldStopAfterTurnContext } from "../src/AgentLoop.ts"
+import type { AgentLoopConfig } from "../src/AgentLoop.ts"
 import { Growing } from "../src/internal/growing.ts"
 import type { AgentMessage } from "../src/Message.ts"
 import { Model } from "../src/Model.ts"
@@ -33,6 +33,9 @@ import {
   user,
   within
 } from "./support/loop.ts"
+
+/** What `shouldStopAfterTurn` is called with. */
+type ShouldStopAfterTurnContext = Parameters<NonNullable<AgentLoopConfig["shouldStopAfterTurn"]>>[0]
 
 // ---------------------------------------------------------------------------------------------------------
 // Scenarios

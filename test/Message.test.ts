@@ -8,11 +8,14 @@ import type { Message as PiMessage } from "@mariozechner/pi-ai"
 import { Effect, Schema } from "effect"
 import { AgentEvent } from "../src/AgentEvent.ts"
 import { defaultConvertToLlm } from "../src/AgentLoop.ts"
-import { type AssistantMessage, emptyUsage, isMessage, Message, text, toolCallsOf, Transcript } from "../src/Message.ts"
+import { type AssistantMessage, emptyUsage, isMessage, Message, text, toolCallsOf } from "../src/Message.ts"
 import { callTools, say, toolCall } from "../src/ScriptedModel.ts"
 import { call, note, piModel, piScripted, piTools, runLoop, user } from "./support/loop.ts"
 
 /** Encode to a JSON string, parse it, decode it. */
+/** A transcript as a JSON codec: `encode` gives pi-compatible JSON. */
+const Transcript = Schema.Array(Message)
+
 const roundTrip = (transcript: unknown) => {
   const json = JSON.stringify(Schema.encodeUnknownSync(Transcript)(transcript))
   return { json, decoded: Schema.decodeUnknownSync(Transcript)(JSON.parse(json)) }

@@ -6,7 +6,7 @@
  * dependencies); `npm` on the PATH. About 10 to 20 s, mostly `npm install`.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Cause, Effect } from "effect"
 import { execFile } from "node:child_process"
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -117,7 +117,10 @@ describe("the packed package", () => {
               `import * as Tools from "effect-agent/tools"`,
               `import * as Cli from "effect-agent/cli"`,
               `import * as Durable from "effect-agent/durable"`,
-              `console.log(JSON.stringify([typeof Core.Agent.make, typeof Providers.layerConfig, Tools.builtinTools.length, typeof Cli.main, typeof Durable.DurableAgent.run]))`
+              `import * as Mcp from "effect-agent/mcp"`,
+              `import * as Telemetry from "effect-agent/telemetry"`,
+              `import * as Testing from "effect-agent/testing"`,
+              `console.log(JSON.stringify([typeof Core.Agent.make, typeof Providers.layerConfig, Tools.builtinTools.length, typeof Cli.main, typeof Durable.DurableAgent.run, typeof Mcp.registry, typeof Telemetry.TelemetryExport.layer, typeof Testing.ScriptedModel.layer]))`
             ].join("\n")
           )
           // A Schema of the other copy with a transformation cannot be decoded by the package's copy: every call
@@ -143,7 +146,41 @@ describe("the packed package", () => {
           )
           expectCoerced(other.stdout)
           expectCoerced(same.stdout)
-          assert.deepStrictEqual(JSON.parse(entries.stdout), ["function", "function", 7, "object", "function"])
+          assert.deepStrictEqual(JSON.parse(entries.stdout), [
+            "function",
+            "function",
+            7,
+            "object",
+            "function",
+            "function",
+            "function",
+            "function"
+          ])
+          // The installed declarations type-check as a strict application compiles them, every file of them
+          // (skipLibCheck off): a declaration stripInternal cut short, or a name it lost, fails here.
+          writeFileSync(
+            join(app, "tsconfig.json"),
+            JSON.stringify({
+              compilerOptions: {
+                strict: true,
+                noEmit: true,
+                skipLibCheck: false,
+                module: "nodenext",
+                moduleResolution: "nodenext",
+                target: "es2022",
+                types: ["node"],
+                typeRoots: [join(root, "node_modules", "@types")]
+              },
+              include: ["node_modules/effect-agent/dist/**/*.d.ts"]
+            })
+          )
+          const declarations = yield* Effect.exit(
+            sh(app, process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.json"])
+          )
+          assert.isTrue(
+            declarations._tag === "Success",
+            declarations._tag === "Failure" ? String((Cause.squash(declarations.cause) as any).stdout) : ""
+          )
           const [[isError, text]] = JSON.parse(transform.stdout)
           assert.isTrue(isError, transform.stdout)
           assert.include(text, "built by another copy of the effect package and has a transformation")

@@ -9,8 +9,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Metric, Option, Schema, Tracer } from "effect"
 import type { AgentEvent } from "../src/AgentEvent.ts"
+import * as Metrics from "../src/internal/telemetry.ts"
 import * as ScriptedModel from "../src/ScriptedModel.ts"
-import * as Telemetry from "../src/Telemetry.ts"
 import {
   assertBalanced,
   assertOneAgentEnd,
@@ -158,7 +158,7 @@ describe("Telemetry properties", () => {
         for (const r of toolSpans) {
           assert.isTrue(turnSpans.has(Option.getOrThrow(r.span.parent)), "a tool span's parent is a turn")
         }
-        const inFlight = yield* Metric.value(Telemetry.toolCallsInFlight).pipe(
+        const inFlight = yield* Metric.value(Metrics.toolCallsInFlight).pipe(
           Effect.provideService(Metric.MetricRegistry, registry)
         )
         assert.strictEqual(inFlight.value, 0, "no call left in flight")

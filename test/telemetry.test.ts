@@ -401,7 +401,7 @@ describe("OT 5: metrics", () => {
 
   const toolDuration = (tool: string, outcome: string, errorType?: string) =>
     Metric.value(
-      Metric.withAttributes(Telemetry.toolCallDuration, {
+      Metric.withAttributes(Hooks.toolCallDuration, {
         "gen_ai.tool.name": tool,
         "effect_agent.tool.outcome": outcome,
         ...(errorType === undefined ? {} : { "error.type": errorType })
@@ -409,15 +409,15 @@ describe("OT 5: metrics", () => {
     )
   const tokens = (kind: string) =>
     Metric.value(
-      Metric.withAttributes(Telemetry.modelTokens, {
+      Metric.withAttributes(Hooks.modelTokens, {
         "gen_ai.request.model": "scripted-model",
         "gen_ai.token.type": kind
       })
     )
   const ttft = Metric.value(
-    Metric.withAttributes(Telemetry.modelTimeToFirstToken, { "gen_ai.request.model": "scripted-model" })
+    Metric.withAttributes(Hooks.modelTimeToFirstToken, { "gen_ai.request.model": "scripted-model" })
   )
-  const inFlight = Metric.value(Telemetry.toolCallsInFlight)
+  const inFlight = Metric.value(Hooks.toolCallsInFlight)
 
   it.effect("OT 5.1: without a tracer nothing is recorded; RecordMetrics true records without one", () =>
     fresh(Effect.gen(function*() {

@@ -6,7 +6,7 @@
  * (rules CLI 4.1-4.5).
  */
 import { diffLines } from "diff"
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { existsSync } from "node:fs"
 import { isAbsolute, relative, resolve } from "node:path"
 import type { BeforeToolCallContext, BeforeToolCallResult } from "../ToolExecution.ts"

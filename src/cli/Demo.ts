@@ -3,7 +3,11 @@
  * for real. Several reads and searches run in parallel, an edit runs sequentially, one call fails, one is
  * refused, a `bash` command streams its output, and then the model answers from what the tools returned.
  */
-import { Effect, FileSystem, Path, type PlatformError, type Scope } from "effect"
+import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
+import * as Path from "effect/Path"
+import type * as PlatformError from "effect/PlatformError"
+import type * as Scope from "effect/Scope"
 import { type Message, text, type ToolResultMessage } from "../Message.ts"
 import type { ModelRequest } from "../Model.ts"
 import * as ScriptedModel from "../ScriptedModel.ts"

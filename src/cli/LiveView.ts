@@ -7,7 +7,10 @@
  * elsewhere it prints plain lines only. Nothing a model or a tool said reaches the terminal raw: control
  * characters in it (escape sequences included) are printed as visible stand-ins.
  */
-import { Clock, Duration, Effect, type Scope } from "effect"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import type { AgentEvent } from "../AgentEvent.ts"
 import { isMessage, type ToolResultContent } from "../Message.ts"
 import type { Catalogue } from "../providers/ModelCatalogue.ts"

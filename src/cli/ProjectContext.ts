@@ -5,7 +5,10 @@
  *
  * @since 0.1.0
  */
-import { Effect, FileSystem, Option, Path } from "effect"
+import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
+import * as Option from "effect/Option"
+import * as Path from "effect/Path"
 import { looksBinary, readBounded } from "./internal/files.ts"
 
 /** The instructions used when `--system-prompt` is not given. */

@@ -13,7 +13,11 @@
  *
  * @since 0.1.0
  */
-import { Effect, Fiber, Schema, Stream, SubscriptionRef } from "effect"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import * as SubscriptionRef from "effect/SubscriptionRef"
 import type { AgentShape } from "../Agent.ts"
 import type { ImageContent } from "../Message.ts"
 import { makeJsonLineEncoder } from "./JsonLines.ts"

@@ -5,24 +5,26 @@
  *
  * @since 0.1.0
  */
-import { Config, Effect, FileSystem, Option, Path, Terminal } from "effect"
-import { Prompt } from "effect/cli"
+import * as Prompt from "effect/cli/Prompt"
+import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
+import * as Option from "effect/Option"
+import * as Path from "effect/Path"
+import * as Terminal from "effect/Terminal"
 import { createHash } from "node:crypto"
-import { homedir } from "node:os"
+import * as StateFolder from "../internal/stateFolder.ts"
 import type { Message } from "../Message.ts"
 import * as Session from "../Session.ts"
 import { displayWidth, graphemes } from "./interactive/internal/text.ts"
+import * as PromptInput from "./internal/promptInput.ts"
 import { terminalSafe } from "./internal/terminalText.ts"
 import { UsageError } from "./startup.ts"
 
-/** The state folder: `$EFFECT_AGENT_HOME` when set and not empty, else `~/.effect-agent` (CLI 7.1). */
-export const stateFolder: Effect.Effect<string, never, Path.Path> = Effect.gen(function*() {
-  const path = yield* Path.Path
-  const given = yield* Config.String("EFFECT_AGENT_HOME").pipe(Config.option, Effect.orElseSucceed(() => Option.none()))
-  return Option.isSome(given) && given.value.trim() !== ""
-    ? path.resolve(given.value)
-    : path.join(homedir(), ".effect-agent")
-})
+/**
+ * The state folder: `$EFFECT_AGENT_HOME` (through `Config`) made absolute when set and not blank, else
+ * `~/.effect-agent` (CLI 7.1); the one reading the durable-run store and the prompt history use too.
+ */
+export const stateFolder: Effect.Effect<string> = StateFolder.stateFolder
 
 /**
  * The folder name of a workspace: its absolute path made a file name (separators and other unsafe
@@ -194,7 +196,7 @@ const pick = Effect.fn("SessionStore.pick")(function*(root: string, flag: string
   }
   const terminal = yield* Terminal.Terminal
   const columns = yield* terminal.columns
-  return yield* Prompt.run(Prompt.Select({
+  return yield* PromptInput.run(Prompt.Select({
     message: pickerMessage(root, flag),
     choices: sessions.map((session) => ({ title: describe(session, Math.max(40, columns - 6)), value: session.path })),
     maxPerPage: 10

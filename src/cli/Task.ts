@@ -5,8 +5,13 @@
  *
  * @since 0.1.0
  */
-import { Effect, FileSystem, Option, Path, Stdio, Stream } from "effect"
-import { Base64 } from "effect/encoding"
+import * as Effect from "effect/Effect"
+import * as Base64 from "effect/encoding/Base64"
+import * as FileSystem from "effect/FileSystem"
+import * as Option from "effect/Option"
+import * as Path from "effect/Path"
+import * as Stdio from "effect/Stdio"
+import * as Stream from "effect/Stream"
 import type { ImageContent } from "../Message.ts"
 import { detectImage, ImageReading } from "../tools/image.ts"
 import { looksBinary, readBounded, realInside } from "./internal/files.ts"

@@ -2,7 +2,12 @@
  * Durable runs on the command line: `--durable` runs the task as a durable run in the embedded store and
  * prints its id; `runs` lists the store's runs; `resume <run-id>` continues one after a crash or Ctrl-C.
  */
-import { Console, Effect, Layer, Schema, Terminal } from "effect"
+import * as Clock from "effect/Clock"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as Terminal from "effect/Terminal"
 import { mkdirSync } from "node:fs"
 import { dirname, resolve } from "node:path"
 import type { AgentEvent } from "../AgentEvent.ts"
@@ -26,15 +31,21 @@ export interface DurableTask {
   readonly tools: Layer.Layer<ToolRegistry, unknown>
 }
 
-/** The store file: `--store`, else `$EFFECT_AGENT_HOME/runs.db` (folder made when missing). */
-export const storeFile = (store: string | undefined): string => {
-  const file = store === undefined ? DurableStore.defaultStoreFile() : resolve(store)
-  mkdirSync(dirname(file), { recursive: true })
-  return file
-}
+/**
+ * The store file: `--store`, else `runs.db` in the state folder (`EFFECT_AGENT_HOME` through `Config`); its
+ * folder is made when missing.
+ */
+export const storeFile = (store: string | undefined): Effect.Effect<string> =>
+  Effect.map(
+    store === undefined ? DurableStore.defaultStoreFile : Effect.sync(() => resolve(store)),
+    (file) => {
+      mkdirSync(dirname(file), { recursive: true })
+      return file
+    }
+  )
 
 const storeLayer = (store: string | undefined) =>
-  Layer.suspend(() => DurableStore.layer({ filename: storeFile(store) }))
+  Layer.unwrap(Effect.map(storeFile(store), (filename) => DurableStore.layer({ filename })))
 
 /** Standard output through the `Terminal` service; a closed output is not an error of the run. */
 const display = (text: string): Effect.Effect<void, never, Terminal.Terminal> =>
@@ -98,11 +109,12 @@ export const runTask = (task: DurableTask, prompt: string) =>
   runWith(
     task,
     (runId) =>
-      DurableAgent.run({
-        runId,
-        systemPrompt: task.systemPrompt,
-        prompts: [{ role: "user", content: prompt, timestamp: Date.now() }]
-      }),
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        DurableAgent.run({
+          runId,
+          systemPrompt: task.systemPrompt,
+          prompts: [{ role: "user", content: prompt, timestamp: now }]
+        })),
     DurableAgent.newRunId()
   )
 
@@ -120,7 +132,7 @@ export const listRuns = (store: string | undefined, json: boolean) =>
     }
   }).pipe(
     // A client of the store: it lists while another process runs the store (DR 3.1).
-    Effect.provide(Layer.suspend(() => DurableStore.layerClient({ filename: storeFile(store) })))
+    Effect.provide(Layer.unwrap(Effect.map(storeFile(store), (filename) => DurableStore.layerClient({ filename }))))
   )
 
 /** `abort <run-id>` named a run the store does not hold. */
@@ -146,5 +158,5 @@ export const abortRun = (store: string | undefined, runId: string) =>
     yield* DurableAgent.abort(runId)
     yield* Console.log(`abort sent to run ${runId}`)
   }).pipe(
-    Effect.provide(Layer.suspend(() => DurableStore.layerClient({ filename: storeFile(store) })))
+    Effect.provide(Layer.unwrap(Effect.map(storeFile(store), (filename) => DurableStore.layerClient({ filename }))))
   )

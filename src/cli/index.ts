@@ -1,9 +1,9 @@
 /**
  * The command line as a library: `effect-agent/cli`. `main` runs the `effect-agent` command on
- * `process.argv` (what `bin/effect-agent.js` does through `runAsProcess`); `command` is the command itself, to
- * embed or run in-process; `approvalHook` is its approval policy as a `beforeToolCall` hook for any batch.
+ * `process.argv` with the Node services; `approvalHook` is its approval policy as a `beforeToolCall` hook for
+ * any batch. (`bin/effect-agent.js` starts the command through `main.ts`'s `runAsProcess`, not through here.)
  *
  * @since 0.1.0
  */
 export { approvalHook, type ApprovalMode } from "./Approval.ts"
-export { command, main, runAsProcess } from "./main.ts"
+export { main } from "./main.ts"

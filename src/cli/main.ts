@@ -4,28 +4,29 @@
  * task comes as words after the flags, `--prompt`, standard input, or the interactive prompt; `--print`
  * prints only the answer, `--json` every event, `--mode rpc` serves JSON commands (docs/cli.md).
  */
-import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import type { FileSystem } from "effect"
-import {
-  Cause,
-  Clock,
-  Config,
-  Console,
-  Effect,
-  Exit,
-  Layer,
-  Logger,
-  Option,
-  Path,
-  Queue,
-  Runtime,
-  Schema,
-  Stdio,
-  Stream,
-  SubscriptionRef,
-  Terminal
-} from "effect"
-import { Argument, Command, Flag, Prompt } from "effect/cli"
+import { NodeRuntime, NodeServices, NodeTerminal } from "@effect/platform-node"
+import * as Cause from "effect/Cause"
+import * as Argument from "effect/cli/Argument"
+import * as Command from "effect/cli/Command"
+import * as Flag from "effect/cli/Flag"
+import * as Prompt from "effect/cli/Prompt"
+import * as Clock from "effect/Clock"
+import * as Config from "effect/Config"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import type * as FileSystem from "effect/FileSystem"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as Option from "effect/Option"
+import * as Path from "effect/Path"
+import * as Queue from "effect/Queue"
+import * as Runtime from "effect/Runtime"
+import * as Schema from "effect/Schema"
+import * as Stdio from "effect/Stdio"
+import * as Stream from "effect/Stream"
+import * as SubscriptionRef from "effect/SubscriptionRef"
+import * as Terminal from "effect/Terminal"
 import { realpathSync } from "node:fs"
 import { pathToFileURL } from "node:url"
 import * as Agent from "../Agent.ts"
@@ -36,11 +37,13 @@ import { ProviderName } from "../providers/index.ts"
 import * as Session from "../Session.ts"
 import * as TelemetryExport from "../TelemetryExport.ts"
 import type { ToolRegistry } from "../ToolRegistry.ts"
+import { resolveSandbox } from "../tools/bash.ts"
 import * as BuiltinTools from "../tools/index.ts"
 import { approvalHook, type ApprovalMode } from "./Approval.ts"
 import * as Demo from "./Demo.ts"
 import type * as DurableCli from "./durable.ts"
 import * as Interactive from "./interactive/Interactive.ts"
+import * as PromptInput from "./internal/promptInput.ts"
 import { interruptedExitCode, interruptOnStopSignals, receivedSignal, stopAsCtrlC } from "./internal/signals.ts"
 import { terminalSafe } from "./internal/terminalText.ts"
 import { makeJsonLineEncoder } from "./JsonLines.ts"
@@ -299,7 +302,7 @@ const prepare = Effect.fn("prepare")(
       : yield* resolveTask(sessionFlags.words, options.prompt, demo && stdin === "other" ? "terminal" : stdin)
     const root = yield* resolveWorkspace(given, demo, options)
     const sandboxSettings = { mode: options.sandbox, allowNetwork: options.allowNetwork, bwrap: options.bwrap } as const
-    const sandbox = yield* BuiltinTools.resolveSandbox(sandboxSettings, root)
+    const sandbox = yield* resolveSandbox(sandboxSettings, root)
     if (sandbox._tag === "Unconfined" && options.sandbox === "auto") {
       yield* Console.error(`effect-agent: bash runs without a sandbox: ${terminalSafe(sandbox.reason)}`)
     }
@@ -362,7 +365,9 @@ const approvals = (options: Options, mode: OutputMode, interactive: boolean, ui:
     return {
       _tag: "Ask",
       ask: (question) =>
-        ui.pause(Effect.andThen(discardTypeAhead, Prompt.run(Prompt.Confirm({ message: question, initial: false }))))
+        ui.pause(
+          Effect.andThen(discardTypeAhead, PromptInput.run(Prompt.Confirm({ message: question, initial: false })))
+        )
           .pipe(
             // Ctrl-C (or Ctrl-D) at the question stops the run as Ctrl-C does anywhere else: it is not a "no".
             Effect.catchTag("QuitError", () => stopAsCtrlC),
@@ -411,6 +416,7 @@ const session = Effect.fn("session")(
     const tui = interactive && mode === "text" && task === undefined && prepared.settings !== undefined
       ? yield* Interactive.prepare({
         root,
+        color: !(yield* envSwitch("NO_COLOR")),
         settings: prepared.settings,
         yes: options.yes,
         needsApproval: prepared.needsApproval,
@@ -497,7 +503,7 @@ const session = Effect.fn("session")(
 const interactiveLoop = <E, R>(ui: LiveView.LiveView, runTask: (task: string) => Effect.Effect<void, E, R>) =>
   Effect.gen(function*() {
     while (true) {
-      const task = yield* ui.pause(Prompt.run(Prompt.String({ message: "Task (empty to quit)" }))).pipe(
+      const task = yield* ui.pause(PromptInput.run(Prompt.String({ message: "Task (empty to quit)" }))).pipe(
         Effect.catch(() => Effect.succeed(""))
       )
       if (task.trim() === "") break
@@ -661,8 +667,16 @@ export const program = Command.run(app, { version: "0.1.0" }).pipe(
   Effect.provideService(Logger.LogToStderr, true)
 )
 
+/**
+ * Node's terminal with key input that no key ends: the interactive mode reads Esc, Ctrl-C and Ctrl-D as keys
+ * of a session that goes on, and a paste holding one of them stays whole (CLI 1.3, 9.4); the prompts end
+ * their own input at those keys (`internal/promptInput.ts`). `NodeTerminal.layer` would end it there, and the
+ * keys after them in the same read would be lost.
+ */
+const nodeTerminal = Layer.effect(Terminal.Terminal, NodeTerminal.make(() => false))
+
 /** Runs the command on `process.argv`. */
-export const main = program.pipe(Effect.provide(NodeServices.layer))
+export const main = program.pipe(Effect.provide(nodeTerminal), Effect.provide(NodeServices.layer))
 
 /**
  * Runs {@link main} as the process. SIGINT, SIGTERM and SIGHUP each abort the run cleanly; the exit code is

@@ -4,9 +4,10 @@
  * workspace tools, and every call to one of them needs the same approval as `write`, `edit` and `bash`.
  */
 import { NodeServices } from "@effect/platform-node"
-import { Effect, type Layer } from "effect"
-import { Flag } from "effect/cli"
-import { FetchHttpClient } from "effect/http"
+import * as Flag from "effect/cli/Flag"
+import * as Effect from "effect/Effect"
+import * as FetchHttpClient from "effect/http/FetchHttpClient"
+import type * as Layer from "effect/Layer"
 import { parse, type ParseEntry } from "shell-quote"
 import * as McpServers from "../mcp/McpServers.ts"
 import type { DuplicateToolName, RegisteredTool, ToolRegistry } from "../ToolRegistry.ts"

@@ -1,6 +1,11 @@
 /** The model provider the command line talks to, chosen by `--provider` and configured by flags or the environment. */
-import { Config, Effect, Layer, Option, Redacted, Schema } from "effect"
-import { FetchHttpClient } from "effect/http"
+import * as Config from "effect/Config"
+import * as Effect from "effect/Effect"
+import * as FetchHttpClient from "effect/http/FetchHttpClient"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
 import { Model } from "../Model.ts"
 import * as Anthropic from "../providers/Anthropic.ts"
 import * as Gemini from "../providers/Gemini.ts"

@@ -4,12 +4,21 @@
  * the embedded SQLite store. SIGTERM (or Ctrl-C) stops it gracefully: the HTTP server stops first, then the
  * runner hands its shards (and their runs) to the others.
  */
-import { Config, Console, Duration, Effect, Layer, Logger, Option, Redacted } from "effect"
-import { Command, Flag } from "effect/cli"
-import { HttpServer } from "effect/http"
+import * as Command from "effect/cli/Command"
+import * as Flag from "effect/cli/Flag"
+import * as Config from "effect/Config"
+import * as Console from "effect/Console"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as HttpServer from "effect/http/HttpServer"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as Option from "effect/Option"
+import * as Path from "effect/Path"
+import * as Redacted from "effect/Redacted"
 import { hostname } from "node:os"
 import { defaultTimings } from "../server/timings.ts"
-import * as BuiltinTools from "../tools/index.ts"
+import { resolveSandbox } from "../tools/bash.ts"
 import { approvalHook } from "./Approval.ts"
 import * as Demo from "./Demo.ts"
 import { DEFAULT_INSTRUCTIONS } from "./ProjectContext.ts"
@@ -99,6 +108,8 @@ const stalledExitCode = 75
 export const makeCommand = (shared: SharedFlags) =>
   Command.make("serve", { ...shared, ...serveFlags }, (options) =>
     Effect.gen(function*() {
+      // The command's services (its `Console` among them), for the stall watch's last line.
+      const context = yield* Effect.context<never>()
       // Loaded on use: the cluster, PostgreSQL and SQLite clients are not needed by the other commands.
       const [Engine, Server] = yield* Effect.promise(() =>
         Promise.all([import("../server/Engine.ts"), import("../server/Server.ts")])
@@ -117,7 +128,8 @@ export const makeCommand = (shared: SharedFlags) =>
         })
       }
       yield* toolTimeoutSeconds(options.toolTimeout)
-      const root = yield* existingWorkspace(Option.getOrElse(options.workspaces, () => process.cwd()))
+      const path = yield* Path.Path
+      const root = yield* existingWorkspace(Option.getOrElse(options.workspaces, () => path.resolve(".")))
       const settings = Option.isSome(options.provider)
         ? yield* providerSettings(options.provider.value, {
           baseUrl: Option.getOrUndefined(options.baseUrl),
@@ -130,7 +142,7 @@ export const makeCommand = (shared: SharedFlags) =>
         allowNetwork: options.allowNetwork,
         bwrap: options.bwrap
       } as const
-      const sandbox = yield* BuiltinTools.resolveSandbox(sandboxSettings, root)
+      const sandbox = yield* resolveSandbox(sandboxSettings, root)
       if (sandbox._tag === "Unconfined" && options.sandbox === "auto") {
         yield* Effect.logWarning(`bash runs without a sandbox: ${sandbox.reason}`)
       }
@@ -152,21 +164,24 @@ export const makeCommand = (shared: SharedFlags) =>
           onStall: options.stallExit <= 0 ? undefined : (pendingFor) => {
             // The process's scope cannot close (the stuck release holds it), so no graceful shutdown: the
             // runs are durable and continue elsewhere once this runner's locks are gone with its sessions.
-            process.stderr.write(
-              JSON.stringify({
-                message: "runner stalled in a forced shard release; exiting so its shards can move",
-                level: "FATAL",
-                timestamp: new Date().toISOString(),
-                pendingForMs: Duration.toMillis(pendingFor)
-              }) + "\n"
-            )
+            // The line goes to stderr through the command's `Console`, run synchronously: Node's console writes
+            // a file, a pipe or a terminal before returning on Linux, so the line is out before the exit. (Not
+            // through the logger: `Logger.consoleJson` writes stdout whatever `LogToStderr` says.)
+            Effect.runSyncWith(context)(Console.error(JSON.stringify({
+              message: "runner stalled in a forced shard release; exiting so its shards can move",
+              level: "FATAL",
+              timestamp: new Date().toISOString(),
+              pendingForMs: Duration.toMillis(pendingFor)
+            })))
             process.exit(stalledExitCode)
           }
         })
-        : Layer.unwrap(Effect.promise(async () => {
-          const durable = await import("./durable.ts")
-          return Engine.single(durable.storeFile(store))
-        }))
+        : Layer.unwrap(
+          Effect.flatMap(
+            Effect.promise(() => import("./durable.ts")),
+            (durable) => Effect.map(durable.storeFile(store), Engine.single)
+          )
+        )
       const server = Server.layer({
         port: options.port,
         host: options.host,

@@ -2,7 +2,10 @@
  * The checks of the command's input made before anything runs or is created: each bad value is refused
  * with one line naming the flag (and the environment variable, where one applies) and what to do.
  */
-import { Effect, FileSystem, Path, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
+import * as Path from "effect/Path"
+import * as Schema from "effect/Schema"
 
 /** The command line or its environment is not usable as given. `message` is one line for the person. */
 export class UsageError extends Schema.TaggedError<UsageError>()("UsageError", {

@@ -1,7 +1,9 @@
 /** The built-in tools, confined to a workspace folder, as the command line's registry. */
 import { NodeServices } from "@effect/platform-node"
-import { Layer, type PlatformError } from "effect"
+import * as Layer from "effect/Layer"
+import type * as PlatformError from "effect/PlatformError"
 import { type DuplicateToolName, ToolRegistry } from "../ToolRegistry.ts"
+import type { BashSandboxSettings } from "../tools/bash.ts"
 import * as BuiltinTools from "../tools/index.ts"
 
 /**
@@ -11,7 +13,7 @@ import * as BuiltinTools from "../tools/index.ts"
  */
 export const workspaceTools = (
   root: string,
-  sandbox: BuiltinTools.BashSandboxSettings = BuiltinTools.defaultSandboxSettings,
+  sandbox: BashSandboxSettings = BuiltinTools.defaultSandboxSettings,
   options: { readonly images?: boolean | undefined } = {}
 ): Layer.Layer<ToolRegistry, DuplicateToolName | PlatformError.PlatformError | BuiltinTools.SandboxUnavailable> =>
   ToolRegistry.layer(...BuiltinTools.builtinTools).pipe(

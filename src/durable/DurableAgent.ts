@@ -19,8 +19,22 @@
  *
  * @since 0.1.0
  */
-import { Cause, Clock, Context, Duration, Effect, Exit, Fiber, Layer, Option, Queue, Schema, Stream } from "effect"
-import { Activity, DurableDeferred, Workflow, WorkflowEngine } from "effect/workflow"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import * as Activity from "effect/workflow/Activity"
+import * as DurableDeferred from "effect/workflow/DurableDeferred"
+import * as Workflow from "effect/workflow/Workflow"
+import * as WorkflowEngine from "effect/workflow/WorkflowEngine"
 import type { AgentEvent } from "../AgentEvent.ts"
 import { type AgentLoopConfig, runAgentLoop } from "../AgentLoop.ts"
 import type { AssistantMessageEvent } from "../AssistantMessageEvent.ts"
@@ -37,9 +51,9 @@ import { type RunEntry, RunIndex, StartLedger } from "./RunState.ts"
 import { ToolAttempt } from "./ToolAttempt.ts"
 
 /** The built-in tools that only read: running one again after a crash does no harm (DR 2.1). */
-export const DEFAULT_IDEMPOTENT_TOOLS: ReadonlyArray<string> = ["read", "ls", "find", "grep"]
+const DEFAULT_IDEMPOTENT_TOOLS: ReadonlyArray<string> = ["read", "ls", "find", "grep"]
 
-/** The text a non-idempotent call gets when the process died while it was running (DR 2.1). */
+/** The text a non-idempotent call gets when the process died while it was running (DR 2.1). @internal */
 export const crashedCallText = (toolName: string): string =>
   `Tool ${toolName} was interrupted by a crash after it started; it may have had side effects. It was not run again.`
 
@@ -60,7 +74,9 @@ const timedOutText = (toolName: string, timeout: Duration.Duration, abandoned: b
 /**
  * The durable run workflow. The execution id is derived from the run id alone, so executing the same run id
  * again joins the existing run (its stored payload wins) instead of starting a second one. The transcript
- * it returns is stored with the faithful codec (DR 4.1).
+ * it returns is stored with the faithful codec (DR 4.1). {@link layer} registers it.
+ *
+ * @internal
  */
 export const AgentRun = Workflow.make("effect-agent/AgentRun", {
   payload: {
@@ -76,7 +92,7 @@ export const AgentRun = Workflow.make("effect-agent/AgentRun", {
 })
 
 /** Which queue of a run a message from outside goes to. */
-export type InboxKind = "steer" | "followUp"
+type InboxKind = "steer" | "followUp"
 
 /**
  * Slot `n` of a run's steering or follow-up queue: a durable deferred of the run, completed by the sender
@@ -118,7 +134,7 @@ export interface DurableRunConfig<R = never>
 }
 
 /** What this process holds for a run it is executing or listening to. */
-export interface RunHandle {
+interface RunHandle {
   /** Where the run's events go while someone listens (see {@link run}). */
   sink: EventSink.EventSinkShape | undefined
   /** Aborts the run's current execution in this process (a new one per execution). */
@@ -579,7 +595,7 @@ export interface DurableRunResult {
   readonly messages: ReadonlyArray<Message>
 }
 
-/** A new run id: sortable by start time, unique without coordination. */
+/** A new run id: sortable by start time, unique without coordination. @internal */
 export const newRunId = (): string => `run-${Date.now().toString(36)}-${crypto.randomUUID().slice(0, 8)}`
 
 const executionIdOf = (runId: string) => AgentRun.executionId({ runId, systemPrompt: "", history: [], prompts: [] })

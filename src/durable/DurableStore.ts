@@ -13,40 +13,44 @@
  * @since 0.1.0
  */
 import * as NodeCrypto from "@effect/platform-node/NodeCrypto"
-import { Duration, Layer, Option } from "effect"
-import type { MessageStorage } from "effect/cluster"
-import {
-  ClusterWorkflowEngine,
-  RunnerAddress,
-  RunnerHealth,
-  Runners,
-  Sharding,
-  ShardingConfig,
-  SqlMessageStorage,
-  SqlRunnerStorage
-} from "effect/cluster"
-import type { SqlClient, SqlError } from "effect/sql"
-import type { WorkflowEngine } from "effect/workflow"
-import * as os from "node:os"
+import * as ClusterWorkflowEngine from "effect/cluster/ClusterWorkflowEngine"
+import type * as MessageStorage from "effect/cluster/MessageStorage"
+import * as RunnerAddress from "effect/cluster/RunnerAddress"
+import * as RunnerHealth from "effect/cluster/RunnerHealth"
+import * as Runners from "effect/cluster/Runners"
+import * as Sharding from "effect/cluster/Sharding"
+import * as ShardingConfig from "effect/cluster/ShardingConfig"
+import * as SqlMessageStorage from "effect/cluster/SqlMessageStorage"
+import * as SqlRunnerStorage from "effect/cluster/SqlRunnerStorage"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type * as SqlClient from "effect/sql/SqlClient"
+import type * as SqlError from "effect/sql/SqlError"
+import type * as WorkflowEngine from "effect/workflow/WorkflowEngine"
 import * as path from "node:path"
+import * as StateFolder from "../internal/stateFolder.ts"
 import { holdOwnerLock } from "./internal/sqlite.ts"
 import { RunIndex, StartLedger } from "./RunState.ts"
 import { SqliteClient, type SqliteClientConfig } from "./SqliteClient.ts"
 
-/** The state folder: `$EFFECT_AGENT_HOME`, by default `~/.effect-agent`. */
-export const stateFolder = (env: NodeJS.ProcessEnv = process.env): string =>
-  env.EFFECT_AGENT_HOME !== undefined && env.EFFECT_AGENT_HOME !== ""
-    ? env.EFFECT_AGENT_HOME
-    : path.join(os.homedir(), ".effect-agent")
+/**
+ * The state folder: `EFFECT_AGENT_HOME` read through `Config` (made absolute; unset or blank means
+ * `~/.effect-agent`). The `ConfigProvider` in context decides it, never `process.env` directly.
+ *
+ * @internal
+ */
+export const stateFolder: Effect.Effect<string> = StateFolder.stateFolder
 
-/** The default store file: `runs.db` in the state folder. */
-export const defaultStoreFile = (env: NodeJS.ProcessEnv = process.env): string => path.join(stateFolder(env), "runs.db")
+/** The default store file: `runs.db` in the {@link stateFolder}. */
+export const defaultStoreFile: Effect.Effect<string> = Effect.map(stateFolder, (folder) => path.join(folder, "runs.db"))
 
 /**
  * How the engine keeps shard leases and polls its storage (DR 5.1). Every field is a `ShardingConfig` field
  * of `effect/cluster`; what is not given here keeps effect's default.
  */
-export interface Timings {
+interface Timings {
   /**
    * How long a runner's lease on its shards lasts without a refresh. A runner that died (kill -9) keeps its
    * shards, and with them its runs, this long: another runner (another address) can take them only after
@@ -95,7 +99,7 @@ export const embeddedTimings: Required<Timings> = {
 }
 
 /** What {@link engine} is built with. */
-export interface EngineOptions {
+interface EngineOptions {
   /** The lease and polling timings. Default: effect's defaults (35 s lease; see {@link Timings}). */
   readonly timings?: Timings | undefined
   /**
@@ -176,10 +180,10 @@ export const engine = (
  * is that runner again and takes its shards back at once (the leases name the address). Two processes never
  * hold it together: the runner holds the store's owner lock (DR 5.3).
  */
-export const embeddedRunnerAddress: RunnerAddress.RunnerAddress = RunnerAddress.make("embedded", 1)
+const embeddedRunnerAddress: RunnerAddress.RunnerAddress = RunnerAddress.make("embedded", 1)
 
 /** How the embedded store is opened: the SQLite file and, optionally, other timings. */
-export interface StoreConfig extends SqliteClientConfig {
+interface StoreConfig extends SqliteClientConfig {
   readonly timings?: Timings | undefined
 }
 

@@ -5,8 +5,10 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as SqlClient from "effect/sql/SqlClient"
 
 /** Records the start of a step and returns its attempt number (1 the first time). */
 export interface StartLedgerShape {

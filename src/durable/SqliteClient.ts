@@ -8,11 +8,17 @@
  *
  * @since 0.1.0
  */
-import type { Scope } from "effect"
-import { Context, Effect, Layer, Semaphore, Stream } from "effect"
-import { Reactivity } from "effect/reactivity"
-import { SqlClient as Sql, SqlError as SqlErrors, Statement } from "effect/sql"
-import type { SqlConnection } from "effect/sql"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Reactivity from "effect/reactivity/Reactivity"
+import type * as Scope from "effect/Scope"
+import * as Semaphore from "effect/Semaphore"
+import * as Sql from "effect/sql/SqlClient"
+import type * as SqlConnection from "effect/sql/SqlConnection"
+import * as SqlErrors from "effect/sql/SqlError"
+import * as Statement from "effect/sql/Statement"
+import * as Stream from "effect/Stream"
 import { DatabaseSync, type StatementSync } from "node:sqlite"
 import { classifyError, normalizeParams, StatementCache } from "./internal/sqlite.ts"
 
@@ -73,7 +79,7 @@ const sqlError = (cause: unknown, message: string, operation: string) =>
  * read), so a corrupted file or a lock held elsewhere fails here with a typed `SqlError` rather than at the
  * first query.
  */
-export const make = Effect.fnUntraced(function*(config: SqliteClientConfig) {
+const make = Effect.fnUntraced(function*(config: SqliteClientConfig) {
   const db = yield* Effect.acquireRelease(
     Effect.try({
       try: () => {

@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { Context } from "effect"
+import * as Context from "effect/Context"
 
 /** The durable identity of one tool call. */
 export interface ToolAttemptInfo {

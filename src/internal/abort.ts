@@ -7,10 +7,9 @@
  *   (an Effect that completes when it fires);
  * - interruption → signal: {@link abortOnInterrupt} (interrupting the caller aborts a controller and waits
  *   for the work to settle on it), {@link LazyAbort} (a signal handed to user code, created only if read).
- *
- * @internal
  */
-import { Effect, Fiber } from "effect"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 
 /** Completes when the signal fires (at once if it has). Removes its listener when interrupted. */
 export const whenAborted = (signal: AbortSignal): Effect.Effect<void> =>

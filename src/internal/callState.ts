@@ -2,8 +2,6 @@
  * Where one tool call of a batch stands, as one tagged union. The batch moves each call forward through
  * these states as its events go out (docs/tool-execution.md, TE 2 to TE 5); after an abort the state alone
  * says honestly what happened to the call (TE 8) and which of its events are still owed.
- *
- * @internal
  */
 import type { ToolCall, ToolResultMessage } from "../Message.ts"
 import type { ToolResult } from "../Tool.ts"

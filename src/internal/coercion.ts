@@ -4,7 +4,7 @@
  * property that cannot be null read as the property left out (models write `null` for "not given"). The
  * input is never mutated; an object or array is copied only when something inside it changed.
  */
-import { SchemaAST } from "effect"
+import * as SchemaAST from "effect/SchemaAST"
 
 type Coerce = (value: unknown) => unknown
 

@@ -1,5 +1,6 @@
 /** Running code the library does not own (subscribers, listeners) so that its failures stay contained. */
-import { Cause, Effect } from "effect"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
 
 /**
  * Runs `effect` (which may even throw when called): a failure or defect is logged as a warning naming

@@ -11,8 +11,11 @@
  * encoded side is its type side). Such a Schema with a transformation cannot be decoded faithfully from here,
  * and every call says so instead of failing for a misleading reason.
  */
-import { Effect, Exit, Schema, SchemaIssue } from "effect"
-import type { SchemaAST } from "effect"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Schema from "effect/Schema"
+import type * as SchemaAST from "effect/SchemaAST"
+import * as SchemaIssue from "effect/SchemaIssue"
 
 /** The decoding of a parameter Schema: the decoded value or a Schema error with every issue. */
 export type Decode = (input: unknown) => Exit.Exit<unknown, Schema.SchemaError>

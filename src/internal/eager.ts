@@ -3,7 +3,8 @@
  * the `*Eager` combinators apply to them at once, without a trip through the runtime. These helpers keep a
  * batch of instant tool calls on that path, entering the runtime only for work that is really pending.
  */
-import { Effect, Exit } from "effect"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 
 /** Calls code that returns an Effect; a synchronous throw becomes a defect, as under `Effect.suspend`. */
 export const callUser = <A, E, R>(f: () => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {

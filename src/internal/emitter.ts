@@ -3,8 +3,8 @@
  * a synchronous sink (see `syncSink.ts`) gets each event without an Effect; after an abort a subscriber gets at
  * most a grace period per event; an abandoned work phase can be closed off.
  */
-import type { Duration } from "effect"
-import { Effect } from "effect"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import type { AgentEvent } from "../AgentEvent.ts"
 import * as EventSink from "../EventSink.ts"
 import { contain } from "./contain.ts"

@@ -1,5 +1,5 @@
 /** Turning whatever a tool or hook failed with into the text a model reads. */
-import { Cause } from "effect"
+import * as Cause from "effect/Cause"
 
 /** The message of an error value: `message` when it has one, else its string form. */
 export const errorMessage = (error: unknown): string => {

@@ -10,10 +10,10 @@
  * next batch would run unoptimized code until it warms up again. One instance of each is enough to keep
  * the maps, and costs a few objects: the fibers kept are finished ones (their context and stack are
  * emptied when they exit) whose exit holds nothing (`void`), the rest are made once.
- *
- * @internal
  */
-import { Cause, Effect, Exit } from "effect"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 
 /** Effect primitives a batch builds for every call, one of each kind, and an abort signal. */
 const primitives: ReadonlyArray<unknown> = [

@@ -1,8 +1,6 @@
 /**
  * The loop's way to have a batch end every call without running it (AL 2.10, AL 3.3), kept off the
  * public options: the reason is attached to the options object the loop builds, and read by the batch.
- *
- * @internal
  */
 
 const reasons = new WeakMap<object, string>()

@@ -3,11 +3,14 @@
  * phase in a fiber that a signal or an interruption stops, running tools stopped (signal first, then
  * interruption) within a grace period and abandoned if they ignore it, and the honest end of every call the
  * abort caught.
- *
- * @internal
  */
-import type { Duration } from "effect"
-import { Cause, type Context, Effect, Exit, Fiber, Option } from "effect"
+import * as Cause from "effect/Cause"
+import type * as Context from "effect/Context"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
 import type { ExecutionMode } from "../Tool.ts"
 import {
   Abandoned,

@@ -1,8 +1,6 @@
 /**
  * Sinks that are plain synchronous functions underneath (a callback, a queue offer), kept off the public
  * `EventSinkShape`: the pipeline then delivers each event with a call instead of an Effect.
- *
- * @internal
  */
 import type { AgentEvent } from "../AgentEvent.ts"
 

@@ -1,20 +1,48 @@
 /**
- * The hooks the loop and the batch call to record spans and metrics (the switches and metrics themselves
- * are `Telemetry.ts`; the rules `docs/telemetry.md`, OT n.m). Each hook takes the run's or batch's trace,
+ * The hooks the loop and the batch call to record spans and metrics, and the metrics (the switches are
+ * `Telemetry.ts`; the rules `docs/telemetry.md`, OT n.m). Each hook takes the run's or batch's trace,
  * which is `undefined` when nothing is recorded, and then does nothing: no span, no clock read, no Effect.
  */
-import { Cause, Clock, Context, Effect, Exit, Metric, Option, References, Stream, Tracer } from "effect"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Metric from "effect/Metric"
+import * as Option from "effect/Option"
+import * as References from "effect/References"
+import * as Stream from "effect/Stream"
+import * as Tracer from "effect/Tracer"
 import type { AssistantMessage, ToolCall, ToolResultMessage } from "../Message.ts"
 import type { ModelInfo, ModelShape } from "../Model.ts"
-import {
-  modelTimeToFirstToken,
-  modelTokens,
-  RecordContents,
-  RecordMetrics,
-  toolCallDuration,
-  toolCallsInFlight
-} from "../Telemetry.ts"
+import { RecordContents, RecordMetrics } from "../Telemetry.ts"
 import type { ToolResult } from "../Tool.ts"
+
+// ---------------------------------------------------------------------------------------------------------
+// Metrics
+// ---------------------------------------------------------------------------------------------------------
+
+/** Seconds from a tool call's start event to its end event, by `gen_ai.tool.name` and outcome (OT 5.2). */
+export const toolCallDuration = Metric.histogram("effect_agent.tool.call.duration", {
+  description: "Duration of a tool call, from its start event to its end event, in seconds",
+  boundaries: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300]
+})
+
+/** Tokens reported by model responses, by `gen_ai.request.model` and `gen_ai.token.type` (OT 5.3). */
+export const modelTokens = Metric.counter("effect_agent.model.tokens", {
+  description: "Tokens reported by model responses"
+})
+
+/** Seconds from a model call's start to its first content event, by `gen_ai.request.model` (OT 5.4). */
+export const modelTimeToFirstToken = Metric.histogram("effect_agent.model.time_to_first_token", {
+  description: "Time from a model request to its first content event, in seconds",
+  boundaries: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60]
+})
+
+/** Tool calls started and not yet ended (OT 5.5). */
+export const toolCallsInFlight = Metric.gauge("effect_agent.tool.calls_in_flight", {
+  description: "Tool calls between their start and end events"
+})
 
 /** One labelled metric per attribute set, made once (a metric with attributes is a new value each time). */
 const labelled = new Map<string, Metric.Metric<number, unknown>>()

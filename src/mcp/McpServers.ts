@@ -5,8 +5,8 @@
  *
  * ```ts
  * import { NodeServices } from "@effect/platform-node"
- * import { Layer } from "effect"
- * import { FetchHttpClient } from "effect/http"
+ * import * as Layer from "effect/Layer"
+ * import * as FetchHttpClient from "effect/http/FetchHttpClient"
  * import * as McpServers from "effect-agent/mcp"
  *
  * const Tools = McpServers.registry([
@@ -17,10 +17,19 @@
  *
  * @since 0.1.0
  */
-import { Duration, Effect, Exit, Layer, Schema, Scope } from "effect"
-import { McpClient, type McpClientError, McpProtocol, type McpSchema } from "effect/ai"
-import type { HttpClient } from "effect/http"
-import { ChildProcess, type ChildProcessSpawner } from "effect/process"
+import * as McpClient from "effect/ai/McpClient"
+import type * as McpClientError from "effect/ai/McpClientError"
+import * as McpProtocol from "effect/ai/McpProtocol"
+import type * as McpSchema from "effect/ai/McpSchema"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import type * as HttpClient from "effect/http/HttpClient"
+import * as Layer from "effect/Layer"
+import * as ChildProcess from "effect/process/ChildProcess"
+import type * as ChildProcessSpawner from "effect/process/ChildProcessSpawner"
+import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
 import { errorMessage } from "../internal/errorText.ts"
 import { type DuplicateToolName, type RegisteredTool, ToolRegistry } from "../ToolRegistry.ts"
 import { toolsFromClient } from "./McpTools.ts"

@@ -8,9 +8,14 @@
  *
  * @since 0.1.0
  */
-import { Effect, JsonSchema, Schema, SchemaRepresentation } from "effect"
-import type { McpClient, McpClientError, McpSchema } from "effect/ai"
-import { Base64 } from "effect/encoding"
+import type * as McpClient from "effect/ai/McpClient"
+import type * as McpClientError from "effect/ai/McpClientError"
+import type * as McpSchema from "effect/ai/McpSchema"
+import * as Effect from "effect/Effect"
+import * as Base64 from "effect/encoding/Base64"
+import * as JsonSchema from "effect/JsonSchema"
+import * as Schema from "effect/Schema"
+import * as SchemaRepresentation from "effect/SchemaRepresentation"
 import { clip } from "../internal/clip.ts"
 import type { ToolResultContent } from "../Message.ts"
 import * as Tool from "../Tool.ts"
@@ -170,7 +175,7 @@ const callFailure = (server: string, tool: string, error: McpClientError.McpClie
   })
 
 /** One MCP tool as one of our tools, calling it through `client`. */
-export const toolOf = (
+const toolOf = (
   client: McpClient.McpClient,
   descriptor: McpSchema.Tool,
   options: ToolsOptions

@@ -4,15 +4,14 @@
  *
  * @since 0.1.0
  */
-export * from "./McpServers.ts"
 export {
-  contentOf,
-  DEFAULT_MAX_TEXT_CHARS,
-  type McpDetails,
-  McpToolError,
-  modelToolName,
-  parametersOf,
-  toolOf,
-  toolsFromClient,
-  type ToolsOptions
-} from "./McpTools.ts"
+  connect,
+  http,
+  McpConnectError,
+  type McpServer,
+  registry,
+  stdio,
+  withServers,
+  withTools
+} from "./McpServers.ts"
+export { McpToolError, toolsFromClient } from "./McpTools.ts"

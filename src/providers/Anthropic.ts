@@ -5,14 +5,18 @@
  *
  * @since 0.1.0
  */
-import { Config, Effect, Layer, Redacted, Schema } from "effect"
-import type { Sse } from "effect/encoding"
-import type { HttpClient } from "effect/http"
-import { HttpClientRequest } from "effect/http"
+import * as Config from "effect/Config"
+import * as Effect from "effect/Effect"
+import type * as Sse from "effect/encoding/Sse"
+import type * as HttpClient from "effect/http/HttpClient"
+import * as HttpClientRequest from "effect/http/HttpClientRequest"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
 import type { Message, ToolResultMessage } from "../Message.ts"
 import {
   Model,
-  type ModelErrorReason,
+  type ModelError,
   type ModelInfo,
   type ModelRequest,
   type ModelShape,
@@ -283,11 +287,11 @@ export const EventEnvelope = Schema.Struct({ type: Schema.String })
 // Options
 // ---------------------------------------------------------------------------------------------------------
 
-/** Where Anthropic's API lives. */
+/** Where Anthropic's API lives. @internal */
 export const DEFAULT_BASE_URL = "https://api.anthropic.com"
 
 /** The `api` of the messages this provider produces (pi's name). */
-export const API = "anthropic-messages"
+const API = "anthropic-messages"
 
 /** The API version header sent. @internal */
 export const API_VERSION = "2023-06-01"
@@ -307,7 +311,7 @@ export interface Options extends TransportOptions {
   readonly model: string
   /** Sent as `x-api-key`. */
   readonly apiKey: Redacted.Redacted<string>
-  /** The API root, without `/v1/messages`. Default {@link DEFAULT_BASE_URL}. */
+  /** The API root, without `/v1/messages`. Default `https://api.anthropic.com`. */
   readonly baseUrl?: string | undefined
   /** The `provider` of the messages produced. Default `anthropic`. */
   readonly provider?: string | undefined
@@ -531,7 +535,7 @@ const mapStopReason = (
 }
 
 /** What an `error` event in the stream means. */
-const streamErrorReason = (type: string): { readonly reason: ModelErrorReason; readonly retryable: boolean } => {
+const streamErrorReason = (type: string): { readonly reason: ModelError["reason"]; readonly retryable: boolean } => {
   switch (type) {
     case "rate_limit_error":
       return { reason: "rate-limit", retryable: true }
@@ -720,6 +724,8 @@ export const layer = (options: Options): Layer.Layer<Model, never, HttpClient.Ht
 /**
  * The options from the environment: `ANTHROPIC_API_KEY` (required, read as `Redacted`), `ANTHROPIC_MODEL`
  * (required), `ANTHROPIC_BASE_URL` (default Anthropic's API) and `ANTHROPIC_MAX_TOKENS` (default 8192).
+ *
+ * @internal
  */
 export const config: Config.Config<Options> = Config.all({
   settings: environmentWithKey("ANTHROPIC", DEFAULT_BASE_URL),
@@ -727,12 +733,10 @@ export const config: Config.Config<Options> = Config.all({
 }).pipe(Config.map(({ maxTokens, settings }) => ({ ...settings, maxTokens })))
 
 /**
- * A {@link Model} layer configured from the environment (see {@link config}), with `overrides` applied on
- * top.
+ * A {@link Model} layer configured from the environment, with `overrides` applied on top: `ANTHROPIC_API_KEY`
+ * (required, read as `Redacted`), `ANTHROPIC_MODEL` (required), `ANTHROPIC_BASE_URL` (default Anthropic's API)
+ * and `ANTHROPIC_MAX_TOKENS` (default 8192).
  */
-export const layerConfigWith = (
-  overrides: Partial<Options>
+export const layerConfig = (
+  overrides: Partial<Options> = {}
 ): Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> => layerFromConfig(config, make, overrides)
-
-/** A {@link Model} layer configured from the environment (see {@link config}). */
-export const layerConfig: Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> = layerConfigWith({})

@@ -9,19 +9,21 @@
  *
  * @since 0.1.0
  */
-import { Clock, Context, Effect, Layer, Schema, Stream } from "effect"
-import { AiError, LanguageModel, Prompt, type Response, Tool as AiTool, type Toolkit } from "effect/ai"
+import * as AiError from "effect/ai/AiError"
+import * as LanguageModel from "effect/ai/LanguageModel"
+import * as Prompt from "effect/ai/Prompt"
+import type * as Response from "effect/ai/Response"
+import * as AiTool from "effect/ai/Tool"
+import type * as Toolkit from "effect/ai/Toolkit"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import type { AssistantMessageEvent } from "../AssistantMessageEvent.ts"
 import type { ToolResultContent } from "../Message.ts"
-import {
-  Model,
-  ModelError,
-  type ModelErrorReason,
-  type ModelInfo,
-  type ModelOptions,
-  type ModelRequest,
-  type ModelShape
-} from "../Model.ts"
+import { Model, ModelError, type ModelInfo, type ModelOptions, type ModelRequest, type ModelShape } from "../Model.ts"
 import * as Tool from "../Tool.ts"
 import { type DuplicateToolName, type RegisteredTool, ToolRegistry } from "../ToolRegistry.ts"
 import { makeUsage, type Pricing, ResponseBuilder } from "./internal/builder.ts"
@@ -53,7 +55,7 @@ export interface Options {
 }
 
 /** The response stream of a `LanguageModel`, as the bridge consumes it. */
-export type PartStream = Stream.Stream<Response.StreamPart<any>, unknown>
+type PartStream = Stream.Stream<Response.StreamPart<any>, unknown>
 
 /**
  * The options of the request being served (temperature, token limit, thinking level), provided to the
@@ -80,6 +82,8 @@ const reasoningOptions = (signature: string | undefined): Prompt.ReasoningPartEn
 /**
  * Our messages as an `effect/ai` prompt (encoded form). With `info`, reasoning this same model produced
  * goes back with the provider metadata it came with (signatures, encrypted content) as its options.
+ *
+ * @internal
  */
 export const toPrompt = (
   request: Pick<ModelRequest, "systemPrompt" | "messages">,
@@ -173,7 +177,7 @@ const toolkitOf = (request: ModelRequest): Toolkit.WithHandler<Record<string, Ai
   } as unknown as Toolkit.WithHandler<Record<string, AiTool.Any>>
 }
 
-const reasonOfAiError = (tag: string): ModelErrorReason => {
+const reasonOfAiError = (tag: string): ModelError["reason"] => {
   switch (tag) {
     case "NetworkError":
       return "network"
@@ -195,7 +199,7 @@ const reasonOfAiError = (tag: string): ModelErrorReason => {
 }
 
 /** An `effect/ai` failure as a {@link ModelError}. */
-export const toModelError = (error: unknown): ModelError => {
+const toModelError = (error: unknown): ModelError => {
   if (AiError.isAiError(error)) {
     return new ModelError({
       reason: reasonOfAiError(error.reason._tag),
@@ -371,7 +375,7 @@ const makePartHandler = (info: ModelInfo, pricing: Pricing | undefined, now: num
  * limit, thinking level) are provided as {@link RequestOptions} and handed to `applyOptions`, since each
  * provider has its own settings for them.
  */
-export const streamWith = (
+const streamWith = (
   languageModel: LanguageModel.LanguageModel,
   info: ModelInfo,
   pricing: Pricing | undefined,

@@ -9,11 +9,15 @@
  *
  * @since 0.1.0
  */
-import type { Config } from "effect"
-import { Effect, Layer, Redacted, Schema, Stream } from "effect"
-import type { Sse } from "effect/encoding"
-import type { HttpClient } from "effect/http"
-import { HttpClientRequest } from "effect/http"
+import type * as Config from "effect/Config"
+import * as Effect from "effect/Effect"
+import type * as Sse from "effect/encoding/Sse"
+import type * as HttpClient from "effect/http/HttpClient"
+import * as HttpClientRequest from "effect/http/HttpClientRequest"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import type { AssistantMessage, Message, ToolResultMessage } from "../Message.ts"
 import { Model, ModelError, type ModelInfo, type ModelRequest, type ModelShape, type ThinkingLevel } from "../Model.ts"
 import { makeUsage, type Pricing, ResponseBuilder } from "./internal/builder.ts"
@@ -159,11 +163,11 @@ export type GenerateContentChunk = typeof GenerateContentChunk.Type
 // Options
 // ---------------------------------------------------------------------------------------------------------
 
-/** Where the Gemini API lives. */
+/** Where the Gemini API lives. @internal */
 export const DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 
 /** The `api` of the messages this provider produces (pi's name for the Gemini API). */
-export const API = "google-generative-ai"
+const API = "google-generative-ai"
 
 /**
  * The signature Gemini documents for a function call it did not sign itself (e.g. one from another model
@@ -179,7 +183,7 @@ export interface Options extends TransportOptions {
   readonly model: string
   /** Sent as `x-goog-api-key`. */
   readonly apiKey: Redacted.Redacted<string>
-  /** The API root, without `/models/…`. Default {@link DEFAULT_BASE_URL}. */
+  /** The API root, without `/models/…`. Default `https://generativelanguage.googleapis.com/v1beta`. */
   readonly baseUrl?: string | undefined
   /** The `provider` of the messages produced. Default `google`. */
   readonly provider?: string | undefined
@@ -532,13 +536,15 @@ export const layer = (options: Options): Layer.Layer<Model, never, HttpClient.Ht
 /**
  * The options from the environment: `GEMINI_API_KEY` (required, read as `Redacted`), `GEMINI_MODEL`
  * (required) and `GEMINI_BASE_URL` (default Google's API).
+ *
+ * @internal
  */
 export const config: Config.Config<Options> = environmentWithKey("GEMINI", DEFAULT_BASE_URL)
 
-/** A {@link Model} layer configured from the environment (see {@link config}), with `overrides` on top. */
-export const layerConfigWith = (
-  overrides: Partial<Options>
+/**
+ * A {@link Model} layer configured from the environment, with `overrides` applied on top: `GEMINI_API_KEY`
+ * (required, read as `Redacted`), `GEMINI_MODEL` (required) and `GEMINI_BASE_URL` (default Google's API).
+ */
+export const layerConfig = (
+  overrides: Partial<Options> = {}
 ): Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> => layerFromConfig(config, make, overrides)
-
-/** A {@link Model} layer configured from the environment (see {@link config}). */
-export const layerConfig: Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> = layerConfigWith({})

@@ -9,7 +9,10 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Layer, Schema } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 import type { Pricing } from "./internal/builder.ts"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -20,14 +23,12 @@ const Dollars = Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0))
 const Tokens = Schema.Int.check(Schema.isGreaterThan(0))
 
 /** Dollars per million tokens. A vendor that does not bill a kind of token has 0 there. */
-export const ModelPricing = Schema.Struct({
+const ModelPricing = Schema.Struct({
   input: Dollars,
   output: Dollars,
   cacheRead: Dollars,
   cacheWrite: Dollars
 })
-/** @since 0.1.0 */
-export type ModelPricing = typeof ModelPricing.Type
 
 /**
  * One model. `id` is the vendor's undated id; `aliases` are other ids that name the same model and price.
@@ -162,6 +163,8 @@ export const lookup = (catalogue: Catalogue, modelId: string): CatalogueEntry | 
 /**
  * The catalogue with `entries` added; an entry whose id (normalised as in {@link lookup}) is already there
  * replaces the old one, aliases included.
+ *
+ * @internal
  */
 export const withEntries = (catalogue: Catalogue, entries: ReadonlyArray<CatalogueEntry>): Catalogue => {
   const replaced = new Set(entries.map((e) => normalize(e.id)))
@@ -171,13 +174,11 @@ export const withEntries = (catalogue: Catalogue, entries: ReadonlyArray<Catalog
   }
 }
 
-/** The context window of a model id in the catalogue (default {@link builtIn}), or `undefined` if unknown. */
-export const contextWindow = (modelId: string, catalogue: Catalogue = builtIn): number | undefined =>
-  lookup(catalogue, modelId)?.contextWindow
-
 /**
  * The prices that apply to a model: `explicit` when given, else the catalogue's entry for `modelId`, else
  * `undefined` (the cost is then 0).
+ *
+ * @internal
  */
 export const pricingFor = (
   catalogue: Catalogue,
@@ -208,6 +209,8 @@ export const layerWith = (entries: ReadonlyArray<CatalogueEntry>): Layer.Layer<n
 /**
  * Provider options with their `pricing` resolved against the catalogue in effect (see {@link pricingFor}):
  * what every provider's `make` runs first, so each message it produces carries its cost.
+ *
+ * @internal
  */
 export const withPricing = <O extends { readonly model: string; readonly pricing?: Pricing | undefined }>(
   options: O

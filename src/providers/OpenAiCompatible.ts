@@ -8,11 +8,14 @@
  *
  * @since 0.1.0
  */
-import type { Config, Redacted } from "effect"
-import { Effect, Layer, Schema } from "effect"
-import type { Sse } from "effect/encoding"
-import type { HttpClient } from "effect/http"
-import { HttpClientRequest } from "effect/http"
+import type * as Config from "effect/Config"
+import * as Effect from "effect/Effect"
+import type * as Sse from "effect/encoding/Sse"
+import type * as HttpClient from "effect/http/HttpClient"
+import * as HttpClientRequest from "effect/http/HttpClientRequest"
+import * as Layer from "effect/Layer"
+import type * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
 import type { Message, ToolResultMessage } from "../Message.ts"
 import { Model, type ModelInfo, type ModelRequest, type ModelShape, type ThinkingLevel } from "../Model.ts"
 import { makeUsage, type Pricing, ResponseBuilder } from "./internal/builder.ts"
@@ -209,17 +212,17 @@ export type ChatCompletion = typeof ChatCompletion.Type
 // Options
 // ---------------------------------------------------------------------------------------------------------
 
-/** Where OpenAI's API lives. */
+/** Where OpenAI's API lives. @internal */
 export const DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 /** The `api` of the messages this provider produces (pi's name for Chat Completions). */
-export const API = "openai-completions"
+const API = "openai-completions"
 
 /** How to reach the server and what to ask of it. */
 export interface Options extends TransportOptions {
   /** The model id, e.g. `gpt-4.1-mini`, `llama3.1:8b`. */
   readonly model: string
-  /** The API root, without `/chat/completions`. Default {@link DEFAULT_BASE_URL}. */
+  /** The API root, without `/chat/completions`. Default `https://api.openai.com/v1`. */
   readonly baseUrl?: string | undefined
   /** Sent as a bearer token. Local servers usually need none. */
   readonly apiKey?: Redacted.Redacted<string> | undefined
@@ -727,16 +730,15 @@ export const layer = (options: Options): Layer.Layer<Model, never, HttpClient.Ht
 /**
  * The options from the environment: `OPENAI_MODEL` (required), `OPENAI_BASE_URL` (default OpenAI's API)
  * and `OPENAI_API_KEY` (optional, read as `Redacted`).
+ *
+ * @internal
  */
 export const config: Config.Config<Options> = environment("OPENAI", DEFAULT_BASE_URL)
 
 /**
- * A {@link Model} layer configured from the environment (see {@link config}), with `overrides` applied on
- * top, e.g. `{ idleTimeout: "2 minutes", provider: "ollama" }`.
+ * A {@link Model} layer configured from the environment, with `overrides` applied on top: `OPENAI_MODEL`
+ * (required), `OPENAI_BASE_URL` (default OpenAI's API) and `OPENAI_API_KEY` (optional, read as `Redacted`).
  */
-export const layerConfigWith = (
-  overrides: Partial<Options>
+export const layerConfig = (
+  overrides: Partial<Options> = {}
 ): Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> => layerFromConfig(config, make, overrides)
-
-/** A {@link Model} layer configured from the environment (see {@link config}). */
-export const layerConfig: Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> = layerConfigWith({})

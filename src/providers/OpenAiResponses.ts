@@ -10,11 +10,15 @@
  *
  * @since 0.1.0
  */
-import type { Config, Redacted } from "effect"
-import { Effect, Layer, Option, Schema } from "effect"
-import type { Sse } from "effect/encoding"
-import type { HttpClient } from "effect/http"
-import { HttpClientRequest } from "effect/http"
+import type * as Config from "effect/Config"
+import * as Effect from "effect/Effect"
+import type * as Sse from "effect/encoding/Sse"
+import type * as HttpClient from "effect/http/HttpClient"
+import * as HttpClientRequest from "effect/http/HttpClientRequest"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
 import type { AssistantMessage, Message, ToolResultMessage } from "../Message.ts"
 import { Model, type ModelInfo, type ModelRequest, type ModelShape, type ThinkingLevel } from "../Model.ts"
 import { makeUsage, type Pricing, ResponseBuilder } from "./internal/builder.ts"
@@ -254,17 +258,17 @@ const EventType = Schema.Struct({ type: Schema.String })
 // Options
 // ---------------------------------------------------------------------------------------------------------
 
-/** Where OpenAI's API lives. */
+/** Where OpenAI's API lives. @internal */
 export const DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 /** The `api` of the messages this provider produces (pi's name for the Responses API). */
-export const API = "openai-responses"
+const API = "openai-responses"
 
 /** How to reach the server and what to ask of it. */
 export interface Options extends TransportOptions {
   /** The model id, e.g. `gpt-5-mini`, `o4-mini`, `gpt-4.1`. */
   readonly model: string
-  /** The API root, without `/responses`. Default {@link DEFAULT_BASE_URL}. */
+  /** The API root, without `/responses`. Default `https://api.openai.com/v1`. */
   readonly baseUrl?: string | undefined
   /** Sent as a bearer token. */
   readonly apiKey?: Redacted.Redacted<string> | undefined
@@ -762,13 +766,16 @@ export const layer = (options: Options): Layer.Layer<Model, never, HttpClient.Ht
 /**
  * The options from the environment, the same variables as the Chat Completions provider: `OPENAI_MODEL`
  * (required), `OPENAI_BASE_URL` (default OpenAI's API) and `OPENAI_API_KEY` (optional, read as `Redacted`).
+ *
+ * @internal
  */
 export const config: Config.Config<Options> = environment("OPENAI", DEFAULT_BASE_URL)
 
-/** A {@link Model} layer configured from the environment (see {@link config}), with `overrides` on top. */
-export const layerConfigWith = (
-  overrides: Partial<Options>
+/**
+ * A {@link Model} layer configured from the environment, with `overrides` applied on top. The variables are
+ * the Chat Completions provider's: `OPENAI_MODEL` (required), `OPENAI_BASE_URL` (default OpenAI's API) and
+ * `OPENAI_API_KEY` (optional, read as `Redacted`).
+ */
+export const layerConfig = (
+  overrides: Partial<Options> = {}
 ): Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> => layerFromConfig(config, make, overrides)
-
-/** A {@link Model} layer configured from the environment (see {@link config}). */
-export const layerConfig: Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> = layerConfigWith({})

@@ -3,8 +3,11 @@
  *
  * @since 0.1.0
  */
-import { Config, Effect, Layer, Schema } from "effect"
-import type { HttpClient } from "effect/http"
+import * as Config from "effect/Config"
+import * as Effect from "effect/Effect"
+import type * as HttpClient from "effect/http/HttpClient"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 import type { Model } from "../Model.ts"
 import * as Anthropic from "./Anthropic.ts"
 import * as Gemini from "./Gemini.ts"
@@ -29,23 +32,23 @@ export const providerNames: ReadonlyArray<ProviderName> = ProviderName.literals
 /**
  * The {@link Model} layer of the named provider, configured from the environment: `OPENAI_*` for
  * `"openai-compatible"` and `"openai-responses"`, `ANTHROPIC_*` for `"anthropic"`, `GEMINI_*` for
- * `"gemini"` (see each provider's `config`).
+ * `"gemini"` (see each provider's `layerConfig`).
  */
 export const layerConfig = (name: ProviderName): Layer.Layer<Model, Config.ConfigError, HttpClient.HttpClient> => {
   switch (name) {
     case "openai-compatible":
-      return OpenAiCompatible.layerConfig
+      return OpenAiCompatible.layerConfig()
     case "anthropic":
-      return Anthropic.layerConfig
+      return Anthropic.layerConfig()
     case "openai-responses":
-      return OpenAiResponses.layerConfig
+      return OpenAiResponses.layerConfig()
     case "gemini":
-      return Gemini.layerConfig
+      return Gemini.layerConfig()
   }
 }
 
 /** The provider name from `EFFECT_AGENT_PROVIDER`, default `"openai-compatible"`. */
-export const providerNameConfig: Config.Config<ProviderName> = Config.Literals(
+const providerNameConfig: Config.Config<ProviderName> = Config.Literals(
   ProviderName.literals,
   "EFFECT_AGENT_PROVIDER"
 ).pipe(Config.withDefault<ProviderName>("openai-compatible"))

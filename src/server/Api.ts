@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { Message } from "../Message.ts"
 
 /** `POST /runs`: a new run. `workspace` is relative to the server's `--workspaces` root (default: the root). */

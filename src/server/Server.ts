@@ -15,10 +15,23 @@
  * @since 0.1.0
  */
 import { NodeHttpServer } from "@effect/platform-node"
-import { Cause, Context, Duration, Effect, Exit, Layer, Option, Queue, Semaphore, Stream } from "effect"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import * as Sse from "effect/encoding/Sse"
-import { HttpRouter, type HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { WorkflowEngine } from "effect/workflow"
+import * as Exit from "effect/Exit"
+import * as HttpRouter from "effect/http/HttpRouter"
+import type * as HttpServer from "effect/http/HttpServer"
+import * as HttpServerRequest from "effect/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Semaphore from "effect/Semaphore"
+import * as Stream from "effect/Stream"
+import * as WorkflowEngine from "effect/workflow/WorkflowEngine"
 import { timingSafeEqual } from "node:crypto"
 import { existsSync, mkdirSync, realpathSync, statSync } from "node:fs"
 import { createServer } from "node:http"
@@ -176,7 +189,7 @@ const storingSink = (store: ServerStore["Service"], runnerName: string, runId: s
   }))
   const start = Effect.gen(function*() {
     const last = yield* store.lastSeq(runId)
-    const event: ExecutionStart = { type: "execution_start", runner: runnerName, at: Date.now() }
+    const event: ExecutionStart = { type: "execution_start", runner: runnerName, at: yield* Clock.currentTimeMillis }
     buffer.push({ seq: last + 1, event })
     seq = last + 1
     yield* Effect.logInfo("run executing").pipe(Effect.annotateLogs({ runId, runner: runnerName }))
@@ -343,7 +356,7 @@ const createRun = authorized(Effect.gen(function*() {
   const workspace = yield* workspaceOf(settings.root, input.workspace)
   const runId = DurableAgent.newRunId()
   const executionId = yield* executionIdOf(runId)
-  const now = Date.now()
+  const now = yield* Clock.currentTimeMillis
   yield* (yield* ServerStore).createRun({
     runId,
     executionId,
@@ -443,7 +456,7 @@ const sendMessage = authorized(Effect.gen(function*() {
     return yield* fail(409, "This server reads no messages (started without the inbox).")
   }
   if (yield* ended(run)) return yield* fail(409, `Run ${run.runId} has already ended.`)
-  const message: Message = { role: "user", content: input.text, timestamp: Date.now() }
+  const message: Message = { role: "user", content: input.text, timestamp: yield* Clock.currentTimeMillis }
   yield* (input.kind === "steer" ? DurableAgent.steer(run.runId, message) : DurableAgent.followUp(run.runId, message))
   return HttpServerResponse.jsonUnsafe({ runId: run.runId, queued: input.kind }, { status: 202 })
 }))
@@ -453,7 +466,7 @@ const abortRun = authorized(Effect.gen(function*() {
   if (yield* ended(run)) return yield* fail(409, `Run ${run.runId} has already ended.`)
   // Marked here for the run's status ("aborted" even when the abort came between two steps); the abort itself
   // is the run's durable deferred: the runner executing it (this one or another) reads it on its next poll.
-  yield* (yield* ServerStore).requestAbort(run.runId, Date.now())
+  yield* (yield* ServerStore).requestAbort(run.runId, yield* Clock.currentTimeMillis)
   yield* DurableAgent.abort(run.runId)
   return HttpServerResponse.jsonUnsafe({ runId: run.runId, aborting: true }, { status: 202 })
 }))

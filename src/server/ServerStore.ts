@@ -5,8 +5,11 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Layer, Option } from "effect"
-import { SqlClient } from "effect/sql"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as SqlClient from "effect/sql/SqlClient"
 import { createTables } from "./internal/ddl.ts"
 
 /** A run as the server accepted it. */

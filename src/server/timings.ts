@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { Duration } from "effect"
+import * as Duration from "effect/Duration"
 
 /**
  * How fast a cluster notices a dead runner and moves its shards. A dead runner's shard locks are taken

@@ -14,7 +14,12 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, FileSystem, Layer, Path, type PlatformError } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
+import * as Layer from "effect/Layer"
+import * as Path from "effect/Path"
+import type * as PlatformError from "effect/PlatformError"
 import { fromPlatformError, PathOutsideWorkspace, PathTooLong, WrongFileType } from "./errors.ts"
 import { clip } from "./internal.ts"
 

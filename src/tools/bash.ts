@@ -19,8 +19,16 @@
  *
  * @since 0.1.0
  */
-import { Context, Duration, Effect, Fiber, Option, Result, Schema, Stream } from "effect"
-import { ChildProcess, ChildProcessSpawner } from "effect/process"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
+import * as ChildProcess from "effect/process/ChildProcess"
+import * as ChildProcessSpawner from "effect/process/ChildProcessSpawner"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import * as Tool from "../Tool.ts"
 import { CommandFailed, CommandSpawnFailed, CommandTimedOut } from "./errors.ts"
 import { formatBytes, TailBuffer } from "./internal.ts"

@@ -10,7 +10,7 @@
  *
  * Internal: no entry point exports it.
  */
-import type { FileSystem } from "effect"
+import type * as FileSystem from "effect/FileSystem"
 
 /** The part of a Node `Dirent` used here. */
 interface SyncDirent {

@@ -9,7 +9,9 @@
  *
  * @since 0.1.0
  */
-import { Effect, FileSystem, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
+import * as Schema from "effect/Schema"
 import * as Tool from "../Tool.ts"
 import { BinaryFile, EditMatchError, EditNoChange, fromPlatformError, WrongFileType } from "./errors.ts"
 import { allLineEndsCrlf, byteOccurrences, countByte, isValidUtf8, looksBinary } from "./internal.ts"

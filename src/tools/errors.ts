@@ -5,7 +5,8 @@
  *
  * @since 0.1.0
  */
-import { type PlatformError, Schema } from "effect"
+import type * as PlatformError from "effect/PlatformError"
+import * as Schema from "effect/Schema"
 import { clip } from "./internal.ts"
 
 /**

@@ -3,7 +3,10 @@
  *
  * @since 0.1.0
  */
-import { Effect, FileSystem, Path, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
+import * as Path from "effect/Path"
+import * as Schema from "effect/Schema"
 import * as Tool from "../Tool.ts"
 import { directLister } from "./directRead.ts"
 import { rulesFor } from "./gitignore.ts"

@@ -12,7 +12,9 @@
  *
  * Internal: no entry point exports it.
  */
-import { Effect, type FileSystem, type Path } from "effect"
+import * as Effect from "effect/Effect"
+import type * as FileSystem from "effect/FileSystem"
+import type * as Path from "effect/Path"
 import ignore, { type Ignore } from "ignore"
 
 interface Level {

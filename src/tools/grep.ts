@@ -4,7 +4,11 @@
  *
  * @since 0.1.0
  */
-import { Effect, FileSystem, Path, type PlatformError, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
+import * as Path from "effect/Path"
+import type * as PlatformError from "effect/PlatformError"
+import * as Schema from "effect/Schema"
 import * as Tool from "../Tool.ts"
 import { directLister, directReader, type Read } from "./directRead.ts"
 import { fromPlatformError, WrongFileType } from "./errors.ts"

@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { Context } from "effect"
+import * as Context from "effect/Context"
 
 /** The image types recognised. */
 export type ImageMimeType = "image/png" | "image/jpeg" | "image/gif" | "image/webp"

@@ -14,12 +14,16 @@
  * ```
  *
  * A tool's handler can be swapped by providing another layer for it (`BuiltinTools.read.toLayer(...)`); a
- * subset is registered by passing only those definitions and their layers.
+ * subset is registered by passing only those definitions (e.g. `readOnlyTools`) with the same `layer`: the
+ * handlers of tools that are not registered are never called.
  *
  * @since 0.1.0
  */
-import { type FileSystem, Layer, type Path, type PlatformError } from "effect"
-import type { ChildProcessSpawner } from "effect/process"
+import type * as FileSystem from "effect/FileSystem"
+import * as Layer from "effect/Layer"
+import type * as Path from "effect/Path"
+import type * as PlatformError from "effect/PlatformError"
+import type * as ChildProcessSpawner from "effect/process/ChildProcessSpawner"
 import type * as Tool from "../Tool.ts"
 import { bash, bashLayer, type SandboxUnavailable } from "./bash.ts"
 import { edit, editLayer } from "./edit.ts"
@@ -30,27 +34,17 @@ import { read, readLayer } from "./read.ts"
 import { Workspace } from "./Workspace.ts"
 import { write, writeLayer } from "./write.ts"
 
-export {
-  bash,
-  type BashDetails,
-  bashLayer,
-  BashSandbox,
-  type BashSandboxSettings,
-  defaultSandboxSettings,
-  resolveSandbox,
-  SandboxStatus,
-  SandboxUnavailable
-} from "./bash.ts"
-export { edit, type EditDetails, editLayer } from "./edit.ts"
-export * from "./errors.ts"
-export { find, type FindDetails, findLayer } from "./find.ts"
-export { grep, type GrepDetails, grepLayer } from "./grep.ts"
-export { detectImage, type ImageMimeType, ImageReading } from "./image.ts"
-export { defaultLimits, DirectFileReads, ToolLimits, type ToolLimitsShape } from "./limits.ts"
-export { ls, type LsDetails, lsLayer } from "./ls.ts"
-export { read, type ReadDetails, readLayer } from "./read.ts"
-export { make as makeWorkspace, Workspace, type WorkspaceShape } from "./Workspace.ts"
-export { write, type WriteDetails, writeLayer } from "./write.ts"
+export { bash, BashSandbox, defaultSandboxSettings, SandboxUnavailable } from "./bash.ts"
+export { edit } from "./edit.ts"
+export type { BuiltinToolError } from "./errors.ts"
+export { find } from "./find.ts"
+export { grep } from "./grep.ts"
+export { ImageReading } from "./image.ts"
+export { defaultLimits, DirectFileReads, ToolLimits } from "./limits.ts"
+export { ls } from "./ls.ts"
+export { read } from "./read.ts"
+export { Workspace } from "./Workspace.ts"
+export { write } from "./write.ts"
 
 /** Every built-in tool definition, for `ToolRegistry.layer(...builtinTools)`. */
 export const builtinTools = [read, ls, find, grep, write, edit, bash] as const
@@ -64,7 +58,7 @@ export type Handlers = (typeof builtinTools)[number] extends infer T
   : never
 
 /** The services the built-in handlers run on. */
-export type Requirements = Workspace | FileSystem.FileSystem | Path.Path | ChildProcessSpawner.ChildProcessSpawner
+type Requirements = Workspace | FileSystem.FileSystem | Path.Path | ChildProcessSpawner.ChildProcessSpawner
 
 /** The handlers of all built-in tools; fails only when the `bash` sandbox is required and unavailable. */
 export const layer: Layer.Layer<Handlers, SandboxUnavailable, Requirements> = Layer.mergeAll(

@@ -4,8 +4,11 @@
  *
  * Internal: no entry point exports it.
  */
-import type { FileSystem } from "effect"
-import { Effect, Glob, Option, type Path } from "effect"
+import * as Effect from "effect/Effect"
+import type * as FileSystem from "effect/FileSystem"
+import * as Glob from "effect/Glob"
+import * as Option from "effect/Option"
+import type * as Path from "effect/Path"
 import type { DirectLister } from "./directRead.ts"
 import { type IgnoreRules, rulesInside } from "./gitignore.ts"
 

@@ -8,7 +8,7 @@
  *
  * @since 0.1.0
  */
-import { Context } from "effect"
+import * as Context from "effect/Context"
 
 /** The limits; sizes are UTF-8 bytes. */
 export interface ToolLimitsShape {

@@ -4,8 +4,11 @@
  *
  * @since 0.1.0
  */
-import { Effect, FileSystem, Schema, Stream } from "effect"
-import { Base64 } from "effect/encoding"
+import * as Effect from "effect/Effect"
+import * as Base64 from "effect/encoding/Base64"
+import * as FileSystem from "effect/FileSystem"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import * as Tool from "../Tool.ts"
 import { BinaryFile, fromPlatformError, OffsetBeyondEnd, WrongFileType } from "./errors.ts"
 import { detectImage, ImageReading } from "./image.ts"

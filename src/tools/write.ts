@@ -3,7 +3,11 @@
  *
  * @since 0.1.0
  */
-import { Effect, FileSystem, Option, Path, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
+import * as Option from "effect/Option"
+import * as Path from "effect/Path"
+import * as Schema from "effect/Schema"
 import * as Tool from "../Tool.ts"
 import { fromPlatformError, WrongFileType } from "./errors.ts"
 import { utf8Length } from "./internal.ts"

@@ -6,7 +6,8 @@
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { ByteSize, Effect, FileSystem, Layer } from "effect"
-import { BinaryFile, ImageReading, read } from "../../src/tools/index.ts"
+import { BinaryFile } from "../../src/tools/errors.ts"
+import { ImageReading, read } from "../../src/tools/index.ts"
 import { sandbox } from "../tools/helpers.ts"
 
 const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]

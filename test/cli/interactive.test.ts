@@ -162,6 +162,14 @@ describe("interactive mode in a pseudo-terminal", () => {
       await s.waitFor("You said: fresh start")
       expect(stub.requests.at(-1).messages.filter((m: any) => m.role !== "system").length).toBe(1)
 
+      // CLI 1.3, 9.4: a paste holding Ctrl-D and Ctrl-C (keys that end a prompt's input) stays whole, and
+      // Enter after it still sends (the keys after them used to be lost, and the paste never ended).
+      s.paste("ctl\x04mid\x03end\nlast")
+      await s.waitFor("last")
+      s.keys("Enter")
+      await s.waitFor("You said: ctl")
+      expect(userTexts().at(-1)).toBe("ctl\x04mid\x03end\nlast")
+
       // CLI 2.10
       s.type("/quit")
       s.keys("Enter")

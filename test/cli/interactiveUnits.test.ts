@@ -180,27 +180,21 @@ effectDescribe("editor on screen", () => {
 
 describe("history file (CLI 1.2)", () => {
   const home = tempDir("history-unit")
-  const saved = process.env.EFFECT_AGENT_HOME
-  beforeAll(() => {
-    process.env.EFFECT_AGENT_HOME = home.dir
-  })
   afterAll(() => {
-    if (saved === undefined) delete process.env.EFFECT_AGENT_HOME
-    else process.env.EFFECT_AGENT_HOME = saved
     home.cleanup()
   })
 
   it("keeps multi-line entries per project under the state folder, skips repeats and cut lines", () => {
     const project = "/some/project"
-    const first = History.load(project)
+    const first = History.load(project, home.dir)
     first.add("one\ntwo")
     first.add("one\ntwo")
     first.add("  ")
     first.add("three")
     expect(first.file.startsWith(join(home.dir, "history"))).toBe(true)
     writeFileSync(first.file, readFileSync(first.file, "utf8") + "\"cut by a cra")
-    expect(History.load(project).entries()).toEqual(["one\ntwo", "three"])
-    expect(History.load("/another/project").entries()).toEqual([])
+    expect(History.load(project, home.dir).entries()).toEqual(["one\ntwo", "three"])
+    expect(History.load("/another/project", home.dir).entries()).toEqual([])
   })
 })
 

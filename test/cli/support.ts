@@ -17,6 +17,7 @@ import {
   Exit,
   FileSystem,
   Layer,
+  Option,
   Queue,
   Runtime,
   Sink,
@@ -169,6 +170,180 @@ export interface InProcessOptions {
   readonly timeoutMs?: number
   /** Every pause as long as it is written; by default short ones take no time (see {@link runCliInProcess}). */
   readonly realTime?: boolean
+  /**
+   * Standard input and output are this terminal (see {@link testTerminal}) instead of pipes: the run sees a
+   * person at a terminal, reads its keys and displays on it (standard error stays captured apart).
+   */
+  readonly terminal?: TestTerminal
+}
+
+/** Modifiers of a key pressed on a {@link TestTerminal}. */
+export interface KeyModifiers {
+  readonly ctrl?: boolean
+  readonly meta?: boolean
+  readonly shift?: boolean
+}
+
+/**
+ * A terminal for an in-process run: the `Terminal` service with keys the test presses (the events Node's
+ * terminal gives, bracketed-paste markers included) and what the run displayed. Like the command line's own
+ * Node terminal, no key ends a reader's input, unless `endsInputAtQuitKeys`: then, as `NodeTerminal.layer`
+ * does, it ends after Esc, Ctrl-C or Ctrl-D, and keys pressed before the next reader opens are lost. Keys
+ * pressed while no one reads wait for the next reader, as they wait in the terminal's buffer.
+ */
+export interface TestTerminal {
+  /** Types text, one key per character. */
+  readonly type: (text: string) => void
+  /** Presses a named key (`return`, `escape`, `up`, `tab`, `c` with `ctrl`...). */
+  readonly press: (name: string, modifiers?: KeyModifiers) => void
+  /** Pastes text, between the paste brackets (`paste-start`, `paste-end`); `\n` arrives as Enter. */
+  readonly paste: (text: string) => void
+  /** Ends the terminal's input (the terminal closed). */
+  readonly end: () => void
+  /** Resizes the terminal; resolves once every reader of its size has taken the new one. */
+  readonly resize: (size: Terminal.Size) => Promise<void>
+  /** Resolves once a reader whose input has not ended is open (after a quit key, the run's next one). */
+  readonly reading: () => Promise<void>
+  /** Everything displayed so far, as written (escape sequences included). */
+  readonly output: () => string
+  /**
+   * Resolves once the plain text (no escape sequences, no carriage returns) displayed after the previous
+   * match shows `pattern`, with that text up to the end of this match; rejects after `timeoutMs`.
+   */
+  readonly waitFor: (pattern: string | RegExp, timeoutMs?: number) => Promise<string>
+  /** The `Terminal` service of the run, writing what is displayed to `write` too. */
+  readonly service: (write: (text: string) => void) => Terminal.Terminal
+}
+
+/** A {@link TestTerminal} of this size. */
+export const testTerminal = (
+  options: { readonly size?: Terminal.Size; readonly endsInputAtQuitKeys?: boolean } = {}
+): TestTerminal => {
+  let size = options.size ?? { columns: 100, rows: 40 }
+  const sizeReaders = new Set<Queue.Queue<Terminal.Size, Cause.Done>>()
+  let displayed = ""
+  let seen = 0
+  let ended = false
+  const waiting: Array<Terminal.UserInput> = []
+  const readers = new Set<Queue.Queue<Terminal.UserInput, Cause.Done>>()
+  const endedReaders = new WeakSet<Queue.Queue<Terminal.UserInput, Cause.Done>>()
+  const quits = ({ key }: Terminal.UserInput) =>
+    options.endsInputAtQuitKeys === true &&
+    (key.name === "escape" || (key.ctrl && (key.name === "c" || key.name === "d")))
+  const deliver = (input: Terminal.UserInput) => {
+    if (readers.size === 0) return void waiting.push(input)
+    for (const reader of readers) {
+      Queue.offerUnsafe(reader, input)
+      if (quits(input)) {
+        Queue.endUnsafe(reader)
+        endedReaders.add(reader)
+      }
+    }
+  }
+  const event = (name: string, sequence: string | undefined, modifiers: KeyModifiers = {}) =>
+    deliver({
+      input: Option.fromUndefinedOr(sequence),
+      key: { name, ctrl: modifiers.ctrl === true, meta: modifiers.meta === true, shift: modifiers.shift === true }
+    })
+  const NAMED: Record<string, string> = {
+    return: "\r",
+    enter: "\r",
+    tab: "\t",
+    escape: "\x1b",
+    backspace: "\x7f",
+    space: " "
+  }
+  const typeText = (text: string) => {
+    for (const char of text) {
+      if (char === "\n" || char === "\r") event("return", "\r")
+      else if (char === "\t") event("tab", "\t")
+      else if (char === " ") event("space", " ")
+      else event(/^[a-z0-9]$/i.test(char) ? char.toLowerCase() : "", char, { shift: /^[A-Z]$/.test(char) })
+    }
+  }
+  const plain = (text: string) => text.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "").replace(/\r/g, "")
+  return {
+    type: typeText,
+    press: (name, modifiers) => {
+      const ctrlChar = modifiers?.ctrl === true && /^[a-z]$/.test(name)
+        ? String.fromCharCode(name.charCodeAt(0) - 96)
+        : undefined
+      const sequence = ctrlChar ?? NAMED[name] ?? (name.length === 1 ? name : undefined)
+      event(name, modifiers?.meta === true && sequence !== undefined ? "\x1b" + sequence : sequence, modifiers)
+    },
+    paste: (text) => {
+      event("paste-start", "\x1b[200~")
+      typeText(text)
+      event("paste-end", "\x1b[201~")
+    },
+    end: () => {
+      ended = true
+      for (const reader of readers) Queue.endUnsafe(reader)
+    },
+    resize: async (next) => {
+      size = next
+      for (const queue of sizeReaders) Queue.offerUnsafe(queue, next)
+      const deadline = Date.now() + 30_000
+      while ([...sizeReaders].some((queue) => Queue.sizeUnsafe(queue) > 0)) {
+        if (Date.now() > deadline) throw new Error("the resize was never read")
+        await new Promise((resolve) => setTimeout(resolve, 5))
+      }
+    },
+    reading: async () => {
+      const deadline = Date.now() + 30_000
+      while (![...readers].some((reader) => !endedReaders.has(reader))) {
+        if (Date.now() > deadline) throw new Error("no reader of the terminal's input opened")
+        await new Promise((resolve) => setTimeout(resolve, 5))
+      }
+    },
+    output: () => displayed,
+    waitFor: async (pattern, timeoutMs = 30_000) => {
+      const deadline = Date.now() + timeoutMs
+      while (true) {
+        const text = plain(displayed).slice(seen)
+        const found = typeof pattern === "string" ? undefined : pattern.exec(text)
+        const match = typeof pattern === "string"
+          ? { index: text.indexOf(pattern), length: pattern.length }
+          : { index: found?.index ?? -1, length: found?.[0].length ?? 0 }
+        if (match.index >= 0) {
+          // The next wait looks after this match: what was displayed with it (the next prompt) still counts.
+          seen += match.index + match.length
+          return text.slice(0, match.index + match.length)
+        }
+        if (Date.now() > deadline) throw new Error(`the terminal never showed ${String(pattern)}; it shows:\n${text}`)
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+    },
+    service: (write) =>
+      Terminal.make({
+        columns: Effect.sync(() => size.columns),
+        rows: Effect.sync(() => size.rows),
+        size: Effect.gen(function*() {
+          const queue = yield* Queue.sliding<Terminal.Size, Cause.Done>(1)
+          yield* Queue.offer(queue, size)
+          sizeReaders.add(queue)
+          yield* Effect.addFinalizer(() => Effect.sync(() => sizeReaders.delete(queue)))
+          return queue
+        }),
+        readInput: Effect.gen(function*() {
+          const reader = yield* Queue.unbounded<Terminal.UserInput, Cause.Done>()
+          yield* Effect.addFinalizer(() => Effect.sync(() => readers.delete(reader)))
+          if (ended) {
+            yield* Queue.end(reader)
+            return reader
+          }
+          readers.add(reader)
+          for (const input of waiting.splice(0)) deliver(input)
+          return reader
+        }),
+        readLine: Effect.fail(new Terminal.QuitError()),
+        display: (text) =>
+          Effect.sync(() => {
+            displayed += text
+            write(text)
+          })
+      })
+  }
 }
 
 /** Pauses shorter than this take no time in-process: the demo model's streaming pace (15 ms a chunk). */
@@ -192,8 +367,8 @@ const quickClock = (real: Clock.Clock): Clock.Clock =>
  * `Terminal`'s display and the `Console`) captured, no terminal, and the environment of {@link childEnv} as
  * the configuration; pauses shorter than {@link QUICK_BELOW} take no time unless `realTime`. The exit code
  * is the one the process would exit with. For what does not depend on the process itself: signals, exit on
- * a signal, the installed bin, pseudo-terminals, a real pipe, and what the CLI still writes to
- * `process.stdout` itself (the durable-run commands) need {@link runCli}. Programs the run starts (bash, MCP
+ * a signal, the installed bin, Node's own terminal (pseudo-terminals) and a real pipe need {@link runCli};
+ * the interactive mode runs here on a {@link testTerminal} (`terminal`). Programs the run starts (bash, MCP
  * servers) inherit this process's environment, not `env`.
  */
 export const runCliInProcess = async (
@@ -236,18 +411,19 @@ export const runCliInProcess = async (
     warn: toStderr,
     trace: toStderr
   })
+  const onTerminal = options.terminal !== undefined
   const stdio = Stdio.make({
     args: Effect.succeed(args),
     stdin: Stream.fromQueue(input),
     stdout: () => Sink.forEach((chunk) => Effect.sync(() => write(text(chunk)))),
     stderr: () => Sink.forEach((chunk) => Effect.sync(() => void (stderr += text(chunk)))),
-    stdinIsTerminal: Effect.succeed(false),
-    stdoutIsTerminal: Effect.succeed(false),
+    stdinIsTerminal: Effect.succeed(onTerminal),
+    stdoutIsTerminal: Effect.succeed(onTerminal),
     stderrIsTerminal: Effect.succeed(false)
   })
   // No terminal: input ends at once, as a closed pipe does.
   const ended = <A>() => Effect.tap(Queue.unbounded<A, Cause.Done>(), Queue.end)
-  const terminal = Terminal.make({
+  const terminal = options.terminal?.service(write) ?? Terminal.make({
     columns: Effect.succeed(0),
     rows: Effect.succeed(0),
     size: ended<Terminal.Size>(),

@@ -562,7 +562,7 @@ describe("Anthropic: configuration", () => {
     Effect.gen(function*() {
       const server = yield* startServer
       server.replies = [{ body: anthropicSse(anthropicText()) }]
-      const layer = Anthropic.layerConfig.pipe(
+      const layer = Anthropic.layerConfig().pipe(
         Layer.provide(FetchHttpClient.layer),
         Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({
           env: {

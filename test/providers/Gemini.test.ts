@@ -454,7 +454,7 @@ describe("Gemini: configuration", () => {
     Effect.gen(function*() {
       const server = yield* startServer
       server.replies = [{ body: geminiSse(geminiText()) }]
-      const layer = Gemini.layerConfig.pipe(
+      const layer = Gemini.layerConfig().pipe(
         Layer.provide(FetchHttpClient.layer),
         Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({
           env: { GEMINI_BASE_URL: `${server.url}/v1beta`, GEMINI_API_KEY: KEY, GEMINI_MODEL: "gemini-env" }

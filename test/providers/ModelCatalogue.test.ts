@@ -10,9 +10,10 @@ import { anthropicFullEvents, anthropicSse, openAiFullStream, request, user } fr
 import { checkProtocol } from "./support/protocol.ts"
 import { bytesIn, memoryClient } from "./support/server.ts"
 
-const { builtIn, contextWindow, lookup } = ModelCatalogue
+const { builtIn, lookup } = ModelCatalogue
 
 const idOf = (modelId: string) => lookup(builtIn, modelId)?.id
+const contextWindow = (modelId: string, catalogue = builtIn) => lookup(catalogue, modelId)?.contextWindow
 
 describe("ModelCatalogue: the data", () => {
   it("the built-in catalogue is what its Schema describes, with a date and entries for every vendor", () => {
@@ -74,7 +75,7 @@ describe("ModelCatalogue: lookup", () => {
     expect(idOf("")).toBeUndefined()
   })
 
-  it("contextWindow gives the window of a known model and undefined otherwise", () => {
+  it("lookup gives the context window of a known model, and of one withEntries added", () => {
     expect(contextWindow("claude-sonnet-4-5-20250929")).toBe(200_000)
     expect(contextWindow("gpt-4.1")).toBe(1_047_576)
     expect(contextWindow("gemini-2.5-flash")).toBe(1_048_576)

@@ -571,7 +571,7 @@ describe("OpenAiCompatible: configuration", () => {
     Effect.gen(function*() {
       const server = yield* startServer
       server.replies = [{ body: openAiTextStream() }]
-      const layer = OpenAiCompatible.layerConfig.pipe(
+      const layer = OpenAiCompatible.layerConfig().pipe(
         Layer.provide(FetchHttpClient.layer),
         withEnv({ OPENAI_BASE_URL: `${server.url}/api/v1`, OPENAI_API_KEY: KEY, OPENAI_MODEL: "env-model" })
       )

@@ -473,7 +473,7 @@ describe("OpenAiResponses: configuration", () => {
     Effect.gen(function*() {
       const server = yield* startServer
       server.replies = [{ body: responsesSse(responsesText()) }]
-      const layer = OpenAiResponses.layerConfig.pipe(
+      const layer = OpenAiResponses.layerConfig().pipe(
         Layer.provide(FetchHttpClient.layer),
         Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({
           env: { OPENAI_BASE_URL: `${server.url}/api/v1`, OPENAI_API_KEY: KEY, OPENAI_MODEL: "env-model" }

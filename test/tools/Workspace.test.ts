@@ -1,7 +1,9 @@
 import { assert, describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Exit, FileSystem, Path } from "effect"
+import { PathOutsideWorkspace } from "../../src/tools/errors.ts"
 import * as BuiltinTools from "../../src/tools/index.ts"
-import { PathOutsideWorkspace, Workspace } from "../../src/tools/index.ts"
+import { Workspace } from "../../src/tools/index.ts"
+import { make as makeWorkspace } from "../../src/tools/Workspace.ts"
 import { platform, sandbox, textOf } from "./helpers.ts"
 
 const refused = (exit: Exit.Exit<unknown, unknown>, reason: PathOutsideWorkspace["reason"], shown: string) => {
@@ -79,7 +81,7 @@ describe("Workspace.resolve", () => {
       const { fs, path } = box
       const alias = path.join(box.outside, "alias")
       yield* fs.symlink(box.root, alias)
-      const ws = yield* BuiltinTools.makeWorkspace(alias)
+      const ws = yield* makeWorkspace(alias)
       const real = yield* fs.realPath(box.root)
       assert.strictEqual(ws.root, real)
       assert.strictEqual(yield* ws.resolve(`${alias}/x.txt`), `${real}/x.txt`)

@@ -3,16 +3,10 @@ import { Deferred, Effect, Exit, Fiber, Logger, References } from "effect"
 import { execFileSync } from "node:child_process"
 import { createServer } from "node:net"
 import type * as Tool from "../../src/Tool.ts"
-import {
-  bash,
-  type BashDetails,
-  BashSandbox,
-  CommandFailed,
-  CommandTimedOut,
-  defaultSandboxSettings,
-  SandboxUnavailable,
-  type ToolLimitsShape
-} from "../../src/tools/index.ts"
+import { type BashDetails } from "../../src/tools/bash.ts"
+import { CommandFailed, CommandTimedOut } from "../../src/tools/errors.ts"
+import { bash, BashSandbox, defaultSandboxSettings, SandboxUnavailable } from "../../src/tools/index.ts"
+import { type ToolLimitsShape } from "../../src/tools/limits.ts"
 import { aliveInGroup, isAlive, platform, sandbox, textOf } from "./helpers.ts"
 
 /**

@@ -1,18 +1,8 @@
 /** Issue 16, item 6: nothing a built-in tool returns grows with its arguments. */
 import { assert, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import {
-  edit,
-  FileSystemError,
-  find,
-  grep,
-  InvalidPattern,
-  ls,
-  PathOutsideWorkspace,
-  PathTooLong,
-  read,
-  write
-} from "../../src/tools/index.ts"
+import { FileSystemError, InvalidPattern, PathOutsideWorkspace, PathTooLong } from "../../src/tools/errors.ts"
+import { edit, find, grep, ls, read, write } from "../../src/tools/index.ts"
 import { platform, sandbox, textOf } from "./helpers.ts"
 
 /** Generous: the echo itself is capped at a few hundred characters, the rest is the sentence around it. */

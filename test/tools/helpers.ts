@@ -5,6 +5,7 @@ import type { ChildProcessSpawner } from "effect/process"
 import { execFileSync } from "node:child_process"
 import type * as Tool from "../../src/Tool.ts"
 import * as BuiltinTools from "../../src/tools/index.ts"
+import type { ToolLimitsShape } from "../../src/tools/limits.ts"
 
 export interface Sandbox {
   /** The workspace root as created (tests may spell paths through it). */
@@ -44,7 +45,7 @@ export const textOf = (result: Tool.ToolResult<unknown>): string => {
  * {@link BuiltinTools.DirectFileReads} (its default when absent).
  */
 export const sandbox = (
-  limits: Partial<BuiltinTools.ToolLimitsShape> = {},
+  limits: Partial<ToolLimitsShape> = {},
   options: { readonly directFileReads?: boolean } = {}
 ): Effect.Effect<
   Sandbox,

@@ -7,6 +7,7 @@ import { type AssistantMessage, emptyUsage, type ToolResultMessage } from "../..
 import { executeToolCalls, type ToolExecutionOptions } from "../../src/ToolExecution.ts"
 import { ToolRegistry } from "../../src/ToolRegistry.ts"
 import * as BuiltinTools from "../../src/tools/index.ts"
+import type { ReadDetails } from "../../src/tools/read.ts"
 import { aliveInGroup, isAlive, platform, type Sandbox, sandbox } from "./helpers.ts"
 
 type Call = readonly [id: string, name: string, args: Record<string, unknown>]
@@ -70,7 +71,7 @@ describe("built-in tools in executeToolCalls", () => {
       expect(escaped).toMatch(/^Path "\.\.\/escape\.txt" is outside the workspace/)
       expect(invalid).toMatch(/^Validation failed for tool "bash":\n {2}- command: /)
       expect(ambiguous).toMatch(/^oldText occurs 2 times in notes\/todo\.md; it must occur exactly once\./)
-      assert.deepStrictEqual((result.messages[2].details as BuiltinTools.ReadDetails).startLine, 2)
+      assert.deepStrictEqual((result.messages[2].details as ReadDetails).startLine, 2)
       // sequential: each call ends before the next starts
       assert.deepStrictEqual(order(result.events), [1, 2, 3, 4, 5, 6, 7].flatMap((i) => [`start:${i}`, `end:${i}`]))
       assert.strictEqual(yield* box.get("notes/todo.md"), "- one\n- 2\n")

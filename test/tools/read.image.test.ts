@@ -10,7 +10,9 @@ import type { ToolResultContent } from "../../src/Message.ts"
 import { Model } from "../../src/Model.ts"
 import * as Anthropic from "../../src/providers/Anthropic.ts"
 import * as OpenAiCompatible from "../../src/providers/OpenAiCompatible.ts"
-import { BinaryFile, detectImage, ImageReading, read } from "../../src/tools/index.ts"
+import { BinaryFile } from "../../src/tools/errors.ts"
+import { detectImage } from "../../src/tools/image.ts"
+import { ImageReading, read } from "../../src/tools/index.ts"
 import {
   anthropicSse,
   anthropicText,

@@ -1,6 +1,7 @@
 import { assert, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { BinaryFile, FileSystemError, OffsetBeyondEnd, read, WrongFileType } from "../../src/tools/index.ts"
+import { BinaryFile, FileSystemError, OffsetBeyondEnd, WrongFileType } from "../../src/tools/errors.ts"
+import { read } from "../../src/tools/index.ts"
 import { platform, sandbox, textOf } from "./helpers.ts"
 
 const numbered = (n: number, width = 0) =>

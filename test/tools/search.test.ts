@@ -1,6 +1,7 @@
 import { assert, describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
-import { find, grep, InvalidPattern, ls, WrongFileType } from "../../src/tools/index.ts"
+import { InvalidPattern, WrongFileType } from "../../src/tools/errors.ts"
+import { find, grep, ls } from "../../src/tools/index.ts"
 import { platform, type Sandbox, sandbox, textOf } from "./helpers.ts"
 
 /** A small project tree with the usual noise. */

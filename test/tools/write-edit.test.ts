@@ -1,14 +1,7 @@
 import { assert, describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
-import {
-  BinaryFile,
-  edit,
-  EditMatchError,
-  EditNoChange,
-  FileSystemError,
-  write,
-  WrongFileType
-} from "../../src/tools/index.ts"
+import { BinaryFile, EditMatchError, EditNoChange, FileSystemError, WrongFileType } from "../../src/tools/errors.ts"
+import { edit, write } from "../../src/tools/index.ts"
 import { platform, type Sandbox, sandbox, textOf } from "./helpers.ts"
 
 describe("write", () => {

@@ -76,6 +76,21 @@ export default tseslint.config(
     }
   },
   {
+    // The library imports effect module by module: the barrels ("effect", "effect/http", ...) load every
+    // module of their area at start-up (~190 ms for "effect" alone), a module path loads only what is used.
+    files: ["src/**/*.ts"],
+    rules: {
+      "@effect/no-import-from-barrel-package": ["error", {
+        packageNames: [
+          "effect",
+          ...["ai", "cli", "cluster", "encoding", "http", "process", "reactivity", "rpc", "sql", "workflow"].map((
+            area
+          ) => `effect/${area}`)
+        ]
+      }]
+    }
+  },
+  {
     // Terminal escapes are what these files test and draw: control characters in their patterns are the point.
     files: ["test/**/*.ts", "scratchpad/**/*.{ts,mjs}"],
     rules: { "no-control-regex": "off" }

@@ -3,10 +3,10 @@
  * display width, with history (Up/Down), Tab completion and bracketed paste. The editor is a pure state
  * machine (`step`) plus a renderer (`render`), driven by {@link read}; the rules are CLI 1.1-1.4.
  */
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { terminalSafe } from "../internal/terminalText.ts"
 import { displayWidth, graphemes, nextBoundary, previousBoundary } from "./internal/text.ts"
-import type { Key, Keys } from "./Keys.ts"
+import { isEnd, type Key, type Keys } from "./Keys.ts"
 import { SYNC_BEGIN, SYNC_END } from "./Markdown.ts"
 
 /** The editor's state. `cursor` is an offset into `text` at a grapheme boundary. */
@@ -105,6 +105,8 @@ const commonPrefix = (words: ReadonlyArray<string>): string =>
 /** One key applied to the editor: the next state, or how the editor ends. */
 export const step = (state: EditorState, key: Key, context: EditorContext): EditorState | EditorResult => {
   const { text, cursor } = state
+  // The terminal's input has ended (CLI 1.9): no one can type any more, so the entry ends unsent.
+  if (isEnd(key)) return context.cancelable ? { _tag: "Cancel" } : { _tag: "Exit" }
   if (key.paste) {
     // Pasted text is text: a newline in it (CR or LF) is a new line, never Enter.
     const chunk = key.name === "return" || key.name === "enter" ? "\n" : key.sequence.replace(/\r\n?/g, "\n")

@@ -5,8 +5,7 @@
  */
 import { createHash } from "node:crypto"
 import { appendFileSync, mkdirSync } from "node:fs"
-import { homedir } from "node:os"
-import { basename, join, resolve } from "node:path"
+import { basename, dirname, join } from "node:path"
 import { readTailLines } from "../internal/files.ts"
 
 /** How many entries are loaded (the newest). */
@@ -16,20 +15,13 @@ const HISTORY_LIMIT = 1000
 const HISTORY_TAIL_BYTES = 4 * 1024 * 1024
 
 /**
- * The state folder, read as the sessions' is (`SessionStore.stateFolder`, CLI 12.9): `$EFFECT_AGENT_HOME`
- * resolved to an absolute path when set and not blank, else `~/.effect-agent`. A blank value used to be a
- * folder named by its spaces, relative to the current folder: the history was written into the workspace.
+ * The history file of a project folder in the state folder (`SessionStore.stateFolder`, read through
+ * `Config` as the sessions' is: CLI 12.9).
  */
-export const stateHome = (): string => {
-  const home = process.env.EFFECT_AGENT_HOME
-  return home !== undefined && home.trim() !== "" ? resolve(home) : join(homedir(), ".effect-agent")
-}
-
-/** The history file of a project folder. */
-export const historyFile = (root: string): string => {
+export const historyFile = (root: string, stateFolder: string): string => {
   const hash = createHash("sha256").update(root).digest("hex").slice(0, 12)
   const name = basename(root).replace(/[^A-Za-z0-9._-]/g, "_") || "root"
-  return join(stateHome(), "history", `${name}-${hash}.jsonl`)
+  return join(stateFolder, "history", `${name}-${hash}.jsonl`)
 }
 
 /** A project's history, oldest first; `add` appends an entry in memory and on disk. */
@@ -41,8 +33,8 @@ export interface History {
 }
 
 /** Loads a project's history; an unreadable or partly corrupt file gives what could be read. */
-export const load = (root: string): History => {
-  const file = historyFile(root)
+export const load = (root: string, stateFolder: string): History => {
+  const file = historyFile(root, stateFolder)
   let entries: Array<string> = []
   try {
     // Only the end is read (CLI 12.14): the file only grows, and a 3 GB one used to be read whole, fail,
@@ -67,7 +59,7 @@ export const load = (root: string): History => {
       if (entry.trim() === "" || entries.at(-1) === entry) return
       entries.push(entry)
       try {
-        mkdirSync(join(stateHome(), "history"), { recursive: true })
+        mkdirSync(dirname(file), { recursive: true })
         appendFileSync(file, JSON.stringify(entry) + "\n")
       } catch {
         // the state folder is not writable: the history lasts this session only

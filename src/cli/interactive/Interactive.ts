@@ -5,7 +5,13 @@
  * agent (for the approval hook, the switchable model and the view) and `run` where it used to read prompts.
  * Rules: docs/cli.md, CLI 1.x-4.x.
  */
-import { Effect, Fiber, Option, Queue, Stream, SubscriptionRef } from "effect"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Stream from "effect/Stream"
+import * as SubscriptionRef from "effect/SubscriptionRef"
+import * as Terminal from "effect/Terminal"
 import type { AgentShape } from "../../Agent.ts"
 import type { AgentEvent } from "../../AgentEvent.ts"
 import { type AgentMessage, type AssistantMessage, emptyUsage, isMessage } from "../../Message.ts"
@@ -16,6 +22,7 @@ import { approvalHook, type ApprovalRequest, currentFile, type Decision, preview
 import { terminalSafe } from "../internal/terminalText.ts"
 import * as LiveView from "../LiveView.ts"
 import { providerLayer, type ProviderSettings, providerSettings } from "../provider.ts"
+import * as SessionStore from "../SessionStore.ts"
 import type { AttachedPrompt } from "../Task.ts"
 import * as Usage from "../Usage.ts"
 import * as Commands from "./Commands.ts"
@@ -37,6 +44,8 @@ export interface InteractiveOptions {
   readonly needsApproval?: ReadonlySet<string> | undefined
   /** What the session used before (a resumed transcript), for the running total. */
   readonly usageBefore?: Usage.UsageTally | undefined
+  /** Colours on screen (off with `NO_COLOR`, read by the command line through `Config`). */
+  readonly color: boolean
 }
 
 /** Where the session is kept and how a prompt's `@path` mentions become attachments. */
@@ -60,23 +69,41 @@ export interface Interactive {
 const PROMPT_TEXT = "› "
 const SUMMARY_PREFIX = "[Summary of the conversation so far]"
 
+/** The size assumed when the terminal reports none (0), as a test terminal does. */
+const DEFAULT_SIZE: Terminal.Size = { columns: 100, rows: 30 }
+
 /**
- * Takes the terminal (raw mode, for the scope) and sets the interactive mode up. The `Model` in the context
- * is the one the session starts with.
+ * Takes the terminal (raw mode, for the scope) and sets the interactive mode up. Everything on screen goes
+ * through the `Terminal` service (`display`, its size and its key input), never `process` itself. The
+ * `Model` in the context is the one the session starts with.
  */
 export const prepare = Effect.fn("Interactive.prepare")(function*(options: InteractiveOptions) {
-  const out = process.stdout
-  const write = (text: string) => void out.write(text)
-  const color = process.env.NO_COLOR === undefined
-  const columns = () => Math.max(40, out.columns ?? 100)
-  const rows = () => Math.max(10, out.rows ?? 30)
+  const terminal = yield* Terminal.Terminal
+  // The screen is written synchronously, in order, by the editor and the markdown stream: each chunk starts
+  // its `display` at once (a fiber runs synchronously up to the write), and the write's completion is not
+  // awaited. A closed output is not an error of the session.
+  const write = (text: string) => void Effect.runFork(Effect.ignore(terminal.display(text)))
+  const color = options.color
+  // The size follows the terminal's resizes (read when the editor or a markdown block is laid out).
+  const reported = (size: Terminal.Size): Terminal.Size => ({
+    columns: size.columns > 0 ? size.columns : DEFAULT_SIZE.columns,
+    rows: size.rows > 0 ? size.rows : DEFAULT_SIZE.rows
+  })
+  let size = reported({ columns: yield* terminal.columns, rows: yield* terminal.rows })
+  const resizes = yield* terminal.size
+  // A terminal without resizes (a test's) ends the queue at once: the first size stays.
+  yield* Effect.forkScoped(
+    Effect.ignore(Effect.forever(Effect.map(Queue.take(resizes), (next) => void (size = reported(next)))))
+  )
+  const columns = () => Math.max(40, size.columns)
+  const rows = () => Math.max(10, size.rows)
   const paint = (text: string, code: string) => color ? `\x1b[${code}m${text}\x1b[0m` : text
   const say = (text: string) => write(text.split("\n").map((line) => line + "\x1b[K").join("\n") + "\n")
 
   // Loads in the background while the person types the first prompt; awaited when an answer starts.
   const markdownLoaded = Markdown.load().catch(() => undefined)
-  const keys = yield* Keys.make()
-  const history = History.load(options.root)
+  const keys = yield* Keys.make
+  const history = History.load(options.root, yield* SessionStore.stateFolder)
   const snapshots = Undo.make(options.root)
 
   // The model, switchable by /model: the agent keeps this one object, which forwards to the current model.
@@ -260,12 +287,17 @@ export const prepare = Effect.fn("Interactive.prepare")(function*(options: Inter
         }
         return agent.abort
       })
-      const watcher = yield* Effect.forkChild(Effect.forever(Effect.flatMap(keys.take, (key) => {
-        if (asking) return Queue.offer(questionKeys, key)
-        if (Keys.isStop(key)) return stopAnswer
-        // Typed while the agent works: kept for the next prompt, as a shell keeps type-ahead.
-        return Effect.sync(() => void typeAhead.push(key))
-      })))
+      const watcher = yield* Effect.forkChild(Effect.gen(function*() {
+        while (true) {
+          const key = yield* keys.take
+          if (asking) yield* Queue.offer(questionKeys, key)
+          else if (Keys.isStop(key)) yield* stopAnswer
+          // Typed while the agent works: kept for the next prompt, as a shell keeps type-ahead.
+          else typeAhead.push(key)
+          // The input has ended: the answer (or its question) is stopped and nothing more will come.
+          if (Keys.isEnd(key)) return
+        }
+      }))
       yield* agent.prompt(attached.text, attached.images).pipe(
         Effect.catch((error) => Effect.sync(() => say(paint(`✗ ${terminalSafe(error.message)}`, "31"))))
       )

@@ -5,8 +5,9 @@
  * the group gets SIGKILL at once, so no process of it outlives the command line (CLI 12.8). After a stop,
  * whatever of the group outlived the shell is killed too.
  */
-import type { Duration } from "effect"
-import { Effect, Fiber } from "effect"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import { spawn } from "node:child_process"
 
 /** How a `!command` runs. */

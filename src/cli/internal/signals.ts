@@ -4,7 +4,7 @@
  * every started tool call gets its result, the session keeps every completed message and no child process
  * is left. Node's own default for SIGHUP is to exit on the spot, leaving a running `bash` behind.
  */
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 
 /** The signals that stop the command, with their numbers (the exit code is 128 + the number). */
 const STOP_SIGNALS = { SIGHUP: 1, SIGINT: 2, SIGTERM: 15 } as const

@@ -2,8 +2,8 @@
  * Pieces of the `node:sqlite` client that are not API: error classification, parameter binding and the
  * prepared-statement cache.
  */
-import { Effect } from "effect"
-import { SqlError as SqlErrors } from "effect/sql"
+import * as Effect from "effect/Effect"
+import * as SqlErrors from "effect/sql/SqlError"
 import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite"
 
 const SQLITE_CORRUPT = 11

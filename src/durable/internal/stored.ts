@@ -5,7 +5,10 @@
  * hold (a function, a symbol, an instance of another class, a cycle) fails to encode with a `SchemaError`
  * naming it.
  */
-import { Effect, Schema, SchemaGetter, SchemaIssue } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import * as SchemaGetter from "effect/SchemaGetter"
+import * as SchemaIssue from "effect/SchemaIssue"
 
 const UNDEFINED = "~u"
 const NUMBER = "~n"

@@ -2,8 +2,11 @@
  * What every provider reads from the environment, in one place: `<PREFIX>_MODEL`, `<PREFIX>_BASE_URL` and
  * `<PREFIX>_API_KEY` (read as `Redacted`), and the layer that builds a provider from them.
  */
-import { Config, Effect, Layer, type Redacted } from "effect"
-import type { HttpClient } from "effect/http"
+import * as Config from "effect/Config"
+import * as Effect from "effect/Effect"
+import type * as HttpClient from "effect/http/HttpClient"
+import * as Layer from "effect/Layer"
+import type * as Redacted from "effect/Redacted"
 import { Model, type ModelShape } from "../../Model.ts"
 
 /** The settings read by {@link environment}: the key is absent when optional and unset. */

@@ -5,13 +5,24 @@
  *
  * Internal: no entry point exports it.
  */
-import { Clock, Data, Duration, Effect, Option, Redacted, Schedule, Schema, Stream } from "effect"
-import type { Scope } from "effect"
-import { Sse } from "effect/encoding"
-import { HttpClient, type HttpClientError, HttpClientRequest, type HttpClientResponse } from "effect/http"
+import * as Clock from "effect/Clock"
+import * as Data from "effect/Data"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Sse from "effect/encoding/Sse"
+import * as HttpClient from "effect/http/HttpClient"
+import type * as HttpClientError from "effect/http/HttpClientError"
+import * as HttpClientRequest from "effect/http/HttpClientRequest"
+import type * as HttpClientResponse from "effect/http/HttpClientResponse"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import type { AssistantMessageEvent } from "../../AssistantMessageEvent.ts"
 import type { AssistantMessage } from "../../Message.ts"
-import { ModelError, type ModelErrorReason, type ModelInfo, type ModelRequest, type ModelShape } from "../../Model.ts"
+import { ModelError, type ModelInfo, type ModelRequest, type ModelShape } from "../../Model.ts"
 import type { ResponseBuilder } from "./builder.ts"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -93,7 +104,7 @@ export const makeScrub = (secrets: ReadonlyArray<Redacted.Redacted<string> | und
 }
 
 export const failure = (
-  reason: ModelErrorReason,
+  reason: ModelError["reason"],
   message: string,
   extra: { readonly status?: number; readonly retryable?: boolean; readonly retryAfter?: Duration.Duration } = {}
 ): ProviderFailure =>
@@ -207,7 +218,7 @@ const statusFailure = (
       const status = response.status
       const info = parseErrorBody(body)
       const detail = errorBodyMessage(body) || `status ${status}`
-      const [reason, retryableByStatus]: [ModelErrorReason, boolean] = status === 401 || status === 403
+      const [reason, retryableByStatus]: [ModelError["reason"], boolean] = status === 401 || status === 403
         ? ["auth", false]
         : status === 429
         ? ["rate-limit", true]

@@ -1,5 +1,5 @@
-import { Effect } from "effect"
-import type { SqlClient } from "effect/sql"
+import * as Effect from "effect/Effect"
+import type * as SqlClient from "effect/sql/SqlClient"
 import type { Statement } from "effect/sql/Statement"
 
 /**

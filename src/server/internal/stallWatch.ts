@@ -15,7 +15,8 @@
  * The only signal effect gives is that warning (module `effect/cluster/Sharding`), logged first once the
  * release has been pending for the lock expiration, then every 30 s while it still is.
  */
-import { Duration, Logger } from "effect"
+import * as Duration from "effect/Duration"
+import * as Logger from "effect/Logger"
 
 /** The warning effect's `Sharding` logs while a forced shard release is pending. */
 export const pendingMessage = "Forced shard release is still pending"

@@ -2,8 +2,10 @@
  * The bubblewrap (`bwrap`) command lines of the `bash` sandbox, and the probe that tells whether bubblewrap
  * works here. Not API: `bash.ts` decides when to use them.
  */
-import { Effect, Stream } from "effect"
-import { ChildProcess, ChildProcessSpawner } from "effect/process"
+import * as Effect from "effect/Effect"
+import * as ChildProcess from "effect/process/ChildProcess"
+import * as ChildProcessSpawner from "effect/process/ChildProcessSpawner"
+import * as Stream from "effect/Stream"
 
 /**
  * The arguments that put a command in the sandbox, up to and including `--`:
