@@ -9,6 +9,7 @@
  */
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
+import * as Context_ from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -41,6 +42,7 @@ import { type Decode, decodeUnknownExit } from "./internal/decoding.ts"
 import { callUser, forEachEager } from "./internal/eager.ts"
 import { makeEmitter } from "./internal/emitter.ts"
 import { causeMessage } from "./internal/errorText.ts"
+import { keepAll } from "./internal/shapes.ts"
 import { skipReasonOf } from "./internal/skip.ts"
 import { executeAll, settleRemaining, stopTool, supervise } from "./internal/supervise.ts"
 import * as Telemetry from "./internal/telemetry.ts"
@@ -259,13 +261,20 @@ const guardStage = <A, R>(
 ): Effect.Effect<A, PrepareFailed, R> =>
   Effect.matchCauseEffectEager(callUser(effect), {
     onSuccess: (value) => Effect.succeed(value),
-    onFailure: (cause) =>
-      Cause.hasInterruptsOnly(cause)
-        ? Effect.failCause(cause as Cause.Cause<never>)
-        : Effect.fail(
-          new PrepareFailed({ toolCallId: toolCall.id, toolName: toolCall.name, message: causeMessage(cause), stage })
-        )
+    onFailure: (cause) => stageFailed(toolCall, stage, cause)
   })
+
+/** A user stage's failure or defect as `PrepareFailed`; an interruption passes. */
+const stageFailed = (
+  toolCall: ToolCall,
+  stage: "prepareArguments" | "beforeToolCall",
+  cause: Cause.Cause<unknown>
+): Effect.Effect<never, PrepareFailed> =>
+  Cause.hasInterruptsOnly(cause)
+    ? Effect.failCause(cause as Cause.Cause<never>)
+    : Effect.fail(
+      new PrepareFailed({ toolCallId: toolCall.id, toolName: toolCall.name, message: causeMessage(cause), stage })
+    )
 
 const abortedBeforeStart = (toolCall: ToolCall) =>
   new AbortedBeforeStart({
@@ -278,37 +287,53 @@ const abortedBeforeStart = (toolCall: ToolCall) =>
  * Phase 1. Looks the tool up, applies the compatibility shim, validates, and asks `beforeToolCall`. Every
  * way the call can end here is a typed error: the immediate outcome.
 
-/** TE 2.4: asks `beforeToolCall`; a block is the outcome, otherwise the (possibly replaced) arguments. */
+/** TE 2.4, TE 2.5: the outcome `beforeToolCall`'s decision gives the call, if it may not go on. */
+const refusal = <R>(
+  batch: Batch<R>,
+  toolCall: ToolCall,
+  decision: BeforeToolCallResult | undefined | void
+): ImmediateOutcome | undefined => {
+  if (decision && decision.block === true) {
+    return new ToolCallBlocked({
+      toolCallId: toolCall.id,
+      toolName: toolCall.name,
+      message: decision.reason || "Tool execution was blocked",
+      terminate: decision.terminate === true
+    })
+  }
+  // TE 2.5: the hook may have waited (for a person's approval) while the run was aborted.
+  if (isAborted(batch)) return abortedBeforeStart(toolCall)
+  return undefined
+}
+
+/**
+ * TE 2.4: asks `beforeToolCall`, and on a go ends prepare with `prepared(args)`. Untraced, the hook's
+ * outcome is read in one step (this runs once per call); traced, the approval wait is a span of its own
+ * (docs/telemetry.md OT 2.4).
+ */
 const beforeToolCall = <R>(
   batch: Batch<R>,
   call: Call,
   args: unknown,
-  before: NonNullable<ToolExecutionConfig<R>["beforeToolCall"]>
-): Effect.Effect<unknown, ImmediateOutcome, R> => {
+  before: NonNullable<ToolExecutionConfig<R>["beforeToolCall"]>,
+  prepared: (args: unknown) => Prepared
+): Effect.Effect<Prepared, ImmediateOutcome, R> => {
   const toolCall = call.toolCall
+  const ask = () => before({ assistantMessage: batch.assistantMessage, toolCall, args, context: batch.context })
+  const conclude = (decision: BeforeToolCallResult | undefined | void): Effect.Effect<Prepared, ImmediateOutcome> => {
+    const refused = refusal(batch, toolCall, decision)
+    if (refused !== undefined) return Effect.fail(refused)
+    return Effect.succeed(prepared(decision && decision.args !== undefined ? decision.args : args))
+  }
+  if (batch.trace === undefined) {
+    return Effect.matchCauseEffectEager(callUser(ask), {
+      onSuccess: conclude,
+      onFailure: (cause) => stageFailed(toolCall, "beforeToolCall", cause)
+    })
+  }
   return Effect.flatMapEager(
-    // The approval wait is a span of its own when it takes time (docs/telemetry.md OT 2.4).
-    Telemetry.toolPhase(batch.trace, call, "approval", () =>
-      guardStage(
-        toolCall,
-        "beforeToolCall",
-        () => before({ assistantMessage: batch.assistantMessage, toolCall, args, context: batch.context })
-      )),
-    (decision): Effect.Effect<unknown, ImmediateOutcome> => {
-      if (decision && decision.block === true) {
-        return Effect.fail(
-          new ToolCallBlocked({
-            toolCallId: toolCall.id,
-            toolName: toolCall.name,
-            message: decision.reason || "Tool execution was blocked",
-            terminate: decision.terminate === true
-          })
-        )
-      }
-      // TE 2.5: the hook may have waited (for a person's approval) while the run was aborted.
-      if (isAborted(batch)) return Effect.fail(abortedBeforeStart(toolCall))
-      return Effect.succeed(decision && decision.args !== undefined ? decision.args : args)
-    }
+    Telemetry.toolPhase(batch.trace, call, "approval", () => guardStage(toolCall, "beforeToolCall", ask)),
+    conclude
   )
 }
 
@@ -370,14 +395,14 @@ const prepare = <R>(batch: Batch<R>, call: Call): Effect.Effect<Prepared, Immedi
       guardStage(toolCall, "prepareArguments", () => shim(given)),
       (raw) => validateArguments(toolCall, entry.tool, raw)
     )
-  const before = batch.before
-  const args = before === undefined
-    ? validated
-    : Effect.flatMapEager(validated, (args) => beforeToolCall(batch, call, args, before))
-  return Effect.mapEager(args, (args) => {
+  const prepared = (args: unknown) => {
     call.state = State.Prepared
     return new Prepared(call, entry, args)
-  })
+  }
+  const before = batch.before
+  return before === undefined
+    ? Effect.mapEager(validated, prepared)
+    : Effect.flatMapEager(validated, (args) => beforeToolCall(batch, call, args, before, prepared))
 }
 
 /** An immediate outcome as a finalized result. Only a block may terminate. */
@@ -480,20 +505,35 @@ class CallContext extends LazyAbort implements ToolContext {
     })
 }
 
+let shapesKept = false
+
+/** Once: an instance of each of this module's classes on a call's path, made up, kept (see `shapes.ts`). */
+const keepShapes = (entry: RegisteredTool): void => {
+  shapesKept = true
+  const call: Call = { toolCall: { type: "toolCall", id: "", name: "", arguments: {} }, state: State.Waiting }
+  keepAll([new Prepared(call, entry, {}), new CallContext(call, () => Effect.void)])
+}
+
 /**
  * Phase 2 (TE 3). Calls the handler. An effect that is already complete (`Effect.succeed(result)`) needs
  * nothing more. With `inline` (the caller runs this call in a fiber of its own that it stops within the
  * grace period, see {@link executeAll}) a tool without a timeout runs right there. Anything else runs apart
  * ({@link runApart}). Never starts a tool once the run is stopping (TE 8.1).
  */
-const execute = <R>(batch: Batch<R>, prepared: Prepared, inline: boolean): Effect.Effect<Finalized> => {
+const execute = <A, R>(
+  batch: Batch<any>,
+  prepared: Prepared,
+  inline: boolean,
+  then: (executed: Finalized) => Effect.Effect<A, never, R>
+): Effect.Effect<A, never, R> => {
   const { call, entry } = prepared
   if (isAborted(batch)) return Effect.interrupt
+  if (!shapesKept) keepShapes(entry)
   const context = new CallContext(call, batch.emit)
   const running: CallState = { _tag: "Running", abort: () => context.abort() }
   call.state = running
   const handled = callUser(() => entry.handler(prepared.args, context))
-  if (Exit.isExit(handled)) return Effect.succeed(executedResult(entry.tool, handled as Exit.Exit<ToolResult, unknown>))
+  if (Exit.isExit(handled)) return then(executedResult(entry.tool, handled as Exit.Exit<ToolResult, unknown>))
   // The handler itself may have aborted the run (or a listener of the signal did) while it was called: the
   // Effect it returned must then not run. Nothing else would stop it: the interruption of the batch is
   // deferred while the batch's own fiber is busy calling the handler.
@@ -501,15 +541,22 @@ const execute = <R>(batch: Batch<R>, prepared: Prepared, inline: boolean): Effec
     context.abort()
     return Effect.interrupt
   }
+  const timeout = entry.tool.timeout ?? batch.timeout
+  // Inline, an interruption of the call's fiber is seen by `executeAll`, which observes that fiber: it
+  // aborts the signal and marks the call stopped once the tool's own finalizers are done.
+  if (inline && timeout === undefined) {
+    return Effect.matchCauseEffect(handled as Effect.Effect<ToolResult, unknown>, {
+      onSuccess: (value) => then(executedResult(entry.tool, Exit.succeed(value))),
+      onFailure: (cause) => then(executedResult(entry.tool, Exit.failCause(cause)))
+    })
+  }
   // Runs once the tool's own finalizers are done: a tool that ignores cancellation never gets here.
   const run = Effect.onInterrupt(handled, () =>
     Effect.sync(() => {
       context.abort()
       if (call.state === running) call.state = State.Stopped
     }))
-  const timeout = entry.tool.timeout ?? batch.timeout
-  if (inline && timeout === undefined) return Effect.map(Effect.exit(run), (exit) => executedResult(entry.tool, exit))
-  return runApart(batch, call, entry.tool, run, context, timeout)
+  return Effect.flatMapEager(runApart(batch, call, entry.tool, run, context, timeout), then)
 }
 
 /**
@@ -525,27 +572,51 @@ const runApart = (
   context: CallContext,
   timeout: Duration.Duration | undefined
 ): Effect.Effect<Finalized> =>
-  Effect.uninterruptibleMask((restore) => superviseApart(restore, batch, call, tool, run, context, timeout))
+  Effect.uninterruptibleMask((restore) =>
+    Effect.withFiber((parent) => {
+      // Started at once, in this uninterruptible step: a tool that finishes synchronously needs nothing more.
+      const fiber = Effect.runForkWith(parent.context)(restore(run))
+      const done = fiber.pollUnsafe()
+      if (done !== undefined) return Effect.succeed(executedResult(tool, done))
+      // The common case, without a generator: no limit, and no abort while the tool started.
+      if (timeout === undefined && !isAborted(batch)) {
+        return Effect.map(
+          Effect.onInterrupt(restore(Fiber.await(fiber)), () => stopApart(batch, call, fiber, context)),
+          (exit) => executedResult(tool, exit)
+        )
+      }
+      return superviseApart(restore, batch, call, tool, fiber, context, timeout)
+    })
+  )
+
+/**
+ * Only a call still running becomes abandoned: by the time the wait is over, the supervisor may have
+ * abandoned and settled it already (TE 8.3), and its settled state must stand.
+ */
+const abandonIfRunning = (call: Call, stopped: boolean): void => {
+  if (!stopped && call.state._tag === "Running") call.state = State.Abandoned
+}
+
+/** Stops a tool running apart on abort: its signal, then its fiber; abandoned if it does not stop in time. */
+const stopApart = (
+  batch: Batch<any>,
+  call: Call,
+  fiber: Fiber.Fiber<ToolResult, unknown>,
+  context: CallContext
+): Effect.Effect<void> =>
+  Effect.map(stopTool(fiber, () => context.abort(), batch.grace), (stopped) => abandonIfRunning(call, stopped))
 
 const superviseApart = Effect.fnUntracedEager(function*(
   restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
   batch: Batch<any>,
   call: Call,
   tool: Tool.Any,
-  run: Effect.Effect<ToolResult, unknown>,
+  fiber: Fiber.Fiber<ToolResult, unknown>,
   context: CallContext,
   timeout: Duration.Duration | undefined
 ) {
-  const fiber = yield* Effect.forkDetach(restore(run), { startImmediately: true })
-  const done = fiber.pollUnsafe()
-  if (done !== undefined) return executedResult(tool, done)
   const stop = () => stopTool(fiber, () => context.abort(), batch.grace)
-  // Only a call still running becomes abandoned: by the time the wait is over, the supervisor may have
-  // abandoned and settled it already (TE 8.3), and its settled state must stand.
-  const abandonIfRunning = (stopped: boolean) => {
-    if (!stopped && call.state._tag === "Running") call.state = State.Abandoned
-  }
-  const stopOnAbort = () => Effect.map(stop(), abandonIfRunning)
+  const stopOnAbort = () => stopApart(batch, call, fiber, context)
   // Aborted while the tool ran its first synchronous steps: the interruption of this fiber is deferred
   // until it waits, so stop the tool now rather than start waiting for it.
   if (isAborted(batch)) {
@@ -562,7 +633,7 @@ const superviseApart = Effect.fnUntracedEager(function*(
   if (Option.isSome(exit)) return executedResult(tool, exit.value)
   const stopped = yield* stop()
   // The tool may go on in the background: an abort while finalizing must still say so.
-  abandonIfRunning(stopped)
+  abandonIfRunning(call, stopped)
   return errorResult(
     `Tool ${tool.name} timed out after ${Duration.format(timeout)}${
       stopped ? "" : " and was abandoned: it did not stop when cancelled"
@@ -590,10 +661,15 @@ const applyOverride = (executed: Finalized, override: AfterToolCallResult | unde
   }
 }
 
-/** Phase 3 (TE 4). Applies `afterToolCall`; its failure becomes an error result. */
-const finalize = <R>(batch: Batch<R>, prepared: Prepared, executed: Finalized): Effect.Effect<Finalized, never, R> => {
+/** Phase 3 (TE 4). Applies `afterToolCall`, then goes on with the final outcome; a failure becomes an error result. */
+const finalize = <A, R, R2>(
+  batch: Batch<R>,
+  prepared: Prepared,
+  executed: Finalized,
+  then: (outcome: Finalized) => Effect.Effect<A, never, R2>
+): Effect.Effect<A, never, R | R2> => {
   const after = batch.after
-  if (after === undefined) return Effect.succeed(executed)
+  if (after === undefined) return then(executed)
   const call = prepared.call
   call.state = call.state._tag === "Abandoned" ? State.FinalizingAbandoned : State.Finalizing
   return Effect.matchCauseEffectEager(
@@ -608,11 +684,11 @@ const finalize = <R>(batch: Batch<R>, prepared: Prepared, executed: Finalized): 
       })
     ),
     {
-      onSuccess: (override) => Effect.succeed(applyOverride(executed, override)),
+      onSuccess: (override) => then(applyOverride(executed, override)),
       onFailure: (cause) =>
         Cause.hasInterruptsOnly(cause)
           ? Effect.failCause(cause as Cause.Cause<never>)
-          : Effect.succeed(errorResult(causeMessage(cause)))
+          : then(errorResult(causeMessage(cause)))
     }
   )
 }
@@ -692,34 +768,50 @@ const finishMessage = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> => {
 // ---------------------------------------------------------------------------------------------------------
 
 /**
- * Phases 2 and 3 of a prepared call. With a trace each phase is a span (docs/telemetry.md OT 2.4); without
- * one they run exactly as they would untraced (OT 1.2).
+ * Phases 2 and 3 of a prepared call, then `then` with its final outcome (in the same steps: a call costs
+ * one step per phase that is really pending). With a trace each phase is a span (docs/telemetry.md OT 2.4);
+ * without one they run exactly as they would untraced (OT 1.2).
  */
-const executeAndFinalize = <R>(
+const executeAndFinalize = <A, R, R2>(
   batch: Batch<R>,
   prepared: Prepared,
-  inline: boolean
-): Effect.Effect<Finalized, never, R> =>
+  inline: boolean,
+  then: (outcome: Finalized) => Effect.Effect<A, never, R2>
+): Effect.Effect<A, never, R | R2> =>
   batch.trace === undefined
-    ? Effect.flatMapEager(execute(batch, prepared, inline), (executed) => finalize(batch, prepared, executed))
+    ? execute(batch, prepared, inline, (executed) => finalize(batch, prepared, executed, then))
     : Effect.flatMapEager(
-      Telemetry.toolPhase(batch.trace, prepared.call, "execution", () => execute(batch, prepared, inline)),
-      (executed) =>
-        Telemetry.toolPhase(batch.trace, prepared.call, "finalize", () => finalize(batch, prepared, executed))
+      Effect.flatMapEager(
+        Telemetry.toolPhase(batch.trace, prepared.call, "execution", () => execute(batch, prepared, inline, succeed)),
+        (executed) =>
+          Telemetry.toolPhase(
+            batch.trace,
+            prepared.call,
+            "finalize",
+            () => finalize(batch, prepared, executed, succeed)
+          )
+      ),
+      then
     )
 
-/** An immediate outcome (the typed error of prepare) as the call's finalized result. */
-const endsImmediately = (outcome: ImmediateOutcome) => Effect.succeed(immediateResult(outcome))
+const succeed = (outcome: Finalized): Effect.Effect<Finalized> => Effect.succeed(outcome)
 
-/** Prepare, and on success execute and finalize: the finalized outcome of one call (phases 1 to 3). */
-const outcomeOf = <R>(batch: Batch<R>, call: Call, inline: boolean): Effect.Effect<Finalized, never, R> =>
-  Effect.flatMapEager(
-    Effect.catchEager(prepare(batch, call), endsImmediately),
-    (prepared) =>
-      prepared instanceof Prepared
-        ? executeAndFinalize(batch, prepared, inline)
-        : Effect.succeed(prepared)
-  )
+/**
+ * Continues after prepare: with the prepared call, or with the immediate outcome (the typed error) as the
+ * call's finalized result. One step where prepare is pending; an interruption passes.
+ */
+const afterPrepare = <A, R, R2>(
+  prepared: Effect.Effect<Prepared, ImmediateOutcome, R>,
+  onPrepared: (prepared: Prepared) => Effect.Effect<A, never, R2>,
+  onOutcome: (outcome: ImmediateOutcome) => Effect.Effect<A, never, R2>
+): Effect.Effect<A, never, R | R2> =>
+  Effect.matchCauseEffectEager(prepared, {
+    onSuccess: onPrepared,
+    onFailure: (cause) => {
+      const outcome = Cause.findErrorOption(cause)
+      return Option.isSome(outcome) ? onOutcome(outcome.value) : Effect.failCause(cause as Cause.Cause<never>)
+    }
+  })
 
 /** Phases 4 and 5 of a finalized call: its end event, then its result message. */
 const endAndAnnounce = <R>(batch: Batch<R>, call: Call, outcome: Finalized): Effect.Effect<void> =>
@@ -734,29 +826,32 @@ const endAndAnnounce = <R>(batch: Batch<R>, call: Call, outcome: Finalized): Eff
  * immediate outcome skips execute and finalize.
  */
 const runSequential = <R>(batch: Batch<R>, calls: ReadonlyArray<Call>): Effect.Effect<void, never, R> =>
-  forEachEager(calls, (call) =>
-    Effect.flatMapEager(
+  forEachEager(calls, (call) => {
+    const end = (outcome: Finalized) => endAndAnnounce(batch, call, outcome)
+    return Effect.flatMapEager(
       emitStart(batch, call),
-      () => Effect.flatMapEager(outcomeOf(batch, call, false), (outcome) => endAndAnnounce(batch, call, outcome))
-    ))
+      () =>
+        afterPrepare(
+          prepare(batch, call),
+          (prepared) => executeAndFinalize(batch, prepared, false, end),
+          (outcome) => end(immediateResult(outcome))
+        )
+    )
+  })
 
 /** Phases 2 to 4 of one prepared call in parallel mode: it ends as soon as it is finalized. */
 const executeAndEnd = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<void, never, R> =>
-  Effect.flatMapEager(
-    executeAndFinalize(batch, prepared, true),
-    (outcome) => emitEnd(batch, prepared.call, outcome)
-  )
+  executeAndFinalize(batch, prepared, true, (outcome) => emitEnd(batch, prepared.call, outcome))
 
 /** Step 1 of parallel mode for one call: its start event and prepare; an immediate outcome ends it here. */
 const preflight = <R>(batch: Batch<R>, call: Call, prepared: Array<Prepared>): Effect.Effect<void, never, R> =>
   Effect.flatMapEager(
     emitStart(batch, call),
     () =>
-      Effect.flatMapEager(Effect.catchEager(prepare(batch, call), endsImmediately), (result) => {
-        if (!(result instanceof Prepared)) return emitEnd(batch, call, result)
+      afterPrepare(prepare(batch, call), (result) => {
         prepared.push(result)
         return Effect.void
-      })
+      }, (outcome) => emitEnd(batch, call, immediateResult(outcome)))
   )
 
 /**
@@ -802,69 +897,83 @@ export const executeToolCalls = <R = never>(
   options: ToolExecutionOptions<R> = {}
 ): Effect.Effect<ToolBatchResult, never, ToolRegistry | R> =>
   Effect.uninterruptibleMask((restore) =>
-    Effect.gen(function*() {
-      const registry = yield* ToolRegistry
-      const sink = yield* EventSink.EventSink
-      const toolCalls = toolCallsOf(assistantMessage)
-      const calls: Array<Call> = toolCalls.map((toolCall) => ({ toolCall, state: State.Waiting }))
-      const grace = options.abandonAfter === undefined ? DEFAULT_GRACE : Duration.fromInputUnsafe(options.abandonAfter)
-      const emitter = makeEmitter(sink)
-      const batch: Batch<R> = {
-        assistantMessage,
-        context: options.context ?? Context.empty,
-        registry,
-        emit: emitter.emit,
-        signal: options.signal,
-        before: options.beforeToolCall,
-        after: options.afterToolCall,
-        timeout: options.timeout === undefined ? undefined : Duration.fromInputUnsafe(options.timeout),
-        grace,
-        seenIds: new Set(),
-        skipReason: skipReasonOf(options),
-        stopping: false,
-        syncSink: emitter.sync,
-        clock: yield* Clock.Clock,
-        lastTimestamp: 0,
-        trace: yield* Telemetry.batchTrace
-      }
-      const mode = chooseMode(toolCalls, registry, options.toolExecution)
-      // Suspended: the phases run eagerly when called, and must run in the supervised fiber.
-      const work = Effect.suspend(() =>
-        mode === "sequential"
-          ? runSequential(batch, calls)
-          : runParallel(batch, calls, options.concurrency ?? "unbounded")
-      )
-      const exit = yield* supervise(
-        work,
-        calls,
-        options.signal,
-        grace,
-        () => {
+    Effect.withFiber((fiber) =>
+      Effect.flatMap(Telemetry.batchTrace, (trace) => {
+        // Read from the fiber rather than yielded one by one: this runs once per assistant message.
+        // Both are in the context: the Effect's type requires them.
+        const registry = Context_.getUnsafe(fiber.context, ToolRegistry)
+        const sink = Context_.getUnsafe(fiber.context, EventSink.EventSink)
+        const toolCalls = toolCallsOf(assistantMessage)
+        const calls: Array<Call> = toolCalls.map((toolCall) => ({ toolCall, state: State.Waiting }))
+        const grace = options.abandonAfter === undefined
+          ? DEFAULT_GRACE
+          : Duration.fromInputUnsafe(options.abandonAfter)
+        const emitter = makeEmitter(sink)
+        const batch: Batch<R> = {
+          assistantMessage,
+          context: options.context ?? Context.empty,
+          registry,
+          emit: emitter.emit,
+          signal: options.signal,
+          before: options.beforeToolCall,
+          after: options.afterToolCall,
+          timeout: options.timeout === undefined ? undefined : Duration.fromInputUnsafe(options.timeout),
+          grace,
+          seenIds: new Set(),
+          skipReason: skipReasonOf(options),
+          stopping: false,
+          syncSink: emitter.sync,
+          clock: fiber.getRef(Clock.Clock),
+          lastTimestamp: 0,
+          trace
+        }
+        const mode = chooseMode(toolCalls, registry, options.toolExecution)
+        // Suspended: the phases run eagerly when called, and must run in the supervised fiber.
+        const work = Effect.suspend(() =>
+          mode === "sequential"
+            ? runSequential(batch, calls)
+            : runParallel(batch, calls, options.concurrency ?? "unbounded")
+        )
+        const stop = () => {
           batch.stopping = true
-        },
-        emitter.close,
-        restore
-      )
-      const aborted = isAborted(batch) || (Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause))
-      if (Exit.isFailure(exit)) {
-        const reason = aborted ? "the run was aborted" : `an internal error occurred (${causeMessage(exit.cause)})`
-        if (!aborted) yield* Effect.logError("effect-agent: tool batch failed", exit.cause)
-        // A slow subscriber gets at most the grace period per event.
-        const bounded: Batch<R> = { ...batch, emit: emitter.bounded(grace) }
-        yield* settleRemaining(calls, mode, reason, {
-          start: (call) => emitStart(bounded, call),
-          end: (call, outcome) => emitEnd(bounded, call, outcome),
-          message: (call) => finishMessage(bounded, call)
-        })
-      }
-      return {
-        messages: calls.map(messageOf),
-        terminate: calls.length > 0 &&
-          calls.every((call) => call.state._tag === "Done" && call.state.outcome.result.terminate === true),
-        aborted
-      }
-    })
+        }
+        return Effect.flatMap(
+          supervise(work, calls, options.signal, grace, stop, emitter.close, restore),
+          (exit) => settle(batch, calls, mode, exit, emitter)
+        )
+      })
+    )
   )
+
+/** The end of a batch: after a failure the calls it caught are settled (TE 8.3); the batch's result. */
+const settle = <R>(
+  batch: Batch<R>,
+  calls: ReadonlyArray<Call>,
+  mode: ExecutionMode,
+  exit: Exit.Exit<void, never>,
+  emitter: ReturnType<typeof makeEmitter>
+): Effect.Effect<ToolBatchResult> => {
+  const aborted = isAborted(batch) || (Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause))
+  const result = (): ToolBatchResult => ({
+    messages: calls.map(messageOf),
+    terminate: calls.length > 0 &&
+      calls.every((call) => call.state._tag === "Done" && call.state.outcome.result.terminate === true),
+    aborted
+  })
+  if (Exit.isSuccess(exit)) return Effect.succeed(result())
+  const reason = aborted ? "the run was aborted" : `an internal error occurred (${causeMessage(exit.cause)})`
+  // A slow subscriber gets at most the grace period per event.
+  const bounded: Batch<R> = { ...batch, emit: emitter.bounded(batch.grace) }
+  const settled = settleRemaining(calls, mode, reason, {
+    start: (call) => emitStart(bounded, call),
+    end: (call, outcome) => emitEnd(bounded, call, outcome),
+    message: (call) => finishMessage(bounded, call)
+  })
+  return Effect.map(
+    aborted ? settled : Effect.andThen(Effect.logError("effect-agent: tool batch failed", exit.cause), settled),
+    result
+  )
+}
 
 /**
  * The events of a batch as a Stream that ends after the last result message. Stopping the stream early

@@ -1815,6 +1815,32 @@ describe("TE 8 abort and interruption", () => {
       assertBatchInvariants(rec.events, calls, messages)
     }).pipe(unblockOnExit))
 
+  // The work phase starts on a microtask once the batch fiber waits (src/internal/supervise.ts): an
+  // interruption that lands before that microtask runs must start no tool, and still settle every call.
+  it.effect.each(["parallel", "sequential"] as const)(
+    "TE 8.1 interrupting the batch before its work has started starts no tool and settles every call (%s)",
+    (mode) =>
+      Effect.gen(function*() {
+        const rec = makeRecorder()
+        const gates = makeGates()
+        const calls = [toolCall("1", "c"), toolCall("2", "c")]
+        const fiber = yield* Effect.forkChild(
+          runBatch(assistantMessage(...calls), [scripted("c", cooperative(rec, gates))], rec.sink, {
+            toolExecution: mode
+          }),
+          { startImmediately: true }
+        )
+        // Synchronously, right after the batch fiber started waiting: the work's microtask has not run yet.
+        assert.isUndefined(fiber.pollUnsafe())
+        fiber.interruptUnsafe()
+        yield* within(Fiber.await(fiber), "the batch returns")
+        assert.isFalse(rec.trace.some((entry) => entry.startsWith("exec:")), "no tool executed")
+        const messages = rec.ofType("message_end").map((e) => e.message as ToolResultMessage)
+        assert.deepStrictEqual(messages.map(textOf), [notStartedText("c"), notStartedText("c")])
+        assertBatchInvariants(rec.events, calls, messages)
+      }).pipe(unblockOnExit)
+  )
+
   it.effect("TE 8 fiber interruption the moment a tool has started (no pause) still interrupts it before its end", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()

@@ -5,6 +5,7 @@
  * abort caught.
  */
 import * as Cause from "effect/Cause"
+import type * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -19,9 +20,11 @@ import {
   hasEndEvent,
   hasStartEvent,
   isBusy,
+  Stopped,
   wasAbandoned,
   wasStarted
 } from "./callState.ts"
+import { keepFiber } from "./shapes.ts"
 
 /** Aborts the signal of a call whose tool is running (so cleanup that waits on it can finish). */
 const abortRunning = (call: Call): void => {
@@ -56,10 +59,13 @@ export const stopTool = (
  * later one.
  *
  * A call whose handler and hooks return already-complete Effects needs no fiber; any other runs in one fiber
- * of its own, registered in the same uninterruptible step that forks it, so that interrupting this phase
- * always reaches every started call. Stopping gives the calls the grace period together; a call whose tool
- * ignores cancellation is then abandoned, alone: its fiber is detached, so nothing of the batch waits on it,
- * and being interrupted it never goes on to finalize.
+ * of its own, started and registered in the same uninterruptible step, so that interrupting this phase
+ * always reaches every started call. The calls are started in a plain loop inside that step (one step of
+ * this fiber per run of the loop, not per call), and this fiber waits only when it must: for a free slot,
+ * for the last call, or for a failure; never once per settled call. A call's fiber that ends interrupted
+ * while its tool is running gets its signal aborted and is marked stopped. Stopping gives the calls the grace
+ * period together; a call whose tool ignores cancellation is then abandoned, alone: its fiber is detached,
+ * so nothing of the batch waits on it, and being interrupted it never goes on to finalize.
  */
 export const executeAll = <P extends { readonly call: Call }, R>(
   prepared: ReadonlyArray<P>,
@@ -69,33 +75,54 @@ export const executeAll = <P extends { readonly call: Call }, R>(
   grace: Duration.Duration
 ): Effect.Effect<void, never, R> =>
   Effect.uninterruptibleMask((restore) =>
-    Effect.suspend(() => {
+    Effect.withFiber((parent) => {
       const limit = concurrency === "unbounded" ? Number.POSITIVE_INFINITY : Math.max(1, concurrency)
       const running = new Map<Fiber.Fiber<void, never>, Call>()
+      // The fibers run with the batch's services: `run` is typed with `R`, which the caller provides.
+      const fork = Effect.runForkWith(parent.context as Context.Context<R>)
       let failure: Cause.Cause<never> | undefined
       let wake: (() => void) | undefined
       let index = 0
       let forked = 0
-      const settled = (fiber: Fiber.Fiber<void, never>) => (exit: Exit.Exit<void, never>) => {
+      let draining = false
+      /** Whether the waiting fiber has something to do: start the next call or finish; once stopping, finish. */
+      const needed = () =>
+        draining
+          ? running.size === 0
+          : failure !== undefined || running.size === 0 || (index < prepared.length && running.size < limit)
+      const record = (call: Call, exit: Exit.Exit<void, never>) => {
+        if (Exit.isSuccess(exit)) return
+        if (Cause.hasInterrupts(exit.cause)) {
+          // Its own cleanup is done: the tool stopped (TE 8.2), it is not abandoned.
+          const state = call.state
+          if (state._tag === "Running") {
+            state.abort()
+            call.state = Stopped
+          }
+        }
+        if (!Cause.hasInterruptsOnly(exit.cause)) failure ??= exit.cause
+      }
+      const settled = (fiber: Fiber.Fiber<void, never>, call: Call) => (exit: Exit.Exit<void, never>) => {
         running.delete(fiber)
-        if (Exit.isFailure(exit) && !Cause.hasInterruptsOnly(exit.cause)) failure ??= exit.cause
+        keepFiber("call", fiber)
+        record(call, exit)
+        if (wake === undefined || !needed()) return
         const resume = wake
         wake = undefined
-        resume?.()
+        resume()
       }
       // Only one waiter at a time: the loop, or the stop below once the loop is interrupted.
       const change = Effect.callback<void>((resume) => {
+        if (needed()) return resume(Effect.void)
         wake = () => resume(Effect.void)
       })
       const stopAll = Effect.suspend(() => {
+        draining = true
         for (const [fiber, call] of running) {
           abortRunning(call)
           fiber.interruptUnsafe()
         }
-        const drained: Effect.Effect<void> = Effect.suspend(() =>
-          running.size === 0 ? Effect.void : Effect.flatMap(change, () => drained)
-        )
-        return Effect.map(Effect.timeoutOption(Effect.interruptible(drained), grace), (stopped) => {
+        return Effect.map(Effect.timeoutOption(Effect.interruptible(change), grace), (stopped) => {
           if (Option.isNone(stopped)) abandonBusy(running.values())
         })
       })
@@ -113,18 +140,17 @@ export const executeAll = <P extends { readonly call: Call }, R>(
             if ((index & 2047) === 0) return Effect.flatMap(Effect.yieldNow, loop)
             continue
           }
-          return Effect.flatMap(Effect.forkDetach(effect, { startImmediately: true }), (fiber) => {
-            const exit = fiber.pollUnsafe()
-            if (exit === undefined) {
-              running.set(fiber, p.call)
-              fiber.addObserver(settled(fiber))
-              // Let the first timers and I/O of the started calls through while the later ones start.
-              if ((++forked & 63) === 0) return Effect.flatMap(Effect.yieldNow, loop)
-            } else {
-              settled(fiber)(exit)
-            }
-            return loop()
-          })
+          const fiber = fork(effect)
+          const exit = fiber.pollUnsafe()
+          if (exit === undefined) {
+            running.set(fiber, p.call)
+            fiber.addObserver(settled(fiber, p.call))
+            // Let the first timers and I/O of the started calls through while the later ones start.
+            if ((++forked & 63) === 0) return Effect.flatMap(Effect.yieldNow, loop)
+          } else {
+            keepFiber("call", fiber)
+            record(p.call, exit)
+          }
         }
         return Effect.andThen(stopAll, Effect.failCause(failure))
       }
@@ -148,12 +174,14 @@ export const supervise = Effect.fnUntraced(function*<R>(
   abandon: () => void,
   restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
 ) {
-  // Detached: a child fiber would be awaited when this one exits, and abandoned work must not hold it.
-  // Not started immediately, so that an interruption arriving while it would run synchronously is seen.
-  const fiber = yield* Effect.forkDetach(Effect.interruptible(work))
-  const first = yield* Effect.exit(restore(signal === undefined ? Fiber.await(fiber) : awaitOrAbort(fiber, signal)))
+  const started: Started = { fiber: undefined, cancelled: false }
+  const first = yield* Effect.exit(restore(startAndAwait(work, signal, started)))
   if (Exit.isSuccess(first) && first.value !== undefined) return first.value
   stop()
+  started.cancelled = true
+  const fiber = started.fiber
+  // Stopped before the work started: no call was reached.
+  if (fiber === undefined) return Exit.interrupt()
   for (const call of calls) abortRunning(call)
   fiber.interruptUnsafe()
   const stopped = yield* Effect.timeoutOption(Effect.interruptible(Fiber.await(fiber)), grace)
@@ -163,33 +191,57 @@ export const supervise = Effect.fnUntraced(function*<R>(
   return Exit.interrupt()
 })
 
+/** The work fiber, once started; `cancelled` once it must no longer start. */
+interface Started {
+  fiber: Fiber.Fiber<void, never> | undefined
+  cancelled: boolean
+}
+
 /**
- * Waits for the fiber's exit, or for the signal (`undefined`), whichever comes first: one listener and one
- * observer, removed by whichever fires or by an interruption (no racing fibers).
+ * Starts the work and waits for its exit, or for the signal (`undefined`), whichever comes first: one
+ * listener and one observer, removed by whichever fires or by an interruption (no racing fibers).
+ *
+ * The work starts on a microtask, once this fiber waits (no trip through the scheduler, no turn of the
+ * event loop), in a detached fiber (a child would be awaited when this one exits, and abandoned work must
+ * not hold it). Since this fiber is then waiting, an interruption arriving while the work runs synchronously
+ * reaches it at once, and `stop` is called before the work can start another tool (TE 8.1).
  */
-const awaitOrAbort = <A, E>(
-  fiber: Fiber.Fiber<A, E>,
-  signal: AbortSignal
-): Effect.Effect<Exit.Exit<A, E> | undefined> =>
-  Effect.callback<Exit.Exit<A, E> | undefined>((resume) => {
-    if (signal.aborted) return resume(Effect.succeed(undefined))
-    // The listener first: an observer called at once (the fiber is already done) removes it again.
-    // eslint-disable-next-line prefer-const -- read by onAbort, which may be made before the fiber is observed
-    let removeObserver: (() => void) | undefined
-    const onAbort = () => {
-      removeObserver?.()
-      resume(Effect.succeed(undefined))
-    }
-    signal.addEventListener("abort", onAbort, { once: true })
-    removeObserver = fiber.addObserver((exit) => {
-      signal.removeEventListener("abort", onAbort)
-      resume(Effect.succeed(exit))
+const startAndAwait = <R>(
+  work: Effect.Effect<void, never, R>,
+  signal: AbortSignal | undefined,
+  started: Started
+): Effect.Effect<Exit.Exit<void, never> | undefined, never, R> =>
+  Effect.withFiber((parent) =>
+    Effect.callback<Exit.Exit<void, never> | undefined>((resume) => {
+      if (signal?.aborted) return resume(Effect.succeed(undefined))
+      let removeObserver: (() => void) | undefined
+      const onAbort = () => {
+        started.cancelled = true
+        removeObserver?.()
+        resume(Effect.succeed(undefined))
+      }
+      signal?.addEventListener("abort", onAbort, { once: true })
+      queueMicrotask(() => {
+        if (started.cancelled) return
+        // The work needs `R`, which this fiber's context provides. It records its fiber before anything
+        // else: what it runs synchronously may interrupt this fiber, which must then find it.
+        const fiber = Effect.runForkWith(parent.context as Context.Context<R>)(Effect.withFiber((self) => {
+          started.fiber = self as Fiber.Fiber<void, never>
+          return Effect.interruptible(work)
+        }))
+        removeObserver = fiber.addObserver((exit) => {
+          keepFiber("work", fiber)
+          signal?.removeEventListener("abort", onAbort)
+          resume(Effect.succeed(exit))
+        })
+      })
+      return Effect.sync(() => {
+        started.cancelled = true
+        signal?.removeEventListener("abort", onAbort)
+        removeObserver?.()
+      })
     })
-    return Effect.sync(() => {
-      signal.removeEventListener("abort", onAbort)
-      removeObserver?.()
-    })
-  })
+  )
 
 /** The honest result of a call the abort caught before it ended (TE 8.3). */
 const interruptedResult = (call: Call, reason: string): Finalized => {

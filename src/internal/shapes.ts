@@ -1,0 +1,62 @@
+/**
+ * Keeps one object of each kind a tool batch runs on alive between batches, so that the code of the batch
+ * stays optimized across a major garbage collection.
+ *
+ * Why: V8 keeps the hidden classes (maps) of a class's instances only while some instance, or some code
+ * other than optimized code, holds them. A major collection that finds no instance alive drops them, and
+ * deoptimizes every function optimized against them ("weak objects"): for a batch that is the Effect
+ * runtime's fibers and primitives and this package's call objects, that is, the whole path of a call. A
+ * process that waits between batches (for the model, for a person) is exactly where V8 collects, so the
+ * next batch would run unoptimized code until it warms up again. One instance of each is enough to keep
+ * the maps, and costs a few objects: the fibers kept are finished ones (their context and stack are
+ * emptied when they exit) whose exit holds nothing (`void`), the rest are made once.
+ */
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+
+/** Effect primitives a batch builds for every call, one of each kind, and an abort signal. */
+const primitives: ReadonlyArray<unknown> = [
+  Effect.sync(() => undefined),
+  Effect.suspend(() => Effect.void),
+  Effect.flatMap(Effect.void, () => Effect.void),
+  Effect.map(Effect.void, () => undefined),
+  Effect.matchCauseEffect(Effect.void, { onSuccess: () => Effect.void, onFailure: () => Effect.void }),
+  Effect.onInterrupt(Effect.void, () => Effect.void),
+  Effect.onExit(Effect.void, () => Effect.void),
+  Effect.uninterruptibleMask((restore) => restore(Effect.void)),
+  Effect.withFiber(() => Effect.void),
+  Effect.callback<void>(() => {}),
+  Effect.promise(() => Promise.resolve()),
+  Effect.gen(function*() {}),
+  Effect.exit(Effect.void),
+  Effect.catch(Effect.void, () => Effect.void),
+  Effect.interruptible(Effect.void),
+  Effect.uninterruptible(Effect.void),
+  Effect.yieldNow,
+  Exit.succeed(undefined),
+  Exit.failCause(Cause.fail(undefined)),
+  Exit.failCause(Cause.interrupt()),
+  // The run's signal is checked before every call starts (TE 8.1).
+  new AbortController().signal
+]
+
+/**
+ * The slots: a finished fiber of each role, replaced by the latest. (Not a tool's own fiber: its exit holds
+ * the tool's result, which may be large.)
+ */
+type Slot = "work" | "call"
+
+const fibers: Partial<Record<Slot, unknown>> = {}
+
+/** Keeps `value` (a finished fiber whose exit holds nothing) as the instance of its role. */
+export const keepFiber = (slot: Slot, value: object): void => {
+  fibers[slot] = value
+}
+
+/** Keeps objects made once (instances of this package's classes). */
+export const keepAll = (values: ReadonlyArray<object>): void => {
+  kept.push(...values)
+}
+
+const kept: Array<unknown> = [primitives]
