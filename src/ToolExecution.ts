@@ -550,6 +550,12 @@ const execute = <A, R>(
       onFailure: (cause) => then(executedResult(entry.tool, Exit.failCause(cause)))
     })
   }
+  if (timeout === undefined) {
+    return Effect.flatMap(
+      awaitApart(batch, call, entry.tool, handled as Effect.Effect<ToolResult, unknown>, context),
+      then
+    )
+  }
   // Runs once the tool's own finalizers are done: a tool that ignores cancellation never gets here.
   const run = Effect.onInterrupt(handled, () =>
     Effect.sync(() => {
@@ -558,6 +564,39 @@ const execute = <A, R>(
     }))
   return Effect.flatMapEager(runApart(batch, call, entry.tool, run, context, timeout), then)
 }
+
+/**
+ * A tool without a time limit in a detached fiber of its own (see {@link runApart}), waited for by one
+ * callback: the tool's fiber is started and observed in the callback's registration (one step, so an
+ * interruption arriving while the tool starts is seen once the wait begins), and interrupting the wait
+ * stops the tool ({@link stopApart}: signal, then fiber, abandoned after the grace period). The observer
+ * runs once the tool's own finalizers are done: an interrupted tool that gets there stopped (TE 8.2).
+ */
+const awaitApart = (
+  batch: Batch<any>,
+  call: Call,
+  tool: Tool.Any,
+  handled: Effect.Effect<ToolResult, unknown>,
+  context: CallContext
+): Effect.Effect<Finalized> =>
+  Effect.withFiber((parent) =>
+    // One parameter: no AbortController for the wait.
+    Effect.callback<Finalized>(function(resume) {
+      const running = call.state
+      const fiber = Effect.runForkWith(parent.context)(handled)
+      const observe = (exit: Exit.Exit<ToolResult, unknown>) => {
+        if (Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)) {
+          context.abort()
+          if (call.state === running) call.state = State.Stopped
+        }
+        resume(Effect.succeed(executedResult(tool, exit)))
+      }
+      const done = fiber.pollUnsafe()
+      if (done !== undefined) return observe(done)
+      fiber.addObserver(observe)
+      return stopApart(batch, call, fiber, context)
+    })
+  )
 
 /**
  * A tool in a detached fiber of its own, so that on abort or timeout (TE 3.5) it can be stopped (its signal

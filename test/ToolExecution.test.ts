@@ -2050,8 +2050,12 @@ describe("TE 8 abort and interruption", () => {
       assertBefore(rec.trace, "process-exited:1", "end:1")
     }).pipe(unblockOnExit))
 
-  for (const via of ["signal", "fiber interruption", "fiber interruption, no signal"] as const) {
-    it.effect(`TE 8 an abort (${via}) arriving just as a tool starts still interrupts that tool`, () =>
+  for (
+    const [via, mode] of (["signal", "fiber interruption", "fiber interruption, no signal"] as const).flatMap((via) =>
+      (["parallel", "sequential"] as const).map((mode) => [via, mode] as const)
+    )
+  ) {
+    it.effect(`TE 8 an abort (${via}) arriving just as a tool starts still interrupts that tool (${mode})`, () =>
       Effect.gen(function*() {
         const rec = makeRecorder()
         const gates = makeGates()
@@ -2070,7 +2074,9 @@ describe("TE 8 abort and interruption", () => {
             assistantMessage(...calls),
             [scripted("c", tool)],
             rec.sink,
-            via === "fiber interruption, no signal" ? {} : { signal: controller.signal }
+            via === "fiber interruption, no signal"
+              ? { toolExecution: mode }
+              : { signal: controller.signal, toolExecution: mode }
           )
         )
         yield* within(Fiber.await(batch), "the aborted batch")

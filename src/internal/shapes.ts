@@ -15,6 +15,16 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 
+/** An instance of `AsyncResource` where there is one (Node's `node:async_hooks`), as Effect's runtime finds it. */
+function asyncResource(): unknown {
+  try {
+    const Resource = (globalThis as any).process?.getBuiltinModule?.("node:async_hooks")?.AsyncResource
+    return Resource === undefined ? undefined : new Resource("effect/Fiber")
+  } catch {
+    return undefined
+  }
+}
+
 /** Effect primitives a batch builds for every call, one of each kind, and an abort signal. */
 const primitives: ReadonlyArray<unknown> = [
   Effect.sync(() => undefined),
@@ -38,7 +48,9 @@ const primitives: ReadonlyArray<unknown> = [
   Exit.failCause(Cause.fail(undefined)),
   Exit.failCause(Cause.interrupt()),
   // The run's signal is checked before every call starts (TE 8.1).
-  new AbortController().signal
+  new AbortController().signal,
+  // A fiber that waits captures one (Effect's runtime, on Node), resumed and destroyed on its next step.
+  asyncResource()
 ]
 
 /**
