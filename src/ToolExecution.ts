@@ -195,8 +195,12 @@ const isAborted = (batch: Batch<any>): boolean => batch.stopping || batch.signal
  * between them), otherwise as one uninterruptible step, so an abort can never leave a call in a state
  * without its event (or the reverse).
  */
-const atomically = <R>(batch: Batch<R>, step: () => Effect.Effect<void>): Effect.Effect<void> =>
-  batch.syncSink ? step() : Effect.uninterruptible(Effect.suspend(step))
+const atomically = <R>(
+  batch: Batch<R>,
+  call: Call,
+  step: (batch: Batch<R>, call: Call) => Effect.Effect<void>
+): Effect.Effect<void> =>
+  batch.syncSink ? step(batch, call) : Effect.uninterruptible(Effect.suspend(() => step(batch, call)))
 
 // ---------------------------------------------------------------------------------------------------------
 // Phase 1: prepare (TE 2)
@@ -319,18 +323,25 @@ const beforeToolCall = <R>(
   prepared: (args: unknown) => Prepared
 ): Effect.Effect<Prepared, ImmediateOutcome, R> => {
   const toolCall = call.toolCall
-  const ask = () => before({ assistantMessage: batch.assistantMessage, toolCall, args, context: batch.context })
   const conclude = (decision: BeforeToolCallResult | undefined | void): Effect.Effect<Prepared, ImmediateOutcome> => {
     const refused = refusal(batch, toolCall, decision)
     if (refused !== undefined) return Effect.fail(refused)
     return Effect.succeed(prepared(decision && decision.args !== undefined ? decision.args : args))
   }
   if (batch.trace === undefined) {
-    return Effect.matchCauseEffectEager(callUser(ask), {
+    // The hook called here rather than through a closure (see `startNow`).
+    let asked: Effect.Effect<BeforeToolCallResult | undefined | void, unknown, R>
+    try {
+      asked = before({ assistantMessage: batch.assistantMessage, toolCall, args, context: batch.context })
+    } catch (error) {
+      asked = Effect.die(error)
+    }
+    return Effect.matchCauseEffectEager(asked, {
       onSuccess: conclude,
       onFailure: (cause) => stageFailed(toolCall, "beforeToolCall", cause)
     })
   }
+  const ask = () => before({ assistantMessage: batch.assistantMessage, toolCall, args, context: batch.context })
   return Effect.flatMapEager(
     Telemetry.toolPhase(batch.trace, call, "approval", () => guardStage(toolCall, "beforeToolCall", ask)),
     conclude
@@ -505,13 +516,26 @@ class CallContext extends LazyAbort implements ToolContext {
     })
 }
 
+/** A call whose tool runs: `abort` aborts the signal the tool holds (a method, not a closure per call). */
+class Running {
+  readonly _tag = "Running"
+  readonly #context: CallContext
+  constructor(context: CallContext) {
+    this.#context = context
+  }
+  abort(): void {
+    this.#context.abort()
+  }
+}
+
 let shapesKept = false
 
 /** Once: an instance of each of this module's classes on a call's path, made up, kept (see `shapes.ts`). */
 const keepShapes = (entry: RegisteredTool): void => {
   shapesKept = true
   const call: Call = { toolCall: { type: "toolCall", id: "", name: "", arguments: {} }, state: State.Waiting }
-  keepAll([new Prepared(call, entry, {}), new CallContext(call, () => Effect.void)])
+  const context = new CallContext(call, () => Effect.void)
+  keepAll([new Prepared(call, entry, {}), context, new Running(context)])
 }
 
 /**
@@ -530,9 +554,14 @@ const execute = <A, R>(
   if (isAborted(batch)) return Effect.interrupt
   if (!shapesKept) keepShapes(entry)
   const context = new CallContext(call, batch.emit)
-  const running: CallState = { _tag: "Running", abort: () => context.abort() }
+  const running: CallState = new Running(context)
   call.state = running
-  const handled = callUser(() => entry.handler(prepared.args, context))
+  let handled: Effect.Effect<ToolResult, unknown>
+  try {
+    handled = entry.handler(prepared.args, context)
+  } catch (error) {
+    handled = Effect.die(error)
+  }
   if (Exit.isExit(handled)) return then(executedResult(entry.tool, handled as Exit.Exit<ToolResult, unknown>))
   // The handler itself may have aborted the run (or a listener of the signal did) while it was called: the
   // Effect it returned must then not run. Nothing else would stop it: the interruption of the batch is
@@ -711,17 +740,21 @@ const finalize = <A, R, R2>(
   if (after === undefined) return then(executed)
   const call = prepared.call
   call.state = call.state._tag === "Abandoned" ? State.FinalizingAbandoned : State.Finalizing
+  let overridden: Effect.Effect<AfterToolCallResult | undefined | void, unknown, R>
+  try {
+    overridden = after({
+      assistantMessage: batch.assistantMessage,
+      toolCall: call.toolCall,
+      args: prepared.args,
+      result: executed.result,
+      isError: executed.isError,
+      context: batch.context
+    })
+  } catch (error) {
+    overridden = Effect.die(error)
+  }
   return Effect.matchCauseEffectEager(
-    callUser(() =>
-      after({
-        assistantMessage: batch.assistantMessage,
-        toolCall: call.toolCall,
-        args: prepared.args,
-        result: executed.result,
-        isError: executed.isError,
-        context: batch.context
-      })
-    ),
+    overridden,
     {
       onSuccess: (override) => then(applyOverride(executed, override)),
       onFailure: (cause) =>
@@ -737,32 +770,40 @@ const finalize = <A, R, R2>(
 // ---------------------------------------------------------------------------------------------------------
 
 /** TE 2.1: a call's start event, before anything else of it (state and event together, see {@link atomically}). */
-const emitStart = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> =>
-  atomically(batch, () => {
-    call.state = State.Preparing
-    const { toolCall } = call
-    Telemetry.toolStart(batch.trace, call, toolCall)
-    return batch.emit({
-      type: "tool_execution_start",
-      toolCallId: toolCall.id,
-      toolName: toolCall.name,
-      args: toolCall.arguments
-    })
+const emitStart = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> => atomically(batch, call, startNow)
+
+// The steps below are module functions rather than closures: a closure made per call loses its optimized code
+// at every major GC once none of it is alive (see `shapes.ts`), and is compiled again by the next batch.
+
+const startNow = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> => {
+  call.state = State.Preparing
+  const { toolCall } = call
+  Telemetry.toolStart(batch.trace, call, toolCall)
+  return batch.emit({
+    type: "tool_execution_start",
+    toolCallId: toolCall.id,
+    toolName: toolCall.name,
+    args: toolCall.arguments
   })
+}
 
 /** Phase 4 (TE 5.1). Records the call's final outcome and emits its one end event. */
-const emitEnd = <R>(batch: Batch<R>, call: Call, outcome: Finalized): Effect.Effect<void> =>
-  atomically(batch, () => {
-    call.state = { _tag: "Ended", outcome }
-    Telemetry.toolEnd(batch.trace, call, outcome)
-    return batch.emit({
-      type: "tool_execution_end",
-      toolCallId: call.toolCall.id,
-      toolName: call.toolCall.name,
-      result: outcome.result,
-      isError: outcome.isError
-    })
+const emitEnd = <R>(batch: Batch<R>, call: Call, outcome: Finalized): Effect.Effect<void> => {
+  if (!batch.syncSink) return Effect.uninterruptible(Effect.suspend(() => endNow(batch, call, outcome)))
+  return endNow(batch, call, outcome)
+}
+
+const endNow = <R>(batch: Batch<R>, call: Call, outcome: Finalized): Effect.Effect<void> => {
+  call.state = { _tag: "Ended", outcome }
+  Telemetry.toolEnd(batch.trace, call, outcome)
+  return batch.emit({
+    type: "tool_execution_end",
+    toolCallId: call.toolCall.id,
+    toolName: call.toolCall.name,
+    result: outcome.result,
+    isError: outcome.isError
   })
+}
 
 /** Phase 5 (TE 5.2). The tool-result message of an ended call, timestamped no earlier than the previous one. */
 const createMessage = <R>(batch: Batch<R>, call: Call, outcome: Finalized): ToolResultMessage => {
@@ -779,20 +820,29 @@ const createMessage = <R>(batch: Batch<R>, call: Call, outcome: Finalized): Tool
 }
 
 /** Phase 5, announced: `message_start` then `message_end`, as one step an abort cannot split. */
-const announce = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> =>
-  atomically(batch, () => {
-    const state = call.state
-    if (state._tag !== "Ended") {
-      return Effect.die(new Error(`effect-agent: tool call ${call.toolCall.id} announced in state ${state._tag}`))
-    }
-    const message = createMessage(batch, call, state.outcome)
-    // A synchronous sink delivers both events right here: nothing can observe the state in between.
-    call.state = { _tag: batch.syncSink ? "Done" : "Announcing", outcome: state.outcome, message }
-    return Effect.flatMapEager(batch.emit({ type: "message_start", message }), () => {
-      if (call.state._tag === "Announcing") call.state = { _tag: "Done", outcome: state.outcome, message }
-      return batch.emit({ type: "message_end", message })
-    })
+const announce = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> => atomically(batch, call, announceNow)
+
+const announceNow = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> => {
+  const state = call.state
+  if (state._tag !== "Ended") {
+    return Effect.die(new Error(`effect-agent: tool call ${call.toolCall.id} announced in state ${state._tag}`))
+  }
+  const message = createMessage(batch, call, state.outcome)
+  if (batch.syncSink) {
+    // Both events right here: nothing can observe the state in between.
+    call.state = { _tag: "Done", outcome: state.outcome, message }
+    const started = batch.emit({ type: "message_start", message })
+    // Not an Exit: a subscriber failed, and its warning is logged first (as in the effectful case below).
+    return Exit.isExit(started) && Exit.isSuccess(started)
+      ? batch.emit({ type: "message_end", message })
+      : Effect.flatMap(started, () => batch.emit({ type: "message_end", message }))
+  }
+  call.state = { _tag: "Announcing", outcome: state.outcome, message }
+  return Effect.flatMapEager(batch.emit({ type: "message_start", message }), () => {
+    if (call.state._tag === "Announcing") call.state = { _tag: "Done", outcome: state.outcome, message }
+    return batch.emit({ type: "message_end", message })
   })
+}
 
 /** The rest of phase 5 for a call an abort caught: its `message_end` if only `message_start` went out. */
 const finishMessage = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> => {
@@ -943,7 +993,8 @@ export const executeToolCalls = <R = never>(
         const registry = Context_.getUnsafe(fiber.context, ToolRegistry)
         const sink = Context_.getUnsafe(fiber.context, EventSink.EventSink)
         const toolCalls = toolCallsOf(assistantMessage)
-        const calls: Array<Call> = toolCalls.map((toolCall) => ({ toolCall, state: State.Waiting }))
+        const calls: Array<Call> = []
+        for (const toolCall of toolCalls) calls.push({ toolCall, state: State.Waiting })
         const grace = options.abandonAfter === undefined
           ? DEFAULT_GRACE
           : Duration.fromInputUnsafe(options.abandonAfter)
