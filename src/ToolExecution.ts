@@ -172,6 +172,9 @@ interface Batch<R> {
   lastTimestamp: number
   /** The batch's spans and metrics; `undefined` when nothing is recorded (docs/telemetry.md OT 1.2). */
   readonly trace: Telemetry.BatchTrace | undefined
+  /** See {@link forkIn}. */
+  forkContext: Context_.Context<never> | undefined
+  fork: ReturnType<typeof Effect.runForkWith<never>> | undefined
 }
 
 /** A call that passed prepare: its tool and the arguments it will get. */
@@ -608,24 +611,53 @@ const awaitApart = (
   handled: Effect.Effect<ToolResult, unknown>,
   context: CallContext
 ): Effect.Effect<Finalized> =>
-  Effect.withFiber((parent) =>
-    // One parameter: no AbortController for the wait.
-    Effect.callback<Finalized>(function(resume) {
-      const running = call.state
-      const fiber = Effect.runForkWith(parent.context)(handled)
-      const observe = (exit: Exit.Exit<ToolResult, unknown>) => {
-        if (Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)) {
-          context.abort()
-          if (call.state === running) call.state = State.Stopped
-        }
-        resume(Effect.succeed(executedResult(tool, exit)))
-      }
-      const done = fiber.pollUnsafe()
-      if (done !== undefined) return observe(done)
-      fiber.addObserver(observe)
-      return stopApart(batch, call, fiber, context)
-    })
-  )
+  // Bound module functions, not closures (see `startNow`); the bound function takes one parameter, so the
+  // wait gets no AbortController.
+  Effect.callback<Finalized>(registerApart.bind(undefined, batch, call, tool, handled, context))
+
+function registerApart(
+  batch: Batch<any>,
+  call: Call,
+  tool: Tool.Any,
+  handled: Effect.Effect<ToolResult, unknown>,
+  context: CallContext,
+  resume: (effect: Effect.Effect<Finalized>) => void
+): Effect.Effect<void> | undefined {
+  // Registration runs in the waiting fiber: the tool runs with its services.
+  const fiber = forkIn(batch, Fiber.getCurrent()!.context)(handled)
+  const done = fiber.pollUnsafe()
+  if (done !== undefined) {
+    observeApart(call, call.state, tool, context, resume, done)
+    return undefined
+  }
+  fiber.addObserver(observeApart.bind(undefined, call, call.state, tool, context, resume))
+  return stopApart(batch, call, fiber, context)
+}
+
+/** The tool's exit, once its own finalizers are done: an interrupted tool that gets here stopped (TE 8.2). */
+function observeApart(
+  call: Call,
+  running: CallState,
+  tool: Tool.Any,
+  context: CallContext,
+  resume: (effect: Effect.Effect<Finalized>) => void,
+  exit: Exit.Exit<ToolResult, unknown>
+): void {
+  if (Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)) {
+    context.abort()
+    if (call.state === running) call.state = State.Stopped
+  }
+  resume(Effect.succeed(executedResult(tool, exit)))
+}
+
+/** `Effect.runForkWith(context)`, made once per context a batch forks from (the same for all its calls, untraced). */
+const forkIn = (batch: Batch<any>, context: Context_.Context<never>) => {
+  if (batch.forkContext !== context) {
+    batch.forkContext = context
+    batch.fork = Effect.runForkWith(context)
+  }
+  return batch.fork!
+}
 
 /**
  * A tool in a detached fiber of its own, so that on abort or timeout (TE 3.5) it can be stopped (its signal
@@ -1015,7 +1047,9 @@ export const executeToolCalls = <R = never>(
           syncSink: emitter.sync,
           clock: fiber.getRef(Clock.Clock),
           lastTimestamp: 0,
-          trace
+          trace,
+          forkContext: undefined,
+          fork: undefined
         }
         const mode = chooseMode(toolCalls, registry, options.toolExecution)
         // Suspended: the phases run eagerly when called, and must run in the supervised fiber.
