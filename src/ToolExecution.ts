@@ -323,14 +323,9 @@ const beforeToolCall = <R>(
   call: Call,
   args: unknown,
   before: NonNullable<ToolExecutionConfig<R>["beforeToolCall"]>,
-  prepared: (args: unknown) => Prepared
+  entry: RegisteredTool
 ): Effect.Effect<Prepared, ImmediateOutcome, R> => {
   const toolCall = call.toolCall
-  const conclude = (decision: BeforeToolCallResult | undefined | void): Effect.Effect<Prepared, ImmediateOutcome> => {
-    const refused = refusal(batch, toolCall, decision)
-    if (refused !== undefined) return Effect.fail(refused)
-    return Effect.succeed(prepared(decision && decision.args !== undefined ? decision.args : args))
-  }
   if (batch.trace === undefined) {
     // The hook called here rather than through a closure (see `startNow`).
     let asked: Effect.Effect<BeforeToolCallResult | undefined | void, unknown, R>
@@ -339,16 +334,42 @@ const beforeToolCall = <R>(
     } catch (error) {
       asked = Effect.die(error)
     }
-    return Effect.matchCauseEffectEager(asked, {
-      onSuccess: conclude,
-      onFailure: (cause) => stageFailed(toolCall, "beforeToolCall", cause)
+    if (Exit.isExit(asked)) {
+      const done = asked as Exit.Exit<BeforeToolCallResult | undefined | void, unknown>
+      return Exit.isSuccess(done)
+        ? conclude(batch, call, entry, args, done.value)
+        : stageFailed(toolCall, "beforeToolCall", done.cause)
+    }
+    // Pending (a person's approval, a promise): continued by bound module functions (see `startNow`).
+    return Effect.matchCauseEffect(asked, {
+      onSuccess: conclude.bind(undefined, batch, call, entry, args),
+      onFailure: stageFailed.bind(undefined, toolCall, "beforeToolCall")
     })
   }
   const ask = () => before({ assistantMessage: batch.assistantMessage, toolCall, args, context: batch.context })
   return Effect.flatMapEager(
     Telemetry.toolPhase(batch.trace, call, "approval", () => guardStage(toolCall, "beforeToolCall", ask)),
-    conclude
+    (decision) => conclude(batch, call, entry, args, decision)
   )
+}
+
+/** TE 2.4: prepare ends with `beforeToolCall`'s decision: refused, or prepared with its arguments. */
+function conclude<R>(
+  batch: Batch<R>,
+  call: Call,
+  entry: RegisteredTool,
+  args: unknown,
+  decision: BeforeToolCallResult | undefined | void
+): Effect.Effect<Prepared, ImmediateOutcome> {
+  const refused = refusal(batch, call.toolCall, decision)
+  if (refused !== undefined) return Effect.fail(refused)
+  return Effect.succeed(makePrepared(call, entry, decision && decision.args !== undefined ? decision.args : args))
+}
+
+/** The end of prepare: the call is ready to execute with `args`. */
+const makePrepared = (call: Call, entry: RegisteredTool, args: unknown): Prepared => {
+  call.state = State.Prepared
+  return new Prepared(call, entry, args)
 }
 
 /**
@@ -409,14 +430,18 @@ const prepare = <R>(batch: Batch<R>, call: Call): Effect.Effect<Prepared, Immedi
       guardStage(toolCall, "prepareArguments", () => shim(given)),
       (raw) => validateArguments(toolCall, entry.tool, raw)
     )
-  const prepared = (args: unknown) => {
-    call.state = State.Prepared
-    return new Prepared(call, entry, args)
-  }
   const before = batch.before
+  if (Exit.isExit(validated)) {
+    const done = validated as Exit.Exit<unknown, InvalidToolArguments | PrepareFailed>
+    if (Exit.isFailure(done)) return done as Exit.Exit<never, InvalidToolArguments | PrepareFailed>
+    return before === undefined
+      ? Effect.succeed(makePrepared(call, entry, done.value))
+      : beforeToolCall(batch, call, done.value, before, entry)
+  }
+  // A shim that is still pending.
   return before === undefined
-    ? Effect.mapEager(validated, prepared)
-    : Effect.flatMapEager(validated, (args) => beforeToolCall(batch, call, args, before, prepared))
+    ? Effect.map(validated, (args) => makePrepared(call, entry, args))
+    : Effect.flatMap(validated, (args) => beforeToolCall(batch, call, args, before, entry))
 }
 
 /** An immediate outcome as a finalized result. Only a block may terminate. */
@@ -578,8 +603,10 @@ const execute = <A, R>(
   // aborts the signal and marks the call stopped once the tool's own finalizers are done.
   if (inline && timeout === undefined) {
     return Effect.matchCauseEffect(handled as Effect.Effect<ToolResult, unknown>, {
-      onSuccess: (value) => then(executedResult(entry.tool, Exit.succeed(value))),
-      onFailure: (cause) => then(executedResult(entry.tool, Exit.failCause(cause)))
+      onSuccess: succeededThen.bind(undefined, entry.tool, then) as (value: ToolResult) => Effect.Effect<A, never, R>,
+      onFailure: failedThen.bind(undefined, entry.tool, then) as (
+        cause: Cause.Cause<unknown>
+      ) => Effect.Effect<A, never, R>
     })
   }
   if (timeout === undefined) {
@@ -595,6 +622,22 @@ const execute = <A, R>(
       if (call.state === running) call.state = State.Stopped
     }))
   return Effect.flatMapEager(runApart(batch, call, entry.tool, run, context, timeout), then)
+}
+
+function succeededThen<A, R>(
+  tool: Tool.Any,
+  then: (executed: Finalized) => Effect.Effect<A, never, R>,
+  value: ToolResult
+): Effect.Effect<A, never, R> {
+  return then(executedResult(tool, Exit.succeed(value)))
+}
+
+function failedThen<A, R>(
+  tool: Tool.Any,
+  then: (executed: Finalized) => Effect.Effect<A, never, R>,
+  cause: Cause.Cause<unknown>
+): Effect.Effect<A, never, R> {
+  return then(executedResult(tool, Exit.failCause(cause)))
 }
 
 /**
@@ -785,16 +828,35 @@ const finalize = <A, R, R2>(
   } catch (error) {
     overridden = Effect.die(error)
   }
-  return Effect.matchCauseEffectEager(
-    overridden,
-    {
-      onSuccess: (override) => then(applyOverride(executed, override)),
-      onFailure: (cause) =>
-        Cause.hasInterruptsOnly(cause)
-          ? Effect.failCause(cause as Cause.Cause<never>)
-          : then(errorResult(causeMessage(cause)))
-    }
-  )
+  if (Exit.isExit(overridden)) {
+    const done = overridden as Exit.Exit<AfterToolCallResult | undefined | void, unknown>
+    return Exit.isSuccess(done) ? overrideWith(executed, then, done.value) : afterFailed(then, done.cause)
+  }
+  // Pending: continued by bound module functions (see `startNow`).
+  return Effect.matchCauseEffect(overridden, {
+    onSuccess: overrideWith.bind(undefined, executed, then) as (
+      override: AfterToolCallResult | undefined | void
+    ) => Effect.Effect<A, never, R2>,
+    onFailure: afterFailed.bind(undefined, then) as (cause: Cause.Cause<unknown>) => Effect.Effect<A, never, R2>
+  })
+}
+
+function overrideWith<A, R2>(
+  executed: Finalized,
+  then: (outcome: Finalized) => Effect.Effect<A, never, R2>,
+  override: AfterToolCallResult | undefined | void
+): Effect.Effect<A, never, R2> {
+  return then(applyOverride(executed, override))
+}
+
+/** TE 4: a failing `afterToolCall` makes the call an error result; an interruption passes. */
+function afterFailed<A, R2>(
+  then: (outcome: Finalized) => Effect.Effect<A, never, R2>,
+  cause: Cause.Cause<unknown>
+): Effect.Effect<A, never, R2> {
+  return Cause.hasInterruptsOnly(cause)
+    ? Effect.failCause(cause as Cause.Cause<never>)
+    : then(errorResult(causeMessage(cause)))
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -900,7 +962,12 @@ const executeAndFinalize = <A, R, R2>(
   then: (outcome: Finalized) => Effect.Effect<A, never, R2>
 ): Effect.Effect<A, never, R | R2> =>
   batch.trace === undefined
-    ? execute(batch, prepared, inline, (executed) => finalize(batch, prepared, executed, then))
+    ? execute(
+      batch,
+      prepared,
+      inline,
+      finalizeThen.bind(undefined, batch, prepared, then) as (executed: Finalized) => Effect.Effect<A, never, R | R2>
+    )
     : Effect.flatMapEager(
       Effect.flatMapEager(
         Telemetry.toolPhase(batch.trace, prepared.call, "execution", () => execute(batch, prepared, inline, succeed)),
@@ -914,6 +981,15 @@ const executeAndFinalize = <A, R, R2>(
       ),
       then
     )
+
+function finalizeThen<A, R, R2>(
+  batch: Batch<R>,
+  prepared: Prepared,
+  then: (outcome: Finalized) => Effect.Effect<A, never, R2>,
+  executed: Finalized
+): Effect.Effect<A, never, R | R2> {
+  return finalize(batch, prepared, executed, then)
+}
 
 const succeed = (outcome: Finalized): Effect.Effect<Finalized> => Effect.succeed(outcome)
 
@@ -935,8 +1011,11 @@ const afterPrepare = <A, R, R2>(
   })
 
 /** Phases 4 and 5 of a finalized call: its end event, then its result message. */
-const endAndAnnounce = <R>(batch: Batch<R>, call: Call, outcome: Finalized): Effect.Effect<void> =>
-  Effect.flatMapEager(emitEnd(batch, call, outcome), () => announce(batch, call))
+const endAndAnnounce = <R>(batch: Batch<R>, call: Call, outcome: Finalized): Effect.Effect<void> => {
+  const ended = emitEnd(batch, call, outcome)
+  if (Exit.isExit(ended)) return Exit.isSuccess(ended) ? announce(batch, call) : ended
+  return Effect.flatMap(ended, announce.bind(undefined, batch, call))
+}
 
 // The modes are loops of complete Effects chained eagerly (`forEachEager`, `flatMapEager`) rather than
 // generators: a batch may hold 100 000 instant calls, and on that path a generator (and an iterator per
@@ -947,22 +1026,69 @@ const endAndAnnounce = <R>(batch: Batch<R>, call: Call, outcome: Finalized): Eff
  * immediate outcome skips execute and finalize.
  */
 const runSequential = <R>(batch: Batch<R>, calls: ReadonlyArray<Call>): Effect.Effect<void, never, R> =>
-  forEachEager(calls, (call) => {
-    const end = (outcome: Finalized) => endAndAnnounce(batch, call, outcome)
-    return Effect.flatMapEager(
-      emitStart(batch, call),
-      () =>
-        afterPrepare(
-          prepare(batch, call),
-          (prepared) => executeAndFinalize(batch, prepared, false, end),
-          (outcome) => end(immediateResult(outcome))
-        )
-    )
+  sequentialFrom(batch, calls, 0)
+
+// The steps of a sequential call are module functions, continued by bound functions only where something
+// is pending (see `startNow`).
+
+/** The calls from `from` on; complete calls chained in a plain loop (yielding every 2048 calls). */
+function sequentialFrom<R>(batch: Batch<R>, calls: ReadonlyArray<Call>, from: number): Effect.Effect<void, never, R> {
+  for (let i = from; i < calls.length; i++) {
+    const effect = sequentialCall(batch, calls[i]!)
+    if (!Exit.isExit(effect)) {
+      return Effect.flatMap(effect, sequentialFrom.bind(undefined, batch, calls, i + 1) as Rest<R>)
+    }
+    if (Exit.isFailure(effect)) return effect
+    if ((i & 2047) === 2047 && i + 1 < calls.length) {
+      return Effect.flatMap(Effect.yieldNow, sequentialFrom.bind(undefined, batch, calls, i + 1) as Rest<R>)
+    }
+  }
+  return Effect.void
+}
+
+/** One call of sequential mode: all five phases (an immediate outcome skips execute and finalize). */
+function sequentialCall<R>(batch: Batch<R>, call: Call): Effect.Effect<void, never, R> {
+  const started = emitStart(batch, call)
+  if (Exit.isExit(started)) return Exit.isSuccess(started) ? sequentialPrepare(batch, call) : started
+  return Effect.flatMap(started, sequentialPrepare.bind(undefined, batch, call) as Rest<R>)
+}
+
+/** A bound continuation that ignores the value it gets. */
+type Rest<R> = () => Effect.Effect<void, never, R>
+
+function sequentialPrepare<R>(batch: Batch<R>, call: Call): Effect.Effect<void, never, R> {
+  const prepared = prepare(batch, call)
+  if (Exit.isExit(prepared)) {
+    const done = prepared as Exit.Exit<Prepared, ImmediateOutcome>
+    return Exit.isSuccess(done) ? sequentialExecute(batch, done.value) : sequentialOutcome(batch, call, done.cause)
+  }
+  return Effect.matchCauseEffect(prepared, {
+    onSuccess: sequentialExecute.bind(undefined, batch) as (prepared: Prepared) => Effect.Effect<void, never, R>,
+    onFailure: sequentialOutcome.bind(undefined, batch, call) as (
+      cause: Cause.Cause<ImmediateOutcome>
+    ) => Effect.Effect<void, never, R>
   })
+}
+
+function sequentialExecute<R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<void, never, R> {
+  return executeAndFinalize(batch, prepared, false, endAndAnnounce.bind(undefined, batch, prepared.call))
+}
+
+/** A call that ended in prepare: its immediate outcome; an interruption passes. */
+function sequentialOutcome<R>(
+  batch: Batch<R>,
+  call: Call,
+  cause: Cause.Cause<ImmediateOutcome>
+): Effect.Effect<void, never, R> {
+  const outcome = Cause.findErrorOption(cause)
+  return Option.isSome(outcome)
+    ? endAndAnnounce(batch, call, immediateResult(outcome.value))
+    : Effect.failCause(cause as Cause.Cause<never>)
+}
 
 /** Phases 2 to 4 of one prepared call in parallel mode: it ends as soon as it is finalized. */
 const executeAndEnd = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<void, never, R> =>
-  executeAndFinalize(batch, prepared, true, (outcome) => emitEnd(batch, prepared.call, outcome))
+  executeAndFinalize(batch, prepared, true, emitEnd.bind(undefined, batch, prepared.call))
 
 /** Step 1 of parallel mode for one call: its start event and prepare; an immediate outcome ends it here. */
 const preflight = <R>(batch: Batch<R>, call: Call, prepared: Array<Prepared>): Effect.Effect<void, never, R> =>
