@@ -993,23 +993,6 @@ function finalizeThen<A, R, R2>(
 
 const succeed = (outcome: Finalized): Effect.Effect<Finalized> => Effect.succeed(outcome)
 
-/**
- * Continues after prepare: with the prepared call, or with the immediate outcome (the typed error) as the
- * call's finalized result. One step where prepare is pending; an interruption passes.
- */
-const afterPrepare = <A, R, R2>(
-  prepared: Effect.Effect<Prepared, ImmediateOutcome, R>,
-  onPrepared: (prepared: Prepared) => Effect.Effect<A, never, R2>,
-  onOutcome: (outcome: ImmediateOutcome) => Effect.Effect<A, never, R2>
-): Effect.Effect<A, never, R | R2> =>
-  Effect.matchCauseEffectEager(prepared, {
-    onSuccess: onPrepared,
-    onFailure: (cause) => {
-      const outcome = Cause.findErrorOption(cause)
-      return Option.isSome(outcome) ? onOutcome(outcome.value) : Effect.failCause(cause as Cause.Cause<never>)
-    }
-  })
-
 /** Phases 4 and 5 of a finalized call: its end event, then its result message. */
 const endAndAnnounce = <R>(batch: Batch<R>, call: Call, outcome: Finalized): Effect.Effect<void> => {
   const ended = emitEnd(batch, call, outcome)
@@ -1091,15 +1074,38 @@ const executeAndEnd = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<vo
   executeAndFinalize(batch, prepared, true, emitEnd.bind(undefined, batch, prepared.call))
 
 /** Step 1 of parallel mode for one call: its start event and prepare; an immediate outcome ends it here. */
-const preflight = <R>(batch: Batch<R>, call: Call, prepared: Array<Prepared>): Effect.Effect<void, never, R> =>
-  Effect.flatMapEager(
-    emitStart(batch, call),
-    () =>
-      afterPrepare(prepare(batch, call), (result) => {
-        prepared.push(result)
-        return Effect.void
-      }, (outcome) => emitEnd(batch, call, immediateResult(outcome)))
-  )
+function preflight<R>(batch: Batch<R>, prepared: Array<Prepared>, call: Call): Effect.Effect<void, never, R> {
+  const started = emitStart(batch, call)
+  if (Exit.isExit(started)) return Exit.isSuccess(started) ? preflightPrepare(batch, prepared, call) : started
+  return Effect.flatMap(started, preflightPrepare.bind(undefined, batch, prepared, call) as Rest<R>)
+}
+
+// Module functions continued by bound functions only where something is pending (see `startNow`).
+
+function preflightPrepare<R>(batch: Batch<R>, prepared: Array<Prepared>, call: Call): Effect.Effect<void, never, R> {
+  const result = prepare(batch, call)
+  if (Exit.isExit(result)) {
+    const done = result as Exit.Exit<Prepared, ImmediateOutcome>
+    return Exit.isSuccess(done) ? keepPrepared(prepared, done.value) : preflightOutcome(batch, call, done.cause)
+  }
+  return Effect.matchCauseEffect(result, {
+    onSuccess: keepPrepared.bind(undefined, prepared),
+    onFailure: preflightOutcome.bind(undefined, batch, call)
+  })
+}
+
+function keepPrepared(prepared: Array<Prepared>, result: Prepared): Effect.Effect<void> {
+  prepared.push(result)
+  return Effect.void
+}
+
+/** A call that ended in prepare: its end event now (its message comes in source order); an interruption passes. */
+function preflightOutcome<R>(batch: Batch<R>, call: Call, cause: Cause.Cause<ImmediateOutcome>): Effect.Effect<void> {
+  const outcome = Cause.findErrorOption(cause)
+  return Option.isSome(outcome)
+    ? emitEnd(batch, call, immediateResult(outcome.value))
+    : Effect.failCause(cause as Cause.Cause<never>)
+}
 
 /**
  * Parallel (TE 6.2), in three steps: prepare one call at a time in source order (an immediate outcome ends
@@ -1112,11 +1118,20 @@ const runParallel = <R>(
   concurrency: number | "unbounded"
 ): Effect.Effect<void, never, R> => {
   const prepared: Array<Prepared> = []
-  return Effect.flatMapEager(forEachEager(calls, (call) => preflight(batch, call, prepared)), () =>
-    Effect.flatMap(
-      executeAll(prepared, (p) => executeAndEnd(batch, p), concurrency, () => isAborted(batch), batch.grace),
-      () => forEachEager(calls, (call) => announce(batch, call))
-    ))
+  return Effect.flatMapEager(
+    forEachEager(calls, preflight.bind(undefined, batch, prepared) as (call: Call) => Effect.Effect<void, never, R>),
+    () =>
+      Effect.flatMap(
+        executeAll(
+          prepared,
+          executeAndEnd.bind(undefined, batch) as (p: Prepared) => Effect.Effect<void, never, R>,
+          concurrency,
+          () => isAborted(batch),
+          batch.grace
+        ),
+        () => forEachEager(calls, announce.bind(undefined, batch) as (call: Call) => Effect.Effect<void>)
+      )
+  )
 }
 
 // ---------------------------------------------------------------------------------------------------------
