@@ -674,7 +674,8 @@ function registerApart(
     return undefined
   }
   fiber.addObserver(observeApart.bind(undefined, call, call.state, tool, context, resume))
-  return stopApart(batch, call, fiber, context)
+  // Built only if the wait is interrupted.
+  return Effect.suspend(stopApart.bind(undefined, batch, call, fiber, context))
 }
 
 /** The tool's exit, once its own finalizers are done: an interrupted tool that gets here stopped (TE 8.2). */
