@@ -1127,7 +1127,7 @@ const runParallel = <R>(
           prepared,
           executeAndEnd.bind(undefined, batch) as (p: Prepared) => Effect.Effect<void, never, R>,
           concurrency,
-          () => isAborted(batch),
+          isAborted.bind(undefined, batch),
           batch.grace
         ),
         () => forEachEager(calls, announce.bind(undefined, batch) as (call: Call) => Effect.Effect<void>)
@@ -1161,55 +1161,69 @@ export const executeToolCalls = <R = never>(
 ): Effect.Effect<ToolBatchResult, never, ToolRegistry | R> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.withFiber((fiber) =>
-      Effect.flatMap(Telemetry.batchTrace, (trace) => {
-        // Read from the fiber rather than yielded one by one: this runs once per assistant message.
-        // Both are in the context: the Effect's type requires them.
-        const registry = Context_.getUnsafe(fiber.context, ToolRegistry)
-        const sink = Context_.getUnsafe(fiber.context, EventSink.EventSink)
-        const toolCalls = toolCallsOf(assistantMessage)
-        const calls: Array<Call> = []
-        for (const toolCall of toolCalls) calls.push({ toolCall, state: State.Waiting })
-        const grace = options.abandonAfter === undefined
-          ? DEFAULT_GRACE
-          : Duration.fromInputUnsafe(options.abandonAfter)
-        const emitter = makeEmitter(sink)
-        const batch: Batch<R> = {
-          assistantMessage,
-          context: options.context ?? Context.empty,
-          registry,
-          emit: emitter.emit,
-          signal: options.signal,
-          before: options.beforeToolCall,
-          after: options.afterToolCall,
-          timeout: options.timeout === undefined ? undefined : Duration.fromInputUnsafe(options.timeout),
-          grace,
-          seenIds: new Set(),
-          skipReason: skipReasonOf(options),
-          stopping: false,
-          syncSink: emitter.sync,
-          clock: fiber.getRef(Clock.Clock),
-          lastTimestamp: 0,
-          trace,
-          forkContext: undefined,
-          fork: undefined
-        }
-        const mode = chooseMode(toolCalls, registry, options.toolExecution)
-        // Suspended: the phases run eagerly when called, and must run in the supervised fiber.
-        const work = Effect.suspend(() =>
-          mode === "sequential"
-            ? runSequential(batch, calls)
-            : runParallel(batch, calls, options.concurrency ?? "unbounded")
-        )
-        const stop = () => {
-          batch.stopping = true
-        }
-        return Effect.flatMap(
-          supervise(work, calls, options.signal, grace, stop, emitter.close, restore),
-          (exit) => settle(batch, calls, mode, exit, emitter)
-        )
-      })
+      // A module function, not a closure made per batch (see `startNow`): it holds the batch's set-up loop.
+      Effect.flatMap(
+        Telemetry.batchTrace,
+        startBatch.bind(undefined, assistantMessage, options, restore, fiber) as (
+          trace: Telemetry.BatchTrace | undefined
+        ) => Effect.Effect<ToolBatchResult, never, R>
+      )
     )
   )
+
+function startBatch<R>(
+  assistantMessage: AssistantMessage,
+  options: ToolExecutionOptions<R>,
+  restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>,
+  fiber: Fiber.Fiber<unknown, unknown>,
+  trace: Telemetry.BatchTrace | undefined
+): Effect.Effect<ToolBatchResult, never, R> {
+  // Read from the fiber rather than yielded one by one: this runs once per assistant message.
+  // Both are in the context: the Effect's type requires them.
+  const registry = Context_.getUnsafe(fiber.context, ToolRegistry)
+  const sink = Context_.getUnsafe(fiber.context, EventSink.EventSink)
+  const toolCalls = toolCallsOf(assistantMessage)
+  const calls: Array<Call> = []
+  for (const toolCall of toolCalls) calls.push({ toolCall, state: State.Waiting })
+  const grace = options.abandonAfter === undefined
+    ? DEFAULT_GRACE
+    : Duration.fromInputUnsafe(options.abandonAfter)
+  const emitter = makeEmitter(sink)
+  const batch: Batch<R> = {
+    assistantMessage,
+    context: options.context ?? Context.empty,
+    registry,
+    emit: emitter.emit,
+    signal: options.signal,
+    before: options.beforeToolCall,
+    after: options.afterToolCall,
+    timeout: options.timeout === undefined ? undefined : Duration.fromInputUnsafe(options.timeout),
+    grace,
+    seenIds: new Set(),
+    skipReason: skipReasonOf(options),
+    stopping: false,
+    syncSink: emitter.sync,
+    clock: fiber.getRef(Clock.Clock),
+    lastTimestamp: 0,
+    trace,
+    forkContext: undefined,
+    fork: undefined
+  }
+  const mode = chooseMode(toolCalls, registry, options.toolExecution)
+  // Suspended: the phases run eagerly when called, and must run in the supervised fiber.
+  const work = Effect.suspend(() =>
+    mode === "sequential"
+      ? runSequential(batch, calls)
+      : runParallel(batch, calls, options.concurrency ?? "unbounded")
+  )
+  const stop = () => {
+    batch.stopping = true
+  }
+  return Effect.flatMap(
+    supervise(work, calls, options.signal, grace, stop, emitter.close, restore),
+    (exit) => settle(batch, calls, mode, exit, emitter)
+  )
+}
 
 /** The end of a batch: after a failure the calls it caught are settled (TE 8.3); the batch's result. */
 const settle = <R>(
