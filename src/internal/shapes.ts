@@ -10,6 +10,12 @@
  * next batch would run unoptimized code until it warms up again. One instance of each is enough to keep
  * the maps, and costs a few objects: the fibers kept are finished ones (their context and stack are
  * emptied when they exit) whose exit holds nothing (`void`), the rest are made once.
+ *
+ * The same holds for code: V8 keeps a function's optimized code only while a closure that runs it is alive.
+ * A closure made per call (or per batch) is gone between batches, so a major collection discards its code
+ * and the next batch compiles it again (background compilation counts as the process's CPU time). The call
+ * path is therefore written as module functions and class methods (alive for good), with bound functions
+ * where Effect needs a continuation.
  */
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
