@@ -172,6 +172,9 @@ interface Batch<R> {
   lastTimestamp: number
   /** The batch's spans and metrics; `undefined` when nothing is recorded (docs/telemetry.md OT 1.2). */
   readonly trace: Telemetry.BatchTrace | undefined
+  /** See {@link forkIn}. */
+  forkContext: Context_.Context<never> | undefined
+  fork: ReturnType<typeof Effect.runForkWith<never>> | undefined
 }
 
 /** A call that passed prepare: its tool and the arguments it will get. */
@@ -195,8 +198,12 @@ const isAborted = (batch: Batch<any>): boolean => batch.stopping || batch.signal
  * between them), otherwise as one uninterruptible step, so an abort can never leave a call in a state
  * without its event (or the reverse).
  */
-const atomically = <R>(batch: Batch<R>, step: () => Effect.Effect<void>): Effect.Effect<void> =>
-  batch.syncSink ? step() : Effect.uninterruptible(Effect.suspend(step))
+const atomically = <R>(
+  batch: Batch<R>,
+  call: Call,
+  step: (batch: Batch<R>, call: Call) => Effect.Effect<void>
+): Effect.Effect<void> =>
+  batch.syncSink ? step(batch, call) : Effect.uninterruptible(Effect.suspend(() => step(batch, call)))
 
 // ---------------------------------------------------------------------------------------------------------
 // Phase 1: prepare (TE 2)
@@ -316,25 +323,53 @@ const beforeToolCall = <R>(
   call: Call,
   args: unknown,
   before: NonNullable<ToolExecutionConfig<R>["beforeToolCall"]>,
-  prepared: (args: unknown) => Prepared
+  entry: RegisteredTool
 ): Effect.Effect<Prepared, ImmediateOutcome, R> => {
   const toolCall = call.toolCall
-  const ask = () => before({ assistantMessage: batch.assistantMessage, toolCall, args, context: batch.context })
-  const conclude = (decision: BeforeToolCallResult | undefined | void): Effect.Effect<Prepared, ImmediateOutcome> => {
-    const refused = refusal(batch, toolCall, decision)
-    if (refused !== undefined) return Effect.fail(refused)
-    return Effect.succeed(prepared(decision && decision.args !== undefined ? decision.args : args))
-  }
   if (batch.trace === undefined) {
-    return Effect.matchCauseEffectEager(callUser(ask), {
-      onSuccess: conclude,
-      onFailure: (cause) => stageFailed(toolCall, "beforeToolCall", cause)
+    // The hook called here rather than through a closure (see `startNow`).
+    let asked: Effect.Effect<BeforeToolCallResult | undefined | void, unknown, R>
+    try {
+      asked = before({ assistantMessage: batch.assistantMessage, toolCall, args, context: batch.context })
+    } catch (error) {
+      asked = Effect.die(error)
+    }
+    if (Exit.isExit(asked)) {
+      const done = asked as Exit.Exit<BeforeToolCallResult | undefined | void, unknown>
+      return Exit.isSuccess(done)
+        ? conclude(batch, call, entry, args, done.value)
+        : stageFailed(toolCall, "beforeToolCall", done.cause)
+    }
+    // Pending (a person's approval, a promise): continued by bound module functions (see `startNow`).
+    return Effect.matchCauseEffect(asked, {
+      onSuccess: conclude.bind(undefined, batch, call, entry, args),
+      onFailure: stageFailed.bind(undefined, toolCall, "beforeToolCall")
     })
   }
+  const ask = () => before({ assistantMessage: batch.assistantMessage, toolCall, args, context: batch.context })
   return Effect.flatMapEager(
     Telemetry.toolPhase(batch.trace, call, "approval", () => guardStage(toolCall, "beforeToolCall", ask)),
-    conclude
+    (decision) => conclude(batch, call, entry, args, decision)
   )
+}
+
+/** TE 2.4: prepare ends with `beforeToolCall`'s decision: refused, or prepared with its arguments. */
+function conclude<R>(
+  batch: Batch<R>,
+  call: Call,
+  entry: RegisteredTool,
+  args: unknown,
+  decision: BeforeToolCallResult | undefined | void
+): Effect.Effect<Prepared, ImmediateOutcome> {
+  const refused = refusal(batch, call.toolCall, decision)
+  if (refused !== undefined) return Effect.fail(refused)
+  return Effect.succeed(makePrepared(call, entry, decision && decision.args !== undefined ? decision.args : args))
+}
+
+/** The end of prepare: the call is ready to execute with `args`. */
+const makePrepared = (call: Call, entry: RegisteredTool, args: unknown): Prepared => {
+  call.state = State.Prepared
+  return new Prepared(call, entry, args)
 }
 
 /**
@@ -395,14 +430,18 @@ const prepare = <R>(batch: Batch<R>, call: Call): Effect.Effect<Prepared, Immedi
       guardStage(toolCall, "prepareArguments", () => shim(given)),
       (raw) => validateArguments(toolCall, entry.tool, raw)
     )
-  const prepared = (args: unknown) => {
-    call.state = State.Prepared
-    return new Prepared(call, entry, args)
-  }
   const before = batch.before
+  if (Exit.isExit(validated)) {
+    const done = validated as Exit.Exit<unknown, InvalidToolArguments | PrepareFailed>
+    if (Exit.isFailure(done)) return done as Exit.Exit<never, InvalidToolArguments | PrepareFailed>
+    return before === undefined
+      ? Effect.succeed(makePrepared(call, entry, done.value))
+      : beforeToolCall(batch, call, done.value, before, entry)
+  }
+  // A shim that is still pending.
   return before === undefined
-    ? Effect.mapEager(validated, prepared)
-    : Effect.flatMapEager(validated, (args) => beforeToolCall(batch, call, args, before, prepared))
+    ? Effect.map(validated, (args) => makePrepared(call, entry, args))
+    : Effect.flatMap(validated, (args) => beforeToolCall(batch, call, args, before, entry))
 }
 
 /** An immediate outcome as a finalized result. Only a block may terminate. */
@@ -505,13 +544,26 @@ class CallContext extends LazyAbort implements ToolContext {
     })
 }
 
+/** A call whose tool runs: `abort` aborts the signal the tool holds (a method, not a closure per call). */
+class Running {
+  readonly _tag = "Running"
+  readonly #context: CallContext
+  constructor(context: CallContext) {
+    this.#context = context
+  }
+  abort(): void {
+    this.#context.abort()
+  }
+}
+
 let shapesKept = false
 
 /** Once: an instance of each of this module's classes on a call's path, made up, kept (see `shapes.ts`). */
 const keepShapes = (entry: RegisteredTool): void => {
   shapesKept = true
   const call: Call = { toolCall: { type: "toolCall", id: "", name: "", arguments: {} }, state: State.Waiting }
-  keepAll([new Prepared(call, entry, {}), new CallContext(call, () => Effect.void)])
+  const context = new CallContext(call, () => Effect.void)
+  keepAll([new Prepared(call, entry, {}), context, new Running(context)])
 }
 
 /**
@@ -530,9 +582,14 @@ const execute = <A, R>(
   if (isAborted(batch)) return Effect.interrupt
   if (!shapesKept) keepShapes(entry)
   const context = new CallContext(call, batch.emit)
-  const running: CallState = { _tag: "Running", abort: () => context.abort() }
+  const running: CallState = new Running(context)
   call.state = running
-  const handled = callUser(() => entry.handler(prepared.args, context))
+  let handled: Effect.Effect<ToolResult, unknown>
+  try {
+    handled = entry.handler(prepared.args, context)
+  } catch (error) {
+    handled = Effect.die(error)
+  }
   if (Exit.isExit(handled)) return then(executedResult(entry.tool, handled as Exit.Exit<ToolResult, unknown>))
   // The handler itself may have aborted the run (or a listener of the signal did) while it was called: the
   // Effect it returned must then not run. Nothing else would stop it: the interruption of the batch is
@@ -546,9 +603,17 @@ const execute = <A, R>(
   // aborts the signal and marks the call stopped once the tool's own finalizers are done.
   if (inline && timeout === undefined) {
     return Effect.matchCauseEffect(handled as Effect.Effect<ToolResult, unknown>, {
-      onSuccess: (value) => then(executedResult(entry.tool, Exit.succeed(value))),
-      onFailure: (cause) => then(executedResult(entry.tool, Exit.failCause(cause)))
+      onSuccess: succeededThen.bind(undefined, entry.tool, then) as (value: ToolResult) => Effect.Effect<A, never, R>,
+      onFailure: failedThen.bind(undefined, entry.tool, then) as (
+        cause: Cause.Cause<unknown>
+      ) => Effect.Effect<A, never, R>
     })
+  }
+  if (timeout === undefined) {
+    return Effect.flatMap(
+      awaitApart(batch, call, entry.tool, handled as Effect.Effect<ToolResult, unknown>, context),
+      then
+    )
   }
   // Runs once the tool's own finalizers are done: a tool that ignores cancellation never gets here.
   const run = Effect.onInterrupt(handled, () =>
@@ -557,6 +622,85 @@ const execute = <A, R>(
       if (call.state === running) call.state = State.Stopped
     }))
   return Effect.flatMapEager(runApart(batch, call, entry.tool, run, context, timeout), then)
+}
+
+function succeededThen<A, R>(
+  tool: Tool.Any,
+  then: (executed: Finalized) => Effect.Effect<A, never, R>,
+  value: ToolResult
+): Effect.Effect<A, never, R> {
+  return then(executedResult(tool, Exit.succeed(value)))
+}
+
+function failedThen<A, R>(
+  tool: Tool.Any,
+  then: (executed: Finalized) => Effect.Effect<A, never, R>,
+  cause: Cause.Cause<unknown>
+): Effect.Effect<A, never, R> {
+  return then(executedResult(tool, Exit.failCause(cause)))
+}
+
+/**
+ * A tool without a time limit in a detached fiber of its own (see {@link runApart}), waited for by one
+ * callback: the tool's fiber is started and observed in the callback's registration (one step, so an
+ * interruption arriving while the tool starts is seen once the wait begins), and interrupting the wait
+ * stops the tool ({@link stopApart}: signal, then fiber, abandoned after the grace period). The observer
+ * runs once the tool's own finalizers are done: an interrupted tool that gets there stopped (TE 8.2).
+ */
+const awaitApart = (
+  batch: Batch<any>,
+  call: Call,
+  tool: Tool.Any,
+  handled: Effect.Effect<ToolResult, unknown>,
+  context: CallContext
+): Effect.Effect<Finalized> =>
+  // Bound module functions, not closures (see `startNow`); the bound function takes one parameter, so the
+  // wait gets no AbortController.
+  Effect.callback<Finalized>(registerApart.bind(undefined, batch, call, tool, handled, context))
+
+function registerApart(
+  batch: Batch<any>,
+  call: Call,
+  tool: Tool.Any,
+  handled: Effect.Effect<ToolResult, unknown>,
+  context: CallContext,
+  resume: (effect: Effect.Effect<Finalized>) => void
+): Effect.Effect<void> | undefined {
+  // Registration runs in the waiting fiber: the tool runs with its services.
+  const fiber = forkIn(batch, Fiber.getCurrent()!.context)(handled)
+  const done = fiber.pollUnsafe()
+  if (done !== undefined) {
+    observeApart(call, call.state, tool, context, resume, done)
+    return undefined
+  }
+  fiber.addObserver(observeApart.bind(undefined, call, call.state, tool, context, resume))
+  // Built only if the wait is interrupted.
+  return Effect.suspend(stopApart.bind(undefined, batch, call, fiber, context))
+}
+
+/** The tool's exit, once its own finalizers are done: an interrupted tool that gets here stopped (TE 8.2). */
+function observeApart(
+  call: Call,
+  running: CallState,
+  tool: Tool.Any,
+  context: CallContext,
+  resume: (effect: Effect.Effect<Finalized>) => void,
+  exit: Exit.Exit<ToolResult, unknown>
+): void {
+  if (Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)) {
+    context.abort()
+    if (call.state === running) call.state = State.Stopped
+  }
+  resume(Effect.succeed(executedResult(tool, exit)))
+}
+
+/** `Effect.runForkWith(context)`, made once per context a batch forks from (the same for all its calls, untraced). */
+const forkIn = (batch: Batch<any>, context: Context_.Context<never>) => {
+  if (batch.forkContext !== context) {
+    batch.forkContext = context
+    batch.fork = Effect.runForkWith(context)
+  }
+  return batch.fork!
 }
 
 /**
@@ -672,25 +816,48 @@ const finalize = <A, R, R2>(
   if (after === undefined) return then(executed)
   const call = prepared.call
   call.state = call.state._tag === "Abandoned" ? State.FinalizingAbandoned : State.Finalizing
-  return Effect.matchCauseEffectEager(
-    callUser(() =>
-      after({
-        assistantMessage: batch.assistantMessage,
-        toolCall: call.toolCall,
-        args: prepared.args,
-        result: executed.result,
-        isError: executed.isError,
-        context: batch.context
-      })
-    ),
-    {
-      onSuccess: (override) => then(applyOverride(executed, override)),
-      onFailure: (cause) =>
-        Cause.hasInterruptsOnly(cause)
-          ? Effect.failCause(cause as Cause.Cause<never>)
-          : then(errorResult(causeMessage(cause)))
-    }
-  )
+  let overridden: Effect.Effect<AfterToolCallResult | undefined | void, unknown, R>
+  try {
+    overridden = after({
+      assistantMessage: batch.assistantMessage,
+      toolCall: call.toolCall,
+      args: prepared.args,
+      result: executed.result,
+      isError: executed.isError,
+      context: batch.context
+    })
+  } catch (error) {
+    overridden = Effect.die(error)
+  }
+  if (Exit.isExit(overridden)) {
+    const done = overridden as Exit.Exit<AfterToolCallResult | undefined | void, unknown>
+    return Exit.isSuccess(done) ? overrideWith(executed, then, done.value) : afterFailed(then, done.cause)
+  }
+  // Pending: continued by bound module functions (see `startNow`).
+  return Effect.matchCauseEffect(overridden, {
+    onSuccess: overrideWith.bind(undefined, executed, then) as (
+      override: AfterToolCallResult | undefined | void
+    ) => Effect.Effect<A, never, R2>,
+    onFailure: afterFailed.bind(undefined, then) as (cause: Cause.Cause<unknown>) => Effect.Effect<A, never, R2>
+  })
+}
+
+function overrideWith<A, R2>(
+  executed: Finalized,
+  then: (outcome: Finalized) => Effect.Effect<A, never, R2>,
+  override: AfterToolCallResult | undefined | void
+): Effect.Effect<A, never, R2> {
+  return then(applyOverride(executed, override))
+}
+
+/** TE 4: a failing `afterToolCall` makes the call an error result; an interruption passes. */
+function afterFailed<A, R2>(
+  then: (outcome: Finalized) => Effect.Effect<A, never, R2>,
+  cause: Cause.Cause<unknown>
+): Effect.Effect<A, never, R2> {
+  return Cause.hasInterruptsOnly(cause)
+    ? Effect.failCause(cause as Cause.Cause<never>)
+    : then(errorResult(causeMessage(cause)))
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -698,32 +865,40 @@ const finalize = <A, R, R2>(
 // ---------------------------------------------------------------------------------------------------------
 
 /** TE 2.1: a call's start event, before anything else of it (state and event together, see {@link atomically}). */
-const emitStart = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> =>
-  atomically(batch, () => {
-    call.state = State.Preparing
-    const { toolCall } = call
-    Telemetry.toolStart(batch.trace, call, toolCall)
-    return batch.emit({
-      type: "tool_execution_start",
-      toolCallId: toolCall.id,
-      toolName: toolCall.name,
-      args: toolCall.arguments
-    })
+const emitStart = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> => atomically(batch, call, startNow)
+
+// The steps below are module functions rather than closures: a closure made per call loses its optimized code
+// at every major GC once none of it is alive (see `shapes.ts`), and is compiled again by the next batch.
+
+const startNow = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> => {
+  call.state = State.Preparing
+  const { toolCall } = call
+  Telemetry.toolStart(batch.trace, call, toolCall)
+  return batch.emit({
+    type: "tool_execution_start",
+    toolCallId: toolCall.id,
+    toolName: toolCall.name,
+    args: toolCall.arguments
   })
+}
 
 /** Phase 4 (TE 5.1). Records the call's final outcome and emits its one end event. */
-const emitEnd = <R>(batch: Batch<R>, call: Call, outcome: Finalized): Effect.Effect<void> =>
-  atomically(batch, () => {
-    call.state = { _tag: "Ended", outcome }
-    Telemetry.toolEnd(batch.trace, call, outcome)
-    return batch.emit({
-      type: "tool_execution_end",
-      toolCallId: call.toolCall.id,
-      toolName: call.toolCall.name,
-      result: outcome.result,
-      isError: outcome.isError
-    })
+const emitEnd = <R>(batch: Batch<R>, call: Call, outcome: Finalized): Effect.Effect<void> => {
+  if (!batch.syncSink) return Effect.uninterruptible(Effect.suspend(() => endNow(batch, call, outcome)))
+  return endNow(batch, call, outcome)
+}
+
+const endNow = <R>(batch: Batch<R>, call: Call, outcome: Finalized): Effect.Effect<void> => {
+  call.state = { _tag: "Ended", outcome }
+  Telemetry.toolEnd(batch.trace, call, outcome)
+  return batch.emit({
+    type: "tool_execution_end",
+    toolCallId: call.toolCall.id,
+    toolName: call.toolCall.name,
+    result: outcome.result,
+    isError: outcome.isError
   })
+}
 
 /** Phase 5 (TE 5.2). The tool-result message of an ended call, timestamped no earlier than the previous one. */
 const createMessage = <R>(batch: Batch<R>, call: Call, outcome: Finalized): ToolResultMessage => {
@@ -740,20 +915,29 @@ const createMessage = <R>(batch: Batch<R>, call: Call, outcome: Finalized): Tool
 }
 
 /** Phase 5, announced: `message_start` then `message_end`, as one step an abort cannot split. */
-const announce = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> =>
-  atomically(batch, () => {
-    const state = call.state
-    if (state._tag !== "Ended") {
-      return Effect.die(new Error(`effect-agent: tool call ${call.toolCall.id} announced in state ${state._tag}`))
-    }
-    const message = createMessage(batch, call, state.outcome)
-    // A synchronous sink delivers both events right here: nothing can observe the state in between.
-    call.state = { _tag: batch.syncSink ? "Done" : "Announcing", outcome: state.outcome, message }
-    return Effect.flatMapEager(batch.emit({ type: "message_start", message }), () => {
-      if (call.state._tag === "Announcing") call.state = { _tag: "Done", outcome: state.outcome, message }
-      return batch.emit({ type: "message_end", message })
-    })
+const announce = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> => atomically(batch, call, announceNow)
+
+const announceNow = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> => {
+  const state = call.state
+  if (state._tag !== "Ended") {
+    return Effect.die(new Error(`effect-agent: tool call ${call.toolCall.id} announced in state ${state._tag}`))
+  }
+  const message = createMessage(batch, call, state.outcome)
+  if (batch.syncSink) {
+    // Both events right here: nothing can observe the state in between.
+    call.state = { _tag: "Done", outcome: state.outcome, message }
+    const started = batch.emit({ type: "message_start", message })
+    // Not an Exit: a subscriber failed, and its warning is logged first (as in the effectful case below).
+    return Exit.isExit(started) && Exit.isSuccess(started)
+      ? batch.emit({ type: "message_end", message })
+      : Effect.flatMap(started, () => batch.emit({ type: "message_end", message }))
+  }
+  call.state = { _tag: "Announcing", outcome: state.outcome, message }
+  return Effect.flatMapEager(batch.emit({ type: "message_start", message }), () => {
+    if (call.state._tag === "Announcing") call.state = { _tag: "Done", outcome: state.outcome, message }
+    return batch.emit({ type: "message_end", message })
   })
+}
 
 /** The rest of phase 5 for a call an abort caught: its `message_end` if only `message_start` went out. */
 const finishMessage = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> => {
@@ -779,7 +963,12 @@ const executeAndFinalize = <A, R, R2>(
   then: (outcome: Finalized) => Effect.Effect<A, never, R2>
 ): Effect.Effect<A, never, R | R2> =>
   batch.trace === undefined
-    ? execute(batch, prepared, inline, (executed) => finalize(batch, prepared, executed, then))
+    ? execute(
+      batch,
+      prepared,
+      inline,
+      finalizeThen.bind(undefined, batch, prepared, then) as (executed: Finalized) => Effect.Effect<A, never, R | R2>
+    )
     : Effect.flatMapEager(
       Effect.flatMapEager(
         Telemetry.toolPhase(batch.trace, prepared.call, "execution", () => execute(batch, prepared, inline, succeed)),
@@ -794,28 +983,23 @@ const executeAndFinalize = <A, R, R2>(
       then
     )
 
+function finalizeThen<A, R, R2>(
+  batch: Batch<R>,
+  prepared: Prepared,
+  then: (outcome: Finalized) => Effect.Effect<A, never, R2>,
+  executed: Finalized
+): Effect.Effect<A, never, R | R2> {
+  return finalize(batch, prepared, executed, then)
+}
+
 const succeed = (outcome: Finalized): Effect.Effect<Finalized> => Effect.succeed(outcome)
 
-/**
- * Continues after prepare: with the prepared call, or with the immediate outcome (the typed error) as the
- * call's finalized result. One step where prepare is pending; an interruption passes.
- */
-const afterPrepare = <A, R, R2>(
-  prepared: Effect.Effect<Prepared, ImmediateOutcome, R>,
-  onPrepared: (prepared: Prepared) => Effect.Effect<A, never, R2>,
-  onOutcome: (outcome: ImmediateOutcome) => Effect.Effect<A, never, R2>
-): Effect.Effect<A, never, R | R2> =>
-  Effect.matchCauseEffectEager(prepared, {
-    onSuccess: onPrepared,
-    onFailure: (cause) => {
-      const outcome = Cause.findErrorOption(cause)
-      return Option.isSome(outcome) ? onOutcome(outcome.value) : Effect.failCause(cause as Cause.Cause<never>)
-    }
-  })
-
 /** Phases 4 and 5 of a finalized call: its end event, then its result message. */
-const endAndAnnounce = <R>(batch: Batch<R>, call: Call, outcome: Finalized): Effect.Effect<void> =>
-  Effect.flatMapEager(emitEnd(batch, call, outcome), () => announce(batch, call))
+const endAndAnnounce = <R>(batch: Batch<R>, call: Call, outcome: Finalized): Effect.Effect<void> => {
+  const ended = emitEnd(batch, call, outcome)
+  if (Exit.isExit(ended)) return Exit.isSuccess(ended) ? announce(batch, call) : ended
+  return Effect.flatMap(ended, announce.bind(undefined, batch, call))
+}
 
 // The modes are loops of complete Effects chained eagerly (`forEachEager`, `flatMapEager`) rather than
 // generators: a batch may hold 100 000 instant calls, and on that path a generator (and an iterator per
@@ -826,33 +1010,103 @@ const endAndAnnounce = <R>(batch: Batch<R>, call: Call, outcome: Finalized): Eff
  * immediate outcome skips execute and finalize.
  */
 const runSequential = <R>(batch: Batch<R>, calls: ReadonlyArray<Call>): Effect.Effect<void, never, R> =>
-  forEachEager(calls, (call) => {
-    const end = (outcome: Finalized) => endAndAnnounce(batch, call, outcome)
-    return Effect.flatMapEager(
-      emitStart(batch, call),
-      () =>
-        afterPrepare(
-          prepare(batch, call),
-          (prepared) => executeAndFinalize(batch, prepared, false, end),
-          (outcome) => end(immediateResult(outcome))
-        )
-    )
+  sequentialFrom(batch, calls, 0)
+
+// The steps of a sequential call are module functions, continued by bound functions only where something
+// is pending (see `startNow`).
+
+/** The calls from `from` on; complete calls chained in a plain loop (yielding every 2048 calls). */
+function sequentialFrom<R>(batch: Batch<R>, calls: ReadonlyArray<Call>, from: number): Effect.Effect<void, never, R> {
+  for (let i = from; i < calls.length; i++) {
+    const effect = sequentialCall(batch, calls[i]!)
+    if (!Exit.isExit(effect)) {
+      return Effect.flatMap(effect, sequentialFrom.bind(undefined, batch, calls, i + 1) as Rest<R>)
+    }
+    if (Exit.isFailure(effect)) return effect
+    if ((i & 2047) === 2047 && i + 1 < calls.length) {
+      return Effect.flatMap(Effect.yieldNow, sequentialFrom.bind(undefined, batch, calls, i + 1) as Rest<R>)
+    }
+  }
+  return Effect.void
+}
+
+/** One call of sequential mode: all five phases (an immediate outcome skips execute and finalize). */
+function sequentialCall<R>(batch: Batch<R>, call: Call): Effect.Effect<void, never, R> {
+  const started = emitStart(batch, call)
+  if (Exit.isExit(started)) return Exit.isSuccess(started) ? sequentialPrepare(batch, call) : started
+  return Effect.flatMap(started, sequentialPrepare.bind(undefined, batch, call) as Rest<R>)
+}
+
+/** A bound continuation that ignores the value it gets. */
+type Rest<R> = () => Effect.Effect<void, never, R>
+
+function sequentialPrepare<R>(batch: Batch<R>, call: Call): Effect.Effect<void, never, R> {
+  const prepared = prepare(batch, call)
+  if (Exit.isExit(prepared)) {
+    const done = prepared as Exit.Exit<Prepared, ImmediateOutcome>
+    return Exit.isSuccess(done) ? sequentialExecute(batch, done.value) : sequentialOutcome(batch, call, done.cause)
+  }
+  return Effect.matchCauseEffect(prepared, {
+    onSuccess: sequentialExecute.bind(undefined, batch) as (prepared: Prepared) => Effect.Effect<void, never, R>,
+    onFailure: sequentialOutcome.bind(undefined, batch, call) as (
+      cause: Cause.Cause<ImmediateOutcome>
+    ) => Effect.Effect<void, never, R>
   })
+}
+
+function sequentialExecute<R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<void, never, R> {
+  return executeAndFinalize(batch, prepared, false, endAndAnnounce.bind(undefined, batch, prepared.call))
+}
+
+/** A call that ended in prepare: its immediate outcome; an interruption passes. */
+function sequentialOutcome<R>(
+  batch: Batch<R>,
+  call: Call,
+  cause: Cause.Cause<ImmediateOutcome>
+): Effect.Effect<void, never, R> {
+  const outcome = Cause.findErrorOption(cause)
+  return Option.isSome(outcome)
+    ? endAndAnnounce(batch, call, immediateResult(outcome.value))
+    : Effect.failCause(cause as Cause.Cause<never>)
+}
 
 /** Phases 2 to 4 of one prepared call in parallel mode: it ends as soon as it is finalized. */
 const executeAndEnd = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<void, never, R> =>
-  executeAndFinalize(batch, prepared, true, (outcome) => emitEnd(batch, prepared.call, outcome))
+  executeAndFinalize(batch, prepared, true, emitEnd.bind(undefined, batch, prepared.call))
 
 /** Step 1 of parallel mode for one call: its start event and prepare; an immediate outcome ends it here. */
-const preflight = <R>(batch: Batch<R>, call: Call, prepared: Array<Prepared>): Effect.Effect<void, never, R> =>
-  Effect.flatMapEager(
-    emitStart(batch, call),
-    () =>
-      afterPrepare(prepare(batch, call), (result) => {
-        prepared.push(result)
-        return Effect.void
-      }, (outcome) => emitEnd(batch, call, immediateResult(outcome)))
-  )
+function preflight<R>(batch: Batch<R>, prepared: Array<Prepared>, call: Call): Effect.Effect<void, never, R> {
+  const started = emitStart(batch, call)
+  if (Exit.isExit(started)) return Exit.isSuccess(started) ? preflightPrepare(batch, prepared, call) : started
+  return Effect.flatMap(started, preflightPrepare.bind(undefined, batch, prepared, call) as Rest<R>)
+}
+
+// Module functions continued by bound functions only where something is pending (see `startNow`).
+
+function preflightPrepare<R>(batch: Batch<R>, prepared: Array<Prepared>, call: Call): Effect.Effect<void, never, R> {
+  const result = prepare(batch, call)
+  if (Exit.isExit(result)) {
+    const done = result as Exit.Exit<Prepared, ImmediateOutcome>
+    return Exit.isSuccess(done) ? keepPrepared(prepared, done.value) : preflightOutcome(batch, call, done.cause)
+  }
+  return Effect.matchCauseEffect(result, {
+    onSuccess: keepPrepared.bind(undefined, prepared),
+    onFailure: preflightOutcome.bind(undefined, batch, call)
+  })
+}
+
+function keepPrepared(prepared: Array<Prepared>, result: Prepared): Effect.Effect<void> {
+  prepared.push(result)
+  return Effect.void
+}
+
+/** A call that ended in prepare: its end event now (its message comes in source order); an interruption passes. */
+function preflightOutcome<R>(batch: Batch<R>, call: Call, cause: Cause.Cause<ImmediateOutcome>): Effect.Effect<void> {
+  const outcome = Cause.findErrorOption(cause)
+  return Option.isSome(outcome)
+    ? emitEnd(batch, call, immediateResult(outcome.value))
+    : Effect.failCause(cause as Cause.Cause<never>)
+}
 
 /**
  * Parallel (TE 6.2), in three steps: prepare one call at a time in source order (an immediate outcome ends
@@ -865,11 +1119,20 @@ const runParallel = <R>(
   concurrency: number | "unbounded"
 ): Effect.Effect<void, never, R> => {
   const prepared: Array<Prepared> = []
-  return Effect.flatMapEager(forEachEager(calls, (call) => preflight(batch, call, prepared)), () =>
-    Effect.flatMap(
-      executeAll(prepared, (p) => executeAndEnd(batch, p), concurrency, () => isAborted(batch), batch.grace),
-      () => forEachEager(calls, (call) => announce(batch, call))
-    ))
+  return Effect.flatMapEager(
+    forEachEager(calls, preflight.bind(undefined, batch, prepared) as (call: Call) => Effect.Effect<void, never, R>),
+    () =>
+      Effect.flatMap(
+        executeAll(
+          prepared,
+          executeAndEnd.bind(undefined, batch) as (p: Prepared) => Effect.Effect<void, never, R>,
+          concurrency,
+          isAborted.bind(undefined, batch),
+          batch.grace
+        ),
+        () => forEachEager(calls, announce.bind(undefined, batch) as (call: Call) => Effect.Effect<void>)
+      )
+  )
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -898,52 +1161,69 @@ export const executeToolCalls = <R = never>(
 ): Effect.Effect<ToolBatchResult, never, ToolRegistry | R> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.withFiber((fiber) =>
-      Effect.flatMap(Telemetry.batchTrace, (trace) => {
-        // Read from the fiber rather than yielded one by one: this runs once per assistant message.
-        // Both are in the context: the Effect's type requires them.
-        const registry = Context_.getUnsafe(fiber.context, ToolRegistry)
-        const sink = Context_.getUnsafe(fiber.context, EventSink.EventSink)
-        const toolCalls = toolCallsOf(assistantMessage)
-        const calls: Array<Call> = toolCalls.map((toolCall) => ({ toolCall, state: State.Waiting }))
-        const grace = options.abandonAfter === undefined
-          ? DEFAULT_GRACE
-          : Duration.fromInputUnsafe(options.abandonAfter)
-        const emitter = makeEmitter(sink)
-        const batch: Batch<R> = {
-          assistantMessage,
-          context: options.context ?? Context.empty,
-          registry,
-          emit: emitter.emit,
-          signal: options.signal,
-          before: options.beforeToolCall,
-          after: options.afterToolCall,
-          timeout: options.timeout === undefined ? undefined : Duration.fromInputUnsafe(options.timeout),
-          grace,
-          seenIds: new Set(),
-          skipReason: skipReasonOf(options),
-          stopping: false,
-          syncSink: emitter.sync,
-          clock: fiber.getRef(Clock.Clock),
-          lastTimestamp: 0,
-          trace
-        }
-        const mode = chooseMode(toolCalls, registry, options.toolExecution)
-        // Suspended: the phases run eagerly when called, and must run in the supervised fiber.
-        const work = Effect.suspend(() =>
-          mode === "sequential"
-            ? runSequential(batch, calls)
-            : runParallel(batch, calls, options.concurrency ?? "unbounded")
-        )
-        const stop = () => {
-          batch.stopping = true
-        }
-        return Effect.flatMap(
-          supervise(work, calls, options.signal, grace, stop, emitter.close, restore),
-          (exit) => settle(batch, calls, mode, exit, emitter)
-        )
-      })
+      // A module function, not a closure made per batch (see `startNow`): it holds the batch's set-up loop.
+      Effect.flatMap(
+        Telemetry.batchTrace,
+        startBatch.bind(undefined, assistantMessage, options, restore, fiber) as (
+          trace: Telemetry.BatchTrace | undefined
+        ) => Effect.Effect<ToolBatchResult, never, R>
+      )
     )
   )
+
+function startBatch<R>(
+  assistantMessage: AssistantMessage,
+  options: ToolExecutionOptions<R>,
+  restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>,
+  fiber: Fiber.Fiber<unknown, unknown>,
+  trace: Telemetry.BatchTrace | undefined
+): Effect.Effect<ToolBatchResult, never, R> {
+  // Read from the fiber rather than yielded one by one: this runs once per assistant message.
+  // Both are in the context: the Effect's type requires them.
+  const registry = Context_.getUnsafe(fiber.context, ToolRegistry)
+  const sink = Context_.getUnsafe(fiber.context, EventSink.EventSink)
+  const toolCalls = toolCallsOf(assistantMessage)
+  const calls: Array<Call> = []
+  for (const toolCall of toolCalls) calls.push({ toolCall, state: State.Waiting })
+  const grace = options.abandonAfter === undefined
+    ? DEFAULT_GRACE
+    : Duration.fromInputUnsafe(options.abandonAfter)
+  const emitter = makeEmitter(sink)
+  const batch: Batch<R> = {
+    assistantMessage,
+    context: options.context ?? Context.empty,
+    registry,
+    emit: emitter.emit,
+    signal: options.signal,
+    before: options.beforeToolCall,
+    after: options.afterToolCall,
+    timeout: options.timeout === undefined ? undefined : Duration.fromInputUnsafe(options.timeout),
+    grace,
+    seenIds: new Set(),
+    skipReason: skipReasonOf(options),
+    stopping: false,
+    syncSink: emitter.sync,
+    clock: fiber.getRef(Clock.Clock),
+    lastTimestamp: 0,
+    trace,
+    forkContext: undefined,
+    fork: undefined
+  }
+  const mode = chooseMode(toolCalls, registry, options.toolExecution)
+  // Suspended: the phases run eagerly when called, and must run in the supervised fiber.
+  const work = Effect.suspend(() =>
+    mode === "sequential"
+      ? runSequential(batch, calls)
+      : runParallel(batch, calls, options.concurrency ?? "unbounded")
+  )
+  const stop = () => {
+    batch.stopping = true
+  }
+  return Effect.flatMap(
+    supervise(work, calls, options.signal, grace, stop, emitter.close, restore),
+    (exit) => settle(batch, calls, mode, exit, emitter)
+  )
+}
 
 /** The end of a batch: after a failure the calls it caught are settled (TE 8.3); the batch's result. */
 const settle = <R>(

@@ -3,11 +3,11 @@
  * TE 1 to TE 9. Ordering is forced with Deferred gates, time with the TestClock; no test sleeps for real.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Data, Effect, Exit, Fiber, Ref, Schema, Stream } from "effect"
+import { Data, Effect, Exit, Fiber, Logger, Ref, References, Schema, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import type { AgentContext } from "../src/AgentContext.ts"
 import type { AgentEvent } from "../src/AgentEvent.ts"
-import type * as EventSink from "../src/EventSink.ts"
+import * as EventSink from "../src/EventSink.ts"
 import type { ToolCall, ToolResultMessage } from "../src/Message.ts"
 import * as Tool from "../src/Tool.ts"
 import type { ToolResult } from "../src/Tool.ts"
@@ -2050,8 +2050,12 @@ describe("TE 8 abort and interruption", () => {
       assertBefore(rec.trace, "process-exited:1", "end:1")
     }).pipe(unblockOnExit))
 
-  for (const via of ["signal", "fiber interruption", "fiber interruption, no signal"] as const) {
-    it.effect(`TE 8 an abort (${via}) arriving just as a tool starts still interrupts that tool`, () =>
+  for (
+    const [via, mode] of (["signal", "fiber interruption", "fiber interruption, no signal"] as const).flatMap((via) =>
+      (["parallel", "sequential"] as const).map((mode) => [via, mode] as const)
+    )
+  ) {
+    it.effect(`TE 8 an abort (${via}) arriving just as a tool starts still interrupts that tool (${mode})`, () =>
       Effect.gen(function*() {
         const rec = makeRecorder()
         const gates = makeGates()
@@ -2070,7 +2074,9 @@ describe("TE 8 abort and interruption", () => {
             assistantMessage(...calls),
             [scripted("c", tool)],
             rec.sink,
-            via === "fiber interruption, no signal" ? {} : { signal: controller.signal }
+            via === "fiber interruption, no signal"
+              ? { toolExecution: mode }
+              : { signal: controller.signal, toolExecution: mode }
           )
         )
         yield* within(Fiber.await(batch), "the aborted batch")
@@ -2209,6 +2215,35 @@ describe("TE 9 bad input and faults", () => {
       const result = yield* runBatch(assistantMessage(...faultCalls), [scripted("a", marking(rec))], sink)
       expectNormal(rec, result)
     }))
+
+  for (const mode of ["parallel", "sequential"] as const) {
+    it.effect(`TE 9 a synchronous subscriber that throws never breaks the batch, and each failure is logged in order (${mode})`, () =>
+      Effect.gen(function*() {
+        const rec = makeRecorder()
+        const seen: Array<string> = []
+        // A callback sink is delivered synchronously, without an Effect per event (the batch's fast path).
+        const sink = EventSink.fromCallback((event) => {
+          Effect.runSync(rec.sink.emit(event))
+          seen.push(event.type)
+          throw new Error("subscriber threw")
+        })
+        const logger = Logger.make((options) => {
+          const message = options.message
+          seen.push(`${options.logLevel}: ${Array.isArray(message) ? message[0] : String(message)}`)
+        })
+        const result = yield* runBatch(assistantMessage(...faultCalls), [scripted("a", marking(rec))], sink, {
+          toolExecution: mode
+        }).pipe(Effect.provideService(References.CurrentLoggers, new Set([logger])))
+        expectNormal(rec, result)
+        // Every delivery's warning comes right after it, before the next event (message_end included).
+        const events = seen.filter((s) => !s.startsWith("Warn"))
+        assert.strictEqual(events.length, 12)
+        assert.strictEqual(seen.length, 24)
+        for (let i = 0; i < seen.length; i += 2) {
+          assert.strictEqual(seen[i + 1], `Warn: effect-agent: an event subscriber failed on ${seen[i]}`)
+        }
+      }))
+  }
 
   it.effect("TE 9 a slow subscriber delays the batch but never breaks it or reorders events", () =>
     Effect.gen(function*() {

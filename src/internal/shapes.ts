@@ -10,10 +10,26 @@
  * next batch would run unoptimized code until it warms up again. One instance of each is enough to keep
  * the maps, and costs a few objects: the fibers kept are finished ones (their context and stack are
  * emptied when they exit) whose exit holds nothing (`void`), the rest are made once.
+ *
+ * The same holds for code: V8 keeps a function's optimized code only while a closure that runs it is alive.
+ * A closure made per call (or per batch) is gone between batches, so a major collection discards its code
+ * and the next batch compiles it again (background compilation counts as the process's CPU time). The call
+ * path is therefore written as module functions and class methods (alive for good), with bound functions
+ * where Effect needs a continuation.
  */
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+
+/** An instance of `AsyncResource` where there is one (Node's `node:async_hooks`), as Effect's runtime finds it. */
+function asyncResource(): unknown {
+  try {
+    const Resource = (globalThis as any).process?.getBuiltinModule?.("node:async_hooks")?.AsyncResource
+    return Resource === undefined ? undefined : new Resource("effect/Fiber")
+  } catch {
+    return undefined
+  }
+}
 
 /** Effect primitives a batch builds for every call, one of each kind, and an abort signal. */
 const primitives: ReadonlyArray<unknown> = [
@@ -38,7 +54,9 @@ const primitives: ReadonlyArray<unknown> = [
   Exit.failCause(Cause.fail(undefined)),
   Exit.failCause(Cause.interrupt()),
   // The run's signal is checked before every call starts (TE 8.1).
-  new AbortController().signal
+  new AbortController().signal,
+  // A fiber that waits captures one (Effect's runtime, on Node), resumed and destroyed on its next step.
+  asyncResource()
 ]
 
 /**

@@ -5,8 +5,8 @@
  * abort caught.
  */
 import * as Cause from "effect/Cause"
-import type * as Context from "effect/Context"
-import type * as Duration from "effect/Duration"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
@@ -24,7 +24,7 @@ import {
   wasAbandoned,
   wasStarted
 } from "./callState.ts"
-import { keepFiber } from "./shapes.ts"
+import { keepAll, keepFiber } from "./shapes.ts"
 
 /** Aborts the signal of a call whose tool is running (so cleanup that waits on it can finish). */
 const abortRunning = (call: Call): void => {
@@ -76,87 +76,139 @@ export const executeAll = <P extends { readonly call: Call }, R>(
 ): Effect.Effect<void, never, R> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.withFiber((parent) => {
-      const limit = concurrency === "unbounded" ? Number.POSITIVE_INFINITY : Math.max(1, concurrency)
-      const running = new Map<Fiber.Fiber<void, never>, Call>()
-      // The fibers run with the batch's services: `run` is typed with `R`, which the caller provides.
-      const fork = Effect.runForkWith(parent.context as Context.Context<R>)
-      let failure: Cause.Cause<never> | undefined
-      let wake: (() => void) | undefined
-      let index = 0
-      let forked = 0
-      let draining = false
-      /** Whether the waiting fiber has something to do: start the next call or finish; once stopping, finish. */
-      const needed = () =>
-        draining
-          ? running.size === 0
-          : failure !== undefined || running.size === 0 || (index < prepared.length && running.size < limit)
-      const record = (call: Call, exit: Exit.Exit<void, never>) => {
-        if (Exit.isSuccess(exit)) return
-        if (Cause.hasInterrupts(exit.cause)) {
-          // Its own cleanup is done: the tool stopped (TE 8.2), it is not abandoned.
-          const state = call.state
-          if (state._tag === "Running") {
-            state.abort()
-            call.state = Stopped
-          }
-        }
-        if (!Cause.hasInterruptsOnly(exit.cause)) failure ??= exit.cause
-      }
-      const settled = (fiber: Fiber.Fiber<void, never>, call: Call) => (exit: Exit.Exit<void, never>) => {
-        running.delete(fiber)
-        keepFiber("call", fiber)
-        record(call, exit)
-        if (wake === undefined || !needed()) return
-        const resume = wake
-        wake = undefined
-        resume()
-      }
-      // Only one waiter at a time: the loop, or the stop below once the loop is interrupted.
-      const change = Effect.callback<void>((resume) => {
-        if (needed()) return resume(Effect.void)
-        wake = () => resume(Effect.void)
-      })
-      const stopAll = Effect.suspend(() => {
-        draining = true
-        for (const [fiber, call] of running) {
-          abortRunning(call)
-          fiber.interruptUnsafe()
-        }
-        return Effect.map(Effect.timeoutOption(Effect.interruptible(change), grace), (stopped) => {
-          if (Option.isNone(stopped)) abandonBusy(running.values())
-        })
-      })
-      const loop = (): Effect.Effect<void, never, R> => {
-        while (failure === undefined) {
-          if (index === prepared.length || running.size >= limit) {
-            return running.size === 0 ? Effect.void : Effect.flatMap(restore(change), loop)
-          }
-          if (isStopping()) return Effect.interrupt
-          const p = prepared[index++]
-          const effect = run(p)
-          if (Exit.isExit(effect)) {
-            if (Exit.isFailure(effect)) return effect
-            // A huge batch of instant calls must not starve the other fibers.
-            if ((index & 2047) === 0) return Effect.flatMap(Effect.yieldNow, loop)
-            continue
-          }
-          const fiber = fork(effect)
-          const exit = fiber.pollUnsafe()
-          if (exit === undefined) {
-            running.set(fiber, p.call)
-            fiber.addObserver(settled(fiber, p.call))
-            // Let the first timers and I/O of the started calls through while the later ones start.
-            if ((++forked & 63) === 0) return Effect.flatMap(Effect.yieldNow, loop)
-          } else {
-            keepFiber("call", fiber)
-            record(p.call, exit)
-          }
-        }
-        return Effect.andThen(stopAll, Effect.failCause(failure))
-      }
-      return loop().pipe(Effect.onInterrupt(() => stopAll))
+      const pool = new Pool(prepared, run, concurrency, isStopping, grace, parent, restore)
+      return pool.loop().pipe(Effect.onInterrupt(() => pool.stopAll()))
     })
   )
+
+/**
+ * The state of {@link executeAll}. A class whose methods do the work, with bound methods as the callbacks
+ * (one per call for its fiber's observer): a closure made per call or per batch loses its optimized code at
+ * every major GC once none of it is alive, and the next batch would compile it again.
+ */
+class Pool<P extends { readonly call: Call }, R> {
+  readonly prepared: ReadonlyArray<P>
+  readonly run: (p: P) => Effect.Effect<void, never, R>
+  readonly limit: number
+  readonly isStopping: () => boolean
+  readonly grace: Duration.Duration
+  readonly restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
+  readonly running = new Map<Fiber.Fiber<void, never>, Call>()
+  readonly fork: (effect: Effect.Effect<void, never, R>) => Fiber.Fiber<void, never>
+  failure: Cause.Cause<never> | undefined = undefined
+  wake: (() => void) | undefined = undefined
+  index = 0
+  forked = 0
+  draining = false
+  readonly next: () => Effect.Effect<void, never, R>
+  /** Only one waiter at a time: the loop, or the stop once the loop is interrupted. */
+  readonly change: Effect.Effect<void>
+  constructor(
+    prepared: ReadonlyArray<P>,
+    run: (p: P) => Effect.Effect<void, never, R>,
+    concurrency: number | "unbounded",
+    isStopping: () => boolean,
+    grace: Duration.Duration,
+    parent: Fiber.Fiber<unknown, unknown>,
+    restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
+  ) {
+    this.prepared = prepared
+    this.run = run
+    this.limit = concurrency === "unbounded" ? Number.POSITIVE_INFINITY : Math.max(1, concurrency)
+    this.isStopping = isStopping
+    this.grace = grace
+    this.restore = restore
+    // The fibers run with the batch's services: `run` is typed with `R`, which the caller provides.
+    this.fork = Effect.runForkWith(parent.context as Context.Context<R>)
+    this.next = this.loop.bind(this)
+    // One parameter: no AbortController.
+    this.change = Effect.callback<void>(this.register.bind(this))
+  }
+  /** Whether the waiting fiber has something to do: start the next call or finish; once stopping, finish. */
+  needed(): boolean {
+    return this.draining
+      ? this.running.size === 0
+      : this.failure !== undefined || this.running.size === 0 ||
+        (this.index < this.prepared.length && this.running.size < this.limit)
+  }
+  register(resume: (effect: Effect.Effect<void>) => void): void {
+    if (this.needed()) return resume(Effect.void)
+    this.wake = () => resume(Effect.void)
+  }
+  record(call: Call, exit: Exit.Exit<void, never>): void {
+    if (Exit.isSuccess(exit)) return
+    if (Cause.hasInterrupts(exit.cause)) {
+      // Its own cleanup is done: the tool stopped (TE 8.2), it is not abandoned.
+      const state = call.state
+      if (state._tag === "Running") {
+        state.abort()
+        call.state = Stopped
+      }
+    }
+    if (!Cause.hasInterruptsOnly(exit.cause)) this.failure ??= exit.cause
+  }
+  settled(fiber: Fiber.Fiber<void, never>, call: Call, exit: Exit.Exit<void, never>): void {
+    this.running.delete(fiber)
+    keepFiber("call", fiber)
+    this.record(call, exit)
+    if (this.wake === undefined || !this.needed()) return
+    const resume = this.wake
+    this.wake = undefined
+    resume()
+  }
+  stopAll(): Effect.Effect<void> {
+    this.draining = true
+    for (const [fiber, call] of this.running) {
+      abortRunning(call)
+      fiber.interruptUnsafe()
+    }
+    return Effect.map(Effect.timeoutOption(Effect.interruptible(this.change), this.grace), (stopped) => {
+      if (Option.isNone(stopped)) abandonBusy(this.running.values())
+    })
+  }
+  loop(): Effect.Effect<void, never, R> {
+    const { prepared, running } = this
+    while (this.failure === undefined) {
+      if (this.index === prepared.length || running.size >= this.limit) {
+        return running.size === 0 ? Effect.void : Effect.flatMap(this.restore(this.change), this.next)
+      }
+      if (this.isStopping()) return Effect.interrupt
+      const p = prepared[this.index++]!
+      const effect = this.run(p)
+      if (Exit.isExit(effect)) {
+        if (Exit.isFailure(effect)) return effect
+        // A huge batch of instant calls must not starve the other fibers.
+        if ((this.index & 2047) === 0) return Effect.flatMap(Effect.yieldNow, this.next)
+        continue
+      }
+      const fiber = this.fork(effect)
+      const exit = fiber.pollUnsafe()
+      if (exit === undefined) {
+        running.set(fiber, p.call)
+        fiber.addObserver(this.settled.bind(this, fiber, p.call))
+        // Let the first timers and I/O of the started calls through while the later ones start.
+        if ((++this.forked & 63) === 0) return Effect.flatMap(Effect.yieldNow, this.next)
+      } else {
+        keepFiber("call", fiber)
+        this.record(p.call, exit)
+      }
+    }
+    return Effect.andThen(Effect.suspend(() => this.stopAll()), Effect.failCause(this.failure))
+  }
+}
+
+// One instance kept, so that a major GC between batches does not drop the class's map (see `shapes.ts`).
+keepAll([
+  new Pool(
+    [],
+    () => Effect.void,
+    1,
+    () => false,
+    Duration.zero,
+    { context: Context.empty() } as Fiber.Fiber<unknown, unknown>,
+    (effect) => effect
+  )
+])
 
 /**
  * Runs the work phase in its own fiber until it finishes, the signal fires, or this fiber is interrupted

@@ -1,0 +1,32 @@
+// Allocation profile (collected objects included) of a per-call workload through agentLoop:
+// npx node scratchpad/callalloc.ts <shape> <seq|par> <hooks|none> <N> [seconds] > out.heapprofile 2> runs
+// then npx node scratchpad/heapself.mjs out.heapprofile 40 <runs × N> for bytes per call.
+import { Session } from "node:inspector/promises"
+import * as Here from "../bench/loop.ts"
+
+const [shape, m, h, ns, secs = "3"] = process.argv.slice(2) as [Here.Shape, string, string, string, string]
+const n = Number(ns)
+const side = Here.makeOurs(shape)
+const work: Here.Work = {
+  mode: m === "seq" ? "sequential" : "parallel",
+  hooks: h === "hooks",
+  script: [Here.callsMessage(n), Here.FINAL],
+  context: []
+}
+for (let i = 0; i < 50; i++) await side.loop(work, "iterate")
+const session = new Session()
+session.connect()
+await session.post("HeapProfiler.startSampling", {
+  samplingInterval: 256,
+  includeObjectsCollectedByMajorGC: true,
+  includeObjectsCollectedByMinorGC: true
+})
+const end = Date.now() + Number(secs) * 1000
+let runs = 0
+while (Date.now() < end) {
+  await side.loop(work, "iterate")
+  runs++
+}
+const { profile } = await session.post("HeapProfiler.stopSampling")
+process.stdout.write(JSON.stringify(profile))
+process.stderr.write(`${runs * n}\n`)
