@@ -10,34 +10,16 @@
  * hooks, N = 100 and 1 000), and CPU time per model call over 500 turns. The two sides alternate (which goes
  * first alternates too); medians of `--reps` samples. Ratios are this tree over the ref: below 1 is faster.
  */
-import { execFileSync } from "node:child_process"
-import { mkdtempSync, rmSync, symlinkSync } from "node:fs"
 import * as os from "node:os"
-import { tmpdir } from "node:os"
-import { dirname, join } from "node:path"
-import { fileURLToPath, pathToFileURL } from "node:url"
 import * as Here from "./loop.ts"
 import { compareRunners, cpuNow, type RunnerPair } from "./measure.ts"
+import { option, withRefLoop } from "./refTree.ts"
 import { median, table } from "./stats.ts"
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..")
-const args = process.argv.slice(2)
-const option = (name: string, fallback: string) => {
-  const i = args.indexOf(name)
-  return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : fallback
-}
 const ref = option("--ref", "main")
 const reps = Number(option("--reps", "7"))
 
-const dir = mkdtempSync(join(tmpdir(), "effect-agent-ab-"))
-try {
-  const archive = execFileSync("git", ["archive", ref, "src", "bench", "package.json"], {
-    cwd: root,
-    maxBuffer: 1 << 28
-  })
-  execFileSync("tar", ["-x", "-C", dir], { input: archive })
-  symlinkSync(join(root, "node_modules"), join(dir, "node_modules"))
-  const There: typeof Here = await import(pathToFileURL(join(dir, "bench", "loop.ts")).href)
+await withRefLoop(ref, async (There) => {
   const rows: Array<ReadonlyArray<string>> = []
   const sides = new Map<string, { readonly base: Here.LoopSide; readonly mine: Here.LoopSide }>()
   const sidesFor = (shape: Here.Shape) => {
@@ -123,6 +105,4 @@ try {
       os.loadavg().map((x) => x.toFixed(1)).join(" ")
     }`
   )
-} finally {
-  rmSync(dir, { recursive: true, force: true })
-}
+})

@@ -1,22 +1,12 @@
 // Interleaved A/B of per-call rows (through agentLoop, iterated, minus a two-turn no-call run, as run.ts) of
 // this tree against a git ref or pi: npx node --expose-gc scratchpad/callab.ts [--ref main] [--vs pi] [--reps 7]
 // [--rows promise:seq:hooks:100,promise:par:hooks:1000,sync:par:hooks:100]. Ratio = this tree / ref (or / pi).
-import { execFileSync } from "node:child_process"
-import { mkdtempSync, rmSync, symlinkSync } from "node:fs"
 import * as os from "node:os"
-import { tmpdir } from "node:os"
-import { dirname, join } from "node:path"
-import { fileURLToPath, pathToFileURL } from "node:url"
 import * as Here from "../bench/loop.ts"
 import { compareRunners, cpuNow, type RunnerPair } from "../bench/measure.ts"
+import { option, withRefLoop } from "../bench/refTree.ts"
 import { median } from "../bench/stats.ts"
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..")
-const args = process.argv.slice(2)
-const option = (name: string, fallback: string) => {
-  const i = args.indexOf(name)
-  return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : fallback
-}
 const ref = option("--ref", "main")
 const reps = Number(option("--reps", "7"))
 const vsPi = option("--vs", "ref") === "pi"
@@ -25,18 +15,8 @@ const wanted = option(
   "promise:seq:hooks:100,promise:seq:hooks:1000,promise:par:hooks:1000,sync:par:hooks:100"
 )
   .split(",")
-const dir = mkdtempSync(join(tmpdir(), "calls-ab-"))
-try {
-  let There: typeof Here = Here
-  if (!vsPi) {
-    const archive = execFileSync("git", ["archive", ref, "src", "bench", "package.json"], {
-      cwd: root,
-      maxBuffer: 1 << 28
-    })
-    execFileSync("tar", ["-x", "-C", dir], { input: archive })
-    symlinkSync(join(root, "node_modules"), join(dir, "node_modules"))
-    There = await import(pathToFileURL(join(dir, "bench", "loop.ts")).href)
-  }
+// With `--vs pi` no ref is extracted: the other side is pi's agent.
+const go = async (There: typeof Here) => {
   const out: Array<string> = []
   for (const row of wanted) {
     const [shape, m, h, ns] = row.split(":") as [Here.Shape, string, string, string]
@@ -73,6 +53,5 @@ try {
     out.push(line)
   }
   console.log(`load average: ${os.loadavg().map((x) => x.toFixed(1)).join(" ")}`)
-} finally {
-  rmSync(dir, { recursive: true, force: true })
 }
+await (vsPi ? go(Here) : withRefLoop(ref, go))
