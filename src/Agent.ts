@@ -22,6 +22,7 @@ import * as EventSink from "./EventSink.ts"
 import { abortOnInterrupt } from "./internal/abort.ts"
 import { contain } from "./internal/contain.ts"
 import { Growing } from "./internal/growing.ts"
+import { keepAll } from "./internal/shapes.ts"
 import { deliveringEagerly } from "./internal/syncSink.ts"
 import type { AgentMessage, ImageContent, UserMessage } from "./Message.ts"
 import { Model, type ModelInfo } from "./Model.ts"
@@ -352,6 +353,16 @@ const updateNow = <A, B>(ref: SubscriptionRef.SubscriptionRef<A>, f: (a: A, b: B
   PubSub.publishUnsafe(parts.pubsub, parts.value)
   return true
 }
+
+/**
+ * One instance of each object a run of the agent makes for itself and nothing else keeps between runs (see
+ * `internal/shapes.ts`: a major collection while the agent idles would otherwise drop their hidden classes and
+ * deoptimize its delivery code): a set of pending tool calls (the HashSet's nodes) and a run's eager sink.
+ */
+keepAll([
+  HashSet.add(HashSet.add(HashSet.empty<string>(), "a"), "b"),
+  deliveringEagerly(() => Effect.void, () => Effect.void)
+])
 
 const STREAMING: Partial<Plain> = { isStreaming: true, streamingMessage: undefined, errorMessage: undefined }
 const IDLE: Partial<Plain> = { isStreaming: false, streamingMessage: undefined }
