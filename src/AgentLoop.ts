@@ -255,6 +255,9 @@ const buildRequest = <R>(run: Run<R>, systemPrompt: string): Effect.Effect<Model
   })
 }
 
+const CONTINUE = Exit.succeed(true)
+const STOP = Exit.succeed(false)
+
 /**
  * AL 2.3: streams one assistant response, announcing it (`message_start`, `message_update`s, `message_end`).
  * Always returns a message: failures become `stopReason: "error"` (AL 3.2), an abort `stopReason: "aborted"`
@@ -294,9 +297,10 @@ const streamAssistantResponse = Effect.fnUntraced(function*<R>(run: Run<R>, syst
   // front of a `runForEach`) per model call.
   const onEventWhile = (event: AssistantMessageEvent): Effect.Effect<boolean> => {
     const handled = onEvent(event)
-    return event.type === "done" || event.type === "error"
-      ? Effect.as(handled, false)
-      : Effect.as(handled, true)
+    const more = event.type !== "done" && event.type !== "error"
+    // A delivery that completed (a synchronous sink) answers with a shared Exit, not a new Effect per event.
+    if (Exit.isExit(handled) && Exit.isSuccess(handled)) return more ? CONTINUE : STOP
+    return Effect.as(handled, more)
   }
   const call = Effect.flatMap(
     buildRequest(run, systemPrompt),
