@@ -22,6 +22,7 @@ import * as EventSink from "./EventSink.ts"
 import { abortOnInterrupt } from "./internal/abort.ts"
 import { contain } from "./internal/contain.ts"
 import { Growing } from "./internal/growing.ts"
+import { keepAll } from "./internal/shapes.ts"
 import { deliveringEagerly } from "./internal/syncSink.ts"
 import type { AgentMessage, ImageContent, UserMessage } from "./Message.ts"
 import { Model, type ModelInfo } from "./Model.ts"
@@ -145,12 +146,6 @@ interface ActiveRun {
 /** The plain fields of a state; the two collections are kept apart so that a change never copies them. */
 type Plain = Omit<AgentState, "messages" | "pendingToolCalls">
 
-/** Where a state built here keeps its collections: the transcript as of its moment, the pending ids. */
-interface Internals {
-  readonly messages: () => ReadonlyArray<AgentMessage>
-  readonly pending: HashSet.HashSet<string>
-}
-
 /**
  * A state: `plain`'s fields (but `streamingMessage`), and collections read only when asked for. The two
  * collections are own enumerable getters (so a spread copy reads them), defined from one shared descriptor
@@ -182,6 +177,13 @@ class BuiltState implements AgentState {
     enumerable: true,
     configurable: true
   }
+  /** The collections a state built here keeps (read by `makeStates` without an object per state). */
+  static messagesOf(state: BuiltState): () => ReadonlyArray<AgentMessage> {
+    return state.#messages
+  }
+  static pendingOf(state: BuiltState): HashSet.HashSet<string> {
+    return state.#pending
+  }
   constructor(
     plain: Plain,
     streamingMessage: AgentMessage | undefined,
@@ -206,7 +208,7 @@ const build = (
   streamingMessage: AgentMessage | undefined,
   messages: () => ReadonlyArray<AgentMessage>,
   pending: HashSet.HashSet<string>
-): AgentState => new BuiltState(plain, streamingMessage, messages, pending)
+): BuiltState => new BuiltState(plain, streamingMessage, messages, pending)
 
 const plainOf = (state: AgentState): Plain => ({
   systemPrompt: state.systemPrompt,
@@ -225,29 +227,30 @@ const plainOf = (state: AgentState): Plain => ({
  */
 const makeStates = (initial: ReadonlyArray<AgentMessage>) => {
   let transcript = new Growing(initial)
-  let last: AgentState | undefined
-  let lastInternals: Internals | undefined
-  const built = (state: AgentState, messages: () => ReadonlyArray<AgentMessage>, pending: HashSet.HashSet<string>) => {
-    last = state
-    lastInternals = { messages, pending }
-    return state
-  }
+  let last: BuiltState | undefined
   const make = (
     plain: Plain,
     streamingMessage: AgentMessage | undefined,
     messages: () => ReadonlyArray<AgentMessage>,
     pending: HashSet.HashSet<string>
-  ) => built(build(plain, streamingMessage, messages, pending), messages, pending)
-  const internalsOf = (state: AgentState): Internals => {
-    if (state === last) return lastInternals!
+  ): AgentState => (last = build(plain, streamingMessage, messages, pending))
+  /** The last state built, or `state` adopted: its messages become the transcript (copied). */
+  const own = (state: AgentState): BuiltState => {
+    if (state === last) return last
     transcript = new Growing(state.messages)
-    return { messages: transcript.later(), pending: HashSet.fromIterable(state.pendingToolCalls) }
+    return (last = build(
+      plainOf(state),
+      state.streamingMessage,
+      transcript.later(),
+      HashSet.fromIterable(state.pendingToolCalls)
+    ))
   }
+  const pendingOf = (state: AgentState) => BuiltState.pendingOf(own(state))
   /** `state` with some plain fields changed; the collections are shared, not copied. */
   const patch = (state: AgentState, fields: Partial<Plain>): AgentState => {
-    const { messages, pending } = internalsOf(state)
-    const plain = { ...plainOf(state), ...fields }
-    return make(plain, plain.streamingMessage, messages, pending)
+    const built = own(state)
+    const plain = { ...plainOf(built), ...fields }
+    return make(plain, plain.streamingMessage, BuiltState.messagesOf(built), BuiltState.pendingOf(built))
   }
   return {
     initial: (plain: Plain) => make(plain, plain.streamingMessage, transcript.later(), HashSet.empty()),
@@ -259,30 +262,40 @@ const makeStates = (initial: ReadonlyArray<AgentMessage>) => {
       return make(plain, plain.streamingMessage, transcript.later(), HashSet.empty())
     },
     clearPending: (state: AgentState, fields: Partial<Plain>): AgentState => {
-      const { messages } = internalsOf(state)
-      const plain = { ...plainOf(state), ...fields }
-      return make(plain, plain.streamingMessage, messages, HashSet.empty())
+      const built = own(state)
+      const plain = { ...plainOf(built), ...fields }
+      return make(plain, plain.streamingMessage, BuiltState.messagesOf(built), HashSet.empty())
     },
     /** Applies an event to the state, as the transcript and UI fields follow it. O(1) in the transcript. */
     reduce: (state: AgentState, event: AgentEvent): AgentState => {
       switch (event.type) {
         case "message_start":
         case "message_update": {
-          const { messages, pending } = internalsOf(state)
-          return make(state, event.message, messages, pending)
+          const built = own(state)
+          return make(built, event.message, BuiltState.messagesOf(built), BuiltState.pendingOf(built))
         }
         case "message_end": {
-          const { pending } = internalsOf(state)
+          const pending = pendingOf(state)
           transcript.append(event.message)
           return make(state, undefined, transcript.later(), pending)
         }
         case "tool_execution_start": {
-          const { messages, pending } = internalsOf(state)
-          return make(state, state.streamingMessage, messages, HashSet.add(pending, event.toolCallId))
+          const built = own(state)
+          return make(
+            built,
+            built.streamingMessage,
+            BuiltState.messagesOf(built),
+            HashSet.add(BuiltState.pendingOf(built), event.toolCallId)
+          )
         }
         case "tool_execution_end": {
-          const { messages, pending } = internalsOf(state)
-          return make(state, state.streamingMessage, messages, HashSet.remove(pending, event.toolCallId))
+          const built = own(state)
+          return make(
+            built,
+            built.streamingMessage,
+            BuiltState.messagesOf(built),
+            HashSet.remove(BuiltState.pendingOf(built), event.toolCallId)
+          )
         }
         case "turn_end": {
           const message = event.message
@@ -352,6 +365,16 @@ const updateNow = <A, B>(ref: SubscriptionRef.SubscriptionRef<A>, f: (a: A, b: B
   PubSub.publishUnsafe(parts.pubsub, parts.value)
   return true
 }
+
+/**
+ * One instance of each object a run of the agent makes for itself and nothing else keeps between runs (see
+ * `internal/shapes.ts`: a major collection while the agent idles would otherwise drop their hidden classes and
+ * deoptimize its delivery code): a set of pending tool calls (the HashSet's nodes) and a run's eager sink.
+ */
+keepAll([
+  HashSet.add(HashSet.add(HashSet.empty<string>(), "a"), "b"),
+  deliveringEagerly(() => Effect.void, () => Effect.void)
+])
 
 const STREAMING: Partial<Plain> = { isStreaming: true, streamingMessage: undefined, errorMessage: undefined }
 const IDLE: Partial<Plain> = { isStreaming: false, streamingMessage: undefined }

@@ -27,6 +27,7 @@ import { abortOnInterrupt, interruptOnAbort } from "./internal/abort.ts"
 import { makeEmitter } from "./internal/emitter.ts"
 import { causeMessage } from "./internal/errorText.ts"
 import { Growing } from "./internal/growing.ts"
+import { keepAll } from "./internal/shapes.ts"
 import { skipping } from "./internal/skip.ts"
 import * as Telemetry from "./internal/telemetry.ts"
 import {
@@ -168,6 +169,33 @@ class LaterContext implements AgentContext {
 }
 
 /**
+ * One instance of each object a run of the loop makes for itself, kept for the process's life (see
+ * `internal/shapes.ts`: without a live instance a major collection, which happens while the process waits for the
+ * model or a person, drops their hidden classes and deoptimizes the loop's code). Each is made up, empty: a
+ * few hundred bytes in all. The abort listener is the shape of the one `interruptOnAbort` adds to the run's
+ * signal while the model streams (Node's `EventTarget` listener record).
+ */
+const keptSignal = new AbortController().signal
+keptSignal.addEventListener("abort", () => {}, { once: true })
+// A generator's `yield*` of an Effect goes through one of these, advanced to its end.
+const keptYield = Effect.void[Symbol.iterator]()
+keptYield.next(undefined as never)
+keptYield.next(undefined as never)
+// A fiber parked for good inside a generator: its stack holds the runtime's generator step. It waits on a
+// callback that is never resumed, holds no timer and nothing else, and keeps nothing alive but itself.
+const parked = Effect.runFork(Effect.gen(function*() {
+  yield* Effect.callback<void>(() => {})
+}))
+keepAll([
+  parked,
+  keptYield,
+  new LaterContext("", () => []),
+  new Growing<AgentMessage>(),
+  keptSignal,
+  EventSink.fromCallback(() => {})
+])
+
+/**
  * Delivery for the loop's own events: contained (a failing subscriber never ends a run) and, for an
  * effectful sink, uninterruptible, so an abort waits for the event in flight and subscribers never see half
  * an event.
@@ -227,6 +255,9 @@ const buildRequest = <R>(run: Run<R>, systemPrompt: string): Effect.Effect<Model
   })
 }
 
+const CONTINUE = Exit.succeed(true)
+const STOP = Exit.succeed(false)
+
 /**
  * AL 2.3: streams one assistant response, announcing it (`message_start`, `message_update`s, `message_end`).
  * Always returns a message: failures become `stopReason: "error"` (AL 3.2), an abort `stopReason: "aborted"`
@@ -266,9 +297,10 @@ const streamAssistantResponse = Effect.fnUntraced(function*<R>(run: Run<R>, syst
   // front of a `runForEach`) per model call.
   const onEventWhile = (event: AssistantMessageEvent): Effect.Effect<boolean> => {
     const handled = onEvent(event)
-    return event.type === "done" || event.type === "error"
-      ? Effect.as(handled, false)
-      : Effect.as(handled, true)
+    const more = event.type !== "done" && event.type !== "error"
+    // A delivery that completed (a synchronous sink) answers with a shared Exit, not a new Effect per event.
+    if (Exit.isExit(handled) && Exit.isSuccess(handled)) return more ? CONTINUE : STOP
+    return Effect.as(handled, more)
   }
   const call = Effect.flatMap(
     buildRequest(run, systemPrompt),

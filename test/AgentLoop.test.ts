@@ -15,6 +15,7 @@ import {
   runAgentLoop,
   runAgentLoopContinue
 } from "../src/AgentLoop.ts"
+import * as EventSink from "../src/EventSink.ts"
 import type { AgentMessage, AssistantMessage, Message } from "../src/Message.ts"
 import { emptyUsage } from "../src/Message.ts"
 import type { ModelRequest } from "../src/Model.ts"
@@ -1333,4 +1334,46 @@ describe("AgentLoop", () => {
         assert.deepStrictEqual(afterTool.map((m) => m.role), ["assistant"])
       }))
   })
+
+  // The loop answers each delivered event with "read on" or "stop"; a synchronous sink takes a shared path.
+  for (const sinkKind of ["callback", "effectful"] as const) {
+    it.effect(`AL 2.3 the model stream is read up to its done event and no further (${sinkKind} sink)`, () =>
+      Effect.gen(function*() {
+        const final: AssistantMessage = {
+          role: "assistant",
+          content: [{ type: "text", text: "done" }],
+          api: "test",
+          provider: "test",
+          model: "test",
+          usage: emptyUsage,
+          stopReason: "stop",
+          timestamp: 0
+        }
+        const partial: AssistantMessage = { ...final, content: [] }
+        let pulledPastDone = false
+        const model = {
+          info: { api: "test", provider: "test", model: "test" },
+          stream: () =>
+            Stream.concat(
+              Stream.make(
+                { type: "start" as const, partial },
+                { type: "text_start" as const, contentIndex: 0, partial },
+                { type: "done" as const, reason: "stop" as const, message: final }
+              ),
+              Stream.suspend(() => {
+                pulledPastDone = true
+                return Stream.die("read past done")
+              })
+            )
+        }
+        const events: Array<AgentEvent> = []
+        const sink = sinkKind === "callback"
+          ? EventSink.fromCallback((event) => void events.push(event))
+          : { emit: (event: AgentEvent) => Effect.sync(() => void events.push(event)) }
+        const messages = yield* provideRun(runAgentLoop([user("hi")], emptyContext), model, standardTools, sink)
+        assert.isFalse(pulledPastDone)
+        assert.deepStrictEqual(messages.at(-1), final)
+        assert.deepStrictEqual(events.filter((e) => e.type === "message_update").length, 1)
+      }))
+  }
 })

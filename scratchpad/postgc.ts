@@ -1,0 +1,37 @@
+// The recovery after a full GC, run by run: npx node --expose-gc scratchpad/postgc.ts <workload> <side> [rounds] [runs after each GC]
+// Warm first (300 runs), then `rounds` times: a full GC, then `runs` runs each timed alone (CPU µs per model call);
+// prints the median over rounds of each run's position after the GC (run 1 = first after the GC).
+import { makeOurs, makePi, transcriptOf, turnsScript, type Work } from "../bench/loop.ts"
+
+const [wl = "loop10", sideName = "ours", roundsArg = "15", runsArg = "12"] = process.argv.slice(2)
+const side = sideName === "pi" ? makePi("succeed") : makeOurs("succeed")
+const turns = wl.includes("500") ? 500 : 10
+const context = transcriptOf(wl.includes("20k") ? 20_000 : 0)
+const script = turnsScript(turns)
+const work: Work = { mode: "parallel", hooks: false, script, context }
+const once = wl.startsWith("agent")
+  ? async () => {
+    await side.agent.reset(context, script)
+    return side.agent.prompt()
+  }
+  : () => side.loop(work, wl.startsWith("cb") ? "callback" : "iterate")
+const gc = (globalThis as { gc?: () => void }).gc!
+const cpu = () => {
+  const u = process.cpuUsage()
+  return u.user + u.system
+}
+for (let i = 0; i < Number(process.env["WARM"] ?? 300); i++) await once()
+const rounds = Number(roundsArg)
+const runs = Number(runsArg)
+const table: Array<Array<number>> = Array.from({ length: runs }, () => [])
+for (let r = 0; r < rounds; r++) {
+  if (process.env["NOGC"] !== "1") gc()
+  for (let i = 0; i < runs; i++) {
+    const t0 = cpu()
+    await once()
+    table[i]!.push((cpu() - t0) / (turns + 1))
+  }
+}
+const med = (xs: Array<number>) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!
+console.log(`${wl} ${sideName}: µs per model call by run after GC: ${table.map((xs) => med(xs).toFixed(0)).join(" ")}`)
+await side.agent.dispose()
