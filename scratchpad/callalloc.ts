@@ -2,17 +2,12 @@
 // npx node scratchpad/callalloc.ts <shape> <seq|par> <hooks|none> <N> [seconds] > out.heapprofile 2> runs
 // then npx node scratchpad/heapself.mjs out.heapprofile 40 <runs × N> for bytes per call.
 import { Session } from "node:inspector/promises"
-import * as Here from "../bench/loop.ts"
+import type * as Here from "../bench/loop.ts"
+import { callWorkload } from "./workload.ts"
 
 const [shape, m, h, ns, secs = "3"] = process.argv.slice(2) as [Here.Shape, string, string, string, string]
 const n = Number(ns)
-const side = Here.makeOurs(shape)
-const work: Here.Work = {
-  mode: m === "seq" ? "sequential" : "parallel",
-  hooks: h === "hooks",
-  script: [Here.callsMessage(n), Here.FINAL],
-  context: []
-}
+const { side, work } = callWorkload(shape, m, h, n)
 for (let i = 0; i < 50; i++) await side.loop(work, "iterate")
 const session = new Session()
 session.connect()

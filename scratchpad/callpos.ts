@@ -1,21 +1,12 @@
 // CPU µs per call of each of the first 30 runs after a full GC (averaged over 40 GCs), to see how long a
 // workload takes to get its speed back: npx node --expose-gc scratchpad/callpos.ts <shape> <seq|par> <hooks|none> <N> [ours|pi]
 // (NOGC=1: no GC, the steady state).
-import * as Here from "../bench/loop.ts"
+import { cpuNow } from "../bench/measure.ts"
+import { callWorkload } from "./workload.ts"
 const [shape, m, h, ns, who] = process.argv.slice(2) as any
 const n = Number(ns)
-const side = who === "pi" ? Here.makePi(shape) : Here.makeOurs(shape)
-const work: Here.Work = {
-  mode: m === "seq" ? "sequential" : "parallel",
-  hooks: h === "hooks",
-  script: [Here.callsMessage(n), Here.FINAL],
-  context: []
-}
+const { side, work } = callWorkload(shape, m, h, n, who)
 for (let i = 0; i < 20; i++) await side.loop(work, "iterate")
-const cpuNow = () => {
-  const u = process.cpuUsage()
-  return u.user + u.system
-}
 const K = 30
 const pos = new Array(K).fill(0)
 const S = 40

@@ -3,6 +3,8 @@
 // GC=1 runs a full GC before every 2000 calls (as the benchmark's samples do).
 import { PerformanceObserver } from "node:perf_hooks"
 import * as Here from "../bench/loop.ts"
+import { cpuNow } from "../bench/measure.ts"
+import { callWorkload } from "./workload.ts"
 
 // GC time inside the timed windows (entries carry their start time).
 const windows: Array<[number, number]> = []
@@ -15,13 +17,7 @@ new PerformanceObserver((list) => {
 
 const [shape, m, h, ns, secs, who] = process.argv.slice(2) as [Here.Shape, string, string, string, string, string]
 const n = Number(ns)
-const side = who === "pi" ? Here.makePi(shape) : Here.makeOurs(shape)
-const work: Here.Work = {
-  mode: m === "seq" ? "sequential" : "parallel",
-  hooks: h === "hooks",
-  script: [Here.callsMessage(n), Here.FINAL],
-  context: []
-}
+const { side, work } = callWorkload(shape, m, h, n, who)
 const events = Here.loopEvents(work)
 const per = Math.max(1, Math.round(2000 / n))
 for (let i = 0; i < 20; i++) await side.loop(work, "iterate")
@@ -29,10 +25,6 @@ const gc = (globalThis as any).gc
 const until = performance.now() + Number(secs ?? 3) * 1000
 let runs = 0
 let cpu = 0
-const cpuNow = () => {
-  const u = process.cpuUsage()
-  return u.user + u.system
-}
 const run = async () => {
   const count = await side.loop(work, "iterate")
   if (count !== events) throw new Error(`events ${count} != ${events}`)

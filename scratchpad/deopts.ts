@@ -2,20 +2,10 @@
 // workload as in turnprof.ts (agent10, agent500, loop10, loop500, agent10x20k, cb500). Prints markers around each
 // "full GC, then one run" round so the deopts of that run can be told apart from warm-up ones; pipe through
 // `npx node scratchpad/deoptsum.mjs` for a summary per function and reason.
-import { makeOurs, makePi, transcriptOf, turnsScript, type Work } from "../bench/loop.ts"
+import { turnWorkload } from "./workload.ts"
 
 const [wl = "loop10", warmArg = "200", roundsArg = "3", sideName = "ours", perRound = "1"] = process.argv.slice(2)
-const side = sideName === "pi" ? makePi("succeed") : makeOurs("succeed")
-const turns = wl.includes("500") ? 500 : 10
-const context = transcriptOf(wl.includes("20k") ? 20_000 : 0)
-const script = turnsScript(turns)
-const work: Work = { mode: "parallel", hooks: false, script, context }
-const once = wl.startsWith("agent")
-  ? async () => {
-    await side.agent.reset(context, script)
-    return side.agent.prompt()
-  }
-  : () => side.loop(work, wl.startsWith("cb") ? "callback" : "iterate")
+const { once, side } = turnWorkload(wl, sideName)
 const gc = (globalThis as { gc?: () => void }).gc!
 for (let i = 0; i < Number(warmArg); i++) await once()
 for (let r = 0; r < Number(roundsArg); r++) {

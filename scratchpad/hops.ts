@@ -1,6 +1,6 @@
 // Counts setImmediate / setTimeout / queueMicrotask calls per model call of a turnprof workload:
 // npx node scratchpad/hops.ts <workload> [runs]
-import { makeOurs, transcriptOf, turnsScript, type Work } from "../bench/loop.ts"
+import { turnWorkload } from "./workload.ts"
 
 const [wl = "loop500", runsArg = "3"] = process.argv.slice(2)
 const counts = { setImmediate: 0, setTimeout: 0, queueMicrotask: 0 }
@@ -12,17 +12,7 @@ for (const name of Object.keys(counts) as Array<keyof typeof counts>) {
     return original(...args)
   }
 }
-const side = makeOurs("succeed")
-const turns = wl.includes("500") ? 500 : wl.includes("10") ? 10 : 0
-const context = transcriptOf(wl.includes("20k") ? 20_000 : 0)
-const script = turnsScript(turns)
-const work: Work = { mode: "parallel", hooks: false, script, context }
-const once = wl.startsWith("agent")
-  ? async () => {
-    await side.agent.reset(context, script)
-    return side.agent.prompt()
-  }
-  : () => side.loop(work, "iterate")
+const { once, side, turns } = turnWorkload(wl)
 await once()
 for (const name of Object.keys(counts) as Array<keyof typeof counts>) counts[name] = 0
 const runs = Number(runsArg)

@@ -1,20 +1,10 @@
 // The recovery after a full GC, run by run: npx node --expose-gc scratchpad/postgc.ts <workload> <side> [rounds] [runs after each GC]
 // Warm first (300 runs), then `rounds` times: a full GC, then `runs` runs each timed alone (CPU µs per model call);
 // prints the median over rounds of each run's position after the GC (run 1 = first after the GC).
-import { makeOurs, makePi, transcriptOf, turnsScript, type Work } from "../bench/loop.ts"
+import { turnWorkload } from "./workload.ts"
 
 const [wl = "loop10", sideName = "ours", roundsArg = "15", runsArg = "12"] = process.argv.slice(2)
-const side = sideName === "pi" ? makePi("succeed") : makeOurs("succeed")
-const turns = wl.includes("500") ? 500 : 10
-const context = transcriptOf(wl.includes("20k") ? 20_000 : 0)
-const script = turnsScript(turns)
-const work: Work = { mode: "parallel", hooks: false, script, context }
-const once = wl.startsWith("agent")
-  ? async () => {
-    await side.agent.reset(context, script)
-    return side.agent.prompt()
-  }
-  : () => side.loop(work, wl.startsWith("cb") ? "callback" : "iterate")
+const { once, side, turns } = turnWorkload(wl, sideName)
 const gc = (globalThis as { gc?: () => void }).gc!
 const cpu = () => {
   const u = process.cpuUsage()

@@ -2,36 +2,18 @@
 // 20 000 messages) of this tree against a git ref: npx node --expose-gc scratchpad/turnab.ts [--ref main] [--reps 7]
 // [--rows agent10,agent500,loop10,loop500,agent20k,loop20k] [--vs pi]. CPU time per model call; ratio = this tree / ref
 // (or / pi with --vs pi).
-import { execFileSync } from "node:child_process"
-import { mkdtempSync, rmSync, symlinkSync } from "node:fs"
-import { tmpdir } from "node:os"
 import * as os from "node:os"
-import { dirname, join } from "node:path"
-import { fileURLToPath, pathToFileURL } from "node:url"
 import * as Here from "../bench/loop.ts"
 import { compareRunners, cpuNow, type RunnerPair } from "../bench/measure.ts"
+import { option, withRefLoop } from "../bench/refTree.ts"
 import { median } from "../bench/stats.ts"
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..")
-const args = process.argv.slice(2)
-const option = (name: string, fallback: string) => {
-  const i = args.indexOf(name)
-  return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : fallback
-}
 const ref = option("--ref", "main")
 const reps = Number(option("--reps", "7"))
 const wanted = option("--rows", "agent10,agent500,loop10,loop500").split(",")
-// `--vs pi`: the ref's side is pi's agent instead of our code at the ref.
+// `--vs pi`: the ref's side is pi's agent instead of our code at the ref (no ref is extracted).
 const vsPi = option("--vs", "ref") === "pi"
-const dir = mkdtempSync(join(tmpdir(), "agentperf-ab-"))
-try {
-  const archive = execFileSync("git", ["archive", ref, "src", "bench", "package.json"], {
-    cwd: root,
-    maxBuffer: 1 << 28
-  })
-  execFileSync("tar", ["-x", "-C", dir], { input: archive })
-  symlinkSync(join(root, "node_modules"), join(dir, "node_modules"))
-  const There: typeof Here = await import(pathToFileURL(join(dir, "bench", "loop.ts")).href)
+const go = async (There: typeof Here) => {
   const base = vsPi ? Here.makePi("succeed") : There.makeOurs("succeed")
   const mine = Here.makeOurs("succeed")
   for (const row of wanted) {
@@ -66,6 +48,5 @@ try {
   await base.agent.dispose()
   await mine.agent.dispose()
   console.log(`load average: ${os.loadavg().map((x) => x.toFixed(1)).join(" ")}`)
-} finally {
-  rmSync(dir, { recursive: true, force: true })
 }
+await (vsPi ? go(Here) : withRefLoop(ref, go))

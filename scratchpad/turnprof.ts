@@ -1,20 +1,10 @@
 // Profiling probe for the per-turn / per-prompt rows: npx node [--cpu-prof] scratchpad/turnprof.ts <workload> <side> [seconds]
 // workload: agent10 | agent500 | loop10 | loop500 | agent10x20k ; side: ours | pi
 import { PerformanceObserver } from "node:perf_hooks"
-import { makeOurs, makePi, transcriptOf, turnsScript, type Work } from "../bench/loop.ts"
+import { turnWorkload } from "./workload.ts"
 
 const [wl = "agent10", sideName = "ours", secs = "3"] = process.argv.slice(2)
-const side = sideName === "pi" ? makePi("succeed") : makeOurs("succeed")
-const turns = wl.includes("500") ? 500 : wl.endsWith("0") && !wl.endsWith("10") ? 0 : 10
-const context = transcriptOf(wl.includes("20k") ? 20_000 : 0)
-const script = turnsScript(turns)
-const work: Work = { mode: "parallel", hooks: false, script, context }
-const once = wl.startsWith("agent")
-  ? async () => {
-    await side.agent.reset(context, script)
-    return side.agent.prompt()
-  }
-  : () => side.loop(work, wl.startsWith("cb") ? "callback" : "iterate")
+const { once, side, turns } = turnWorkload(wl, sideName)
 const cpu = () => {
   const u = process.cpuUsage()
   return u.user + u.system

@@ -279,22 +279,17 @@ const makeStates = (initial: ReadonlyArray<AgentMessage>) => {
           transcript.append(event.message)
           return make(state, undefined, transcript.later(), pending)
         }
-        case "tool_execution_start": {
-          const built = own(state)
-          return make(
-            built,
-            built.streamingMessage,
-            BuiltState.messagesOf(built),
-            HashSet.add(BuiltState.pendingOf(built), event.toolCallId)
-          )
-        }
+        case "tool_execution_start":
         case "tool_execution_end": {
           const built = own(state)
+          const pending = BuiltState.pendingOf(built)
           return make(
             built,
             built.streamingMessage,
             BuiltState.messagesOf(built),
-            HashSet.remove(BuiltState.pendingOf(built), event.toolCallId)
+            event.type === "tool_execution_start"
+              ? HashSet.add(pending, event.toolCallId)
+              : HashSet.remove(pending, event.toolCallId)
           )
         }
         case "turn_end": {
