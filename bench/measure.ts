@@ -13,6 +13,8 @@ export interface Plan {
   readonly warm: number
   readonly reps: number
   readonly budgetUs: number
+  /** `false`: no full GC before each sample (the warm steady state of back-to-back runs). Default `true`. */
+  readonly collect?: boolean
 }
 
 /** The events a batch of `n` calls must produce on a side (pi's loop adds its own). */
@@ -32,9 +34,10 @@ export const sample = async (
   events: number,
   label: string,
   rewarm = 0,
-  clock: () => number = now
+  clock: () => number = now,
+  collectFirst = true
 ): Promise<number> => {
-  collect()
+  if (collectFirst) collect()
   for (let i = 0; i < rewarm; i++) {
     const count = await run()
     if (count !== events) throw new Error(`${label}: consumed ${count} events, expected ${events}`)
@@ -125,9 +128,9 @@ export const compareRunners = async (
     const base = pair.baseline?.[name]
     const b = base === undefined
       ? 0
-      : await sample(base.run, p.iters, base.events, `${label} ${name} baseline`, p.rewarm, clock)
+      : await sample(base.run, p.iters, base.events, `${label} ${name} baseline`, p.rewarm, clock, p.collect !== false)
     const r = pair[name]
-    return (await sample(r.run, p.iters, r.events, `${label} ${name}`, p.rewarm, clock)) - b
+    return (await sample(r.run, p.iters, r.events, `${label} ${name}`, p.rewarm, clock, p.collect !== false)) - b
   }
   for (let w = 0; w < p.warm; w++) {
     for (const name of ["ours", "pi"] as const) await one(name)

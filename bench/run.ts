@@ -275,7 +275,12 @@ const agentRunner = (
   events
 })
 
-const turnRows = async () => {
+/**
+ * The turn rows. `steady`: the warm steady state instead, no full GC before a sample and many runs per
+ * sample (a process running turns back to back); reported beside the rows the targets use, because the
+ * two regimes favour different code (after a GC, whatever keeps its optimized code; warm, fewer steps).
+ */
+const turnRows = async (steady = false) => {
   const pair = sidesFor("succeed")
   const rows: Array<Record<string, unknown>> = []
   const cases = [
@@ -288,15 +293,15 @@ const turnRows = async () => {
     const script = turnsScript(c.turns)
     const work: Work = { mode: "parallel", hooks: false, script, context }
     const events = loopEvents(work)
-    const iters = c.turns >= 500 ? 1 : 10
+    const iters = (c.turns >= 500 ? 1 : 10) * (steady ? 10 : 1)
     for (const api of ["agentLoop", "agent.prompt"] as const) {
       const pairOf: RunnerPair = api === "agentLoop"
         ? { ours: runner(pair.ours, work, "iterate"), pi: runner(pair.pi, work, "iterate") }
         : { ours: agentRunner(pair.ours, context, script, events), pi: agentRunner(pair.pi, context, script, events) }
       const samples = await compareRunners(
         pairOf,
-        { iters, rewarm: 1, warm: 1, reps: c.reps, budgetUs: 20e6 },
-        `${c.name} ${api}`,
+        { iters, rewarm: 1, warm: steady ? 2 : 1, reps: c.reps, budgetUs: 20e6, collect: !steady },
+        `${c.name} ${api}${steady ? " steady" : ""}`,
         cpuNow
       )
       // Per model call: the run's turns plus the final answer.
@@ -313,7 +318,9 @@ const turnRows = async () => {
         ratio: round(ours / pi)
       })
       console.log(
-        `  ${c.name} (${api}): ours ${fmt(ours)} µs/turn  pi ${fmt(pi)} µs/turn  ratio ${(ours / pi).toFixed(2)}`
+        `  ${c.name} (${api}${steady ? ", steady" : ""}): ours ${fmt(ours)} µs/turn  pi ${fmt(pi)} µs/turn  ratio ${
+          (ours / pi).toFixed(2)
+        }`
       )
     }
   }
@@ -540,6 +547,8 @@ const main = async () => {
   const wall = await wallRows()
   console.log("turns:")
   const turns = await turnRows()
+  console.log("turns, warm steady state (no GC before a sample):")
+  const turnsSteady = await turnRows(true)
   console.log("memory (fresh process per side and run):")
   const memory = await memoryRows()
   console.log("import to first event (fresh process per side and run):")
@@ -574,6 +583,7 @@ const main = async () => {
     execute_tool_calls: batch,
     wall,
     turns,
+    turns_steady: turnsSteady,
     memory,
     startup,
     targets,
@@ -602,7 +612,9 @@ const main = async () => {
   console.log(
     "\n" + table(
       ["workload", "api", "transcript", "ours µs/turn", "pi µs/turn", "ours/pi"],
-      turns.map((t) => [
+      [...turns, ...turnsSteady.map((t): Record<string, unknown> => ({ ...t, api: `${t["api"]} (steady)` }))].map((
+        t
+      ) => [
         String(t["workload"]),
         String(t["api"]),
         String(t["transcript"]),
