@@ -9,7 +9,6 @@ import * as Agent from "../src/Agent.ts"
 import type { AgentEvent } from "../src/AgentEvent.ts"
 import { CannotContinue } from "../src/AgentLoop.ts"
 import type { AgentMessage, AssistantMessage, ImageContent, UserMessage } from "../src/Message.ts"
-import { emptyUsage } from "../src/Message.ts"
 import { Model, type ModelRequest } from "../src/Model.ts"
 import { PromiseAgent } from "../src/PromiseAgent.ts"
 import * as ScriptedModel from "../src/ScriptedModel.ts"
@@ -20,6 +19,7 @@ import {
   assertBalanced,
   assertOneAgentEnd,
   assertWellFormed,
+  assistantText,
   call,
   customTool,
   labelOf,
@@ -58,16 +58,7 @@ const stateOf = (agent: Agent.AgentShape) => SubscriptionRef.get(agent.state)
 
 const userTexts = (request: ModelRequest) => request.messages.filter((m) => m.role === "user").map((m) => textOf(m))
 
-const assistantMessage = (text: string): AssistantMessage => ({
-  role: "assistant",
-  content: [{ type: "text", text }],
-  api: "x",
-  provider: "x",
-  model: "x",
-  usage: emptyUsage,
-  stopReason: "stop",
-  timestamp: 0
-})
+const assistantMessage = (text: string): AssistantMessage => assistantText(text)
 
 describe("Agent", () => {
   describe("AL 4.2 prompt", () => {

@@ -29,6 +29,7 @@ import {
   assertRunInvariants,
   assertWellFormed,
   assistants,
+  assistantText,
   call,
   counted,
   customTool,
@@ -656,16 +657,7 @@ describe("AgentLoop", () => {
       }))
     it.effect("AL 3.2 a model stream that ends without `done` or `error` gives an error message, not a hang", () =>
       Effect.gen(function*() {
-        const partial: AssistantMessage = {
-          role: "assistant",
-          content: [{ type: "text", text: "half" }],
-          api: "x",
-          provider: "x",
-          model: "x",
-          usage: emptyUsage,
-          stopReason: "stop",
-          timestamp: 0
-        }
+        const partial = assistantText("half")
         const model = {
           info: { api: "x", provider: "x", model: "x" },
           stream: () => Stream.make({ type: "start" as const, partial })
@@ -1255,16 +1247,7 @@ describe("AgentLoop", () => {
           systemPrompt: SYSTEM,
           messages: [
             user("q"),
-            {
-              role: "assistant",
-              content: [],
-              api: "x",
-              provider: "x",
-              model: "x",
-              usage: emptyUsage,
-              stopReason: "stop",
-              timestamp: 0
-            } satisfies AssistantMessage
+            assistantText("", { content: [] })
           ]
         }
         const recorder = makeRecorder()
@@ -1339,16 +1322,7 @@ describe("AgentLoop", () => {
   for (const sinkKind of ["callback", "effectful"] as const) {
     it.effect(`AL 2.3 the model stream is read up to its done event and no further (${sinkKind} sink)`, () =>
       Effect.gen(function*() {
-        const final: AssistantMessage = {
-          role: "assistant",
-          content: [{ type: "text", text: "done" }],
-          api: "test",
-          provider: "test",
-          model: "test",
-          usage: emptyUsage,
-          stopReason: "stop",
-          timestamp: 0
-        }
+        const final = assistantText("done", { api: "test", provider: "test", model: "test" })
         const partial: AssistantMessage = { ...final, content: [] }
         let pulledPastDone = false
         const model = {

@@ -12,13 +12,14 @@ import type { AgentEvent } from "../../src/AgentEvent.ts"
 import { type AgentLoopConfig, runAgentLoop } from "../../src/AgentLoop.ts"
 import type { AssistantMessageEvent } from "../../src/AssistantMessageEvent.ts"
 import * as EventSink from "../../src/EventSink.ts"
-import type {
-  AgentMessage,
-  AssistantMessage,
-  Message,
-  ToolCall,
-  ToolResultMessage,
-  UserMessage
+import {
+  type AgentMessage,
+  type AssistantMessage,
+  emptyUsage,
+  type Message,
+  type ToolCall,
+  type ToolResultMessage,
+  type UserMessage
 } from "../../src/Message.ts"
 import { Model, type ModelRequest, type ModelShape } from "../../src/Model.ts"
 import * as ScriptedModel from "../../src/ScriptedModel.ts"
@@ -39,6 +40,19 @@ export type NoteMessage = {
   readonly note: string
   readonly timestamp: number
 }
+/** A finished text answer of a test model (`stop` unless `extra` says otherwise). */
+export const assistantText = (text: string, extra: Partial<AssistantMessage> = {}): AssistantMessage => ({
+  role: "assistant",
+  content: [{ type: "text", text }],
+  api: "x",
+  provider: "x",
+  model: "x",
+  usage: emptyUsage,
+  stopReason: "stop",
+  timestamp: 0,
+  ...extra
+})
+
 export const note = (text: string): NoteMessage => ({ role: "note", note: text, timestamp: 0 })
 
 /** The text of the first text block of a message (or its string content). */
@@ -467,14 +481,7 @@ export const piStreamFn =
         api: model.info.api,
         provider: model.info.provider,
         model: model.info.model,
-        usage: {
-          input: 0,
-          output: 0,
-          cacheRead: 0,
-          cacheWrite: 0,
-          totalTokens: 0,
-          cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 }
-        },
+        usage: emptyUsage,
         stopReason: "error",
         timestamp: Date.now()
       }

@@ -3,25 +3,18 @@ import { assert, describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import type { AgentEvent } from "../../src/AgentEvent.ts"
 import * as EventSink from "../../src/EventSink.ts"
-import { type AssistantMessage, emptyUsage, type ToolResultMessage } from "../../src/Message.ts"
+import type { AssistantMessage, ToolResultMessage } from "../../src/Message.ts"
 import { executeToolCalls, type ToolExecutionOptions } from "../../src/ToolExecution.ts"
 import { ToolRegistry } from "../../src/ToolRegistry.ts"
 import * as BuiltinTools from "../../src/tools/index.ts"
 import type { ReadDetails } from "../../src/tools/read.ts"
+import { assistantMessage, toolCall } from "../support/batch.ts"
 import { aliveInGroup, isAlive, platform, type Sandbox, sandbox } from "./helpers.ts"
 
 type Call = readonly [id: string, name: string, args: Record<string, unknown>]
 
-const message = (calls: ReadonlyArray<Call>): AssistantMessage => ({
-  role: "assistant",
-  api: "test",
-  provider: "test",
-  model: "test",
-  usage: emptyUsage,
-  stopReason: "toolUse",
-  timestamp: 0,
-  content: calls.map(([id, name, args]) => ({ type: "toolCall" as const, id, name, arguments: args }))
-})
+const message = (calls: ReadonlyArray<Call>): AssistantMessage =>
+  assistantMessage(...calls.map(([id, name, args]) => toolCall(id, name, args)))
 
 /** Runs a batch against the sandbox's handlers, recording the events. */
 const runBatch = (box: Sandbox, assistant: AssistantMessage, options: ToolExecutionOptions = {}) =>
