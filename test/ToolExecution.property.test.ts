@@ -279,22 +279,25 @@ const makeRegistry = (c: BatchCase, rec: Recorder): ToolRegistryShape => {
       rec.bodyExits.push({ seq: rec.next(), i, exit: Exit.isSuccess(outcome) ? "success" : "failure" })
       return outcome
     }
+    // The exit is observed around the body's start, not inside it: an abort raised as the body begins may
+    // interrupt it before the body's own first step (after a yield the tool runs in a fiber of its own).
     const run = Effect.withFiber((fiber) => {
       begin.ran = true
       rec.track(fiber, "tool", i)
       rec.abortFrom(i, "bodyBegin")
-      return body(c, rec, i, ctx).pipe(
-        Effect.onExit((exit) =>
-          Effect.sync(() => {
-            rec.bodyExits.push({
-              seq: rec.next(),
-              i,
-              exit: Exit.isSuccess(exit) ? "success" : Exit.hasInterrupts(exit) ? "interrupted" : "failure"
-            })
+      return body(c, rec, i, ctx)
+    }).pipe(
+      Effect.onExit((exit) =>
+        Effect.sync(() => {
+          if (!begin.ran) return
+          rec.bodyExits.push({
+            seq: rec.next(),
+            i,
+            exit: Exit.isSuccess(exit) ? "success" : Exit.hasInterrupts(exit) ? "interrupted" : "failure"
           })
-        )
+        })
       )
-    })
+    )
     // A handler whose Effect yields to the scheduler before its body begins.
     return spec.shape === "yield" ? Effect.andThen(Effect.yieldNow, run) : run
   }
@@ -314,10 +317,11 @@ const STALL_MS = 3_000
 
 const makeSink = (c: BatchCase, rec: Recorder, clock: Clock.Clock, onEvent: () => void): EventSinkShape => {
   let notUpdates = 0
-  if (c.sink === "callback") {
+  if (c.sink === "callback" || c.sink === "throwing") {
     return EventSink.fromCallback((event) => {
       rec.events.push({ seq: rec.next(), event, at: clock.currentTimeMillisUnsafe() })
       onEvent()
+      if (c.sink === "throwing" && rec.events.length % 2 === 0) throw new Error("subscriber threw")
     })
   }
   return {
@@ -334,6 +338,7 @@ const makeSink = (c: BatchCase, rec: Recorder, clock: Clock.Clock, onEvent: () =
       switch (c.sink) {
         case "sync":
         case "callback":
+        case "throwing":
           return record
         case "yield":
           return Effect.andThen(Effect.yieldNow, record)

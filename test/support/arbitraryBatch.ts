@@ -95,9 +95,9 @@ export type AbortPoint = "handler" | "bodyBegin" | "bodyEnd" | "before" | "after
  * takes 1 ms (virtual) before recording it (a subscriber with backpressure); records it and then fails on
  * every other event; or records it and then blocks for 3 s (virtual) on one event (see `stallOn`). `callback`
  * records at once too, but through `EventSink.fromCallback`, a plain synchronous function: the path a
- * callback sink takes.
+ * callback sink takes. `throwing` is that callback, throwing after it recorded every other event.
  */
-export type Sink = "sync" | "callback" | "yield" | "slow" | "failing" | "stall"
+export type Sink = "sync" | "callback" | "throwing" | "yield" | "slow" | "failing" | "stall"
 
 export interface BatchCase {
   readonly calls: ReadonlyArray<CallSpec>
@@ -365,7 +365,10 @@ export const makeBatchCaseArb = (
       configTimeout: nullable(Arbitrary.map(int(1, 30), (n) => n * 100 + 50), 2, 1),
       toolTimeout: nullable(Arbitrary.map(int(1, 30), (n) => n * 100 + 50), 3, 1),
       grace: nullable(Arbitrary.map(int(0, 20), (n) => n * 100 + 25)),
-      sink: weighted<Sink>([[3, "sync"], [3, "callback"], [1, "yield"], [1, "slow"], [1, "failing"], [1, "stall"]]),
+      sink: weighted<Sink>([[3, "sync"], [3, "callback"], [1, "throwing"], [1, "yield"], [1, "slow"], [1, "failing"], [
+        1,
+        "stall"
+      ]]),
       stallOn: int(1, 12),
       stepMs: weighted<number>([[2, 250], [1, 100], [1, 1000]]),
       abort
