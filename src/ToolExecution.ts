@@ -927,10 +927,15 @@ const announceNow = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> => {
     // Both events right here: nothing can observe the state in between.
     call.state = { _tag: "Done", outcome: state.outcome, message }
     const started = batch.emit({ type: "message_start", message })
+    if (Exit.isExit(started) && Exit.isSuccess(started)) return batch.emit({ type: "message_end", message })
     // Not an Exit: a subscriber failed, and its warning is logged first (as in the effectful case below).
-    return Exit.isExit(started) && Exit.isSuccess(started)
-      ? batch.emit({ type: "message_end", message })
-      : Effect.flatMap(started, () => batch.emit({ type: "message_end", message }))
+    // An abort raised by that same delivery interrupts the work before the warning runs: the call is then
+    // announcing, so that the settle phase still sends its message_end (TE 8.3).
+    call.state = { _tag: "Announcing", outcome: state.outcome, message }
+    return Effect.flatMap(started, () => {
+      if (call.state._tag === "Announcing") call.state = { _tag: "Done", outcome: state.outcome, message }
+      return batch.emit({ type: "message_end", message })
+    })
   }
   call.state = { _tag: "Announcing", outcome: state.outcome, message }
   return Effect.flatMapEager(batch.emit({ type: "message_start", message }), () => {

@@ -39,6 +39,7 @@ import {
   type AbortPoint,
   type BatchCase,
   type CallSpec,
+  type HookShape,
   HORIZON_MS,
   isDuplicate,
   isImmediate,
@@ -278,22 +279,27 @@ const makeRegistry = (c: BatchCase, rec: Recorder): ToolRegistryShape => {
       rec.bodyExits.push({ seq: rec.next(), i, exit: Exit.isSuccess(outcome) ? "success" : "failure" })
       return outcome
     }
-    return Effect.withFiber((fiber) => {
+    // The exit is observed around the body's start, not inside it: an abort raised as the body begins may
+    // interrupt it before the body's own first step (after a yield the tool runs in a fiber of its own).
+    const run = Effect.withFiber((fiber) => {
       begin.ran = true
       rec.track(fiber, "tool", i)
       rec.abortFrom(i, "bodyBegin")
-      return body(c, rec, i, ctx).pipe(
-        Effect.onExit((exit) =>
-          Effect.sync(() => {
-            rec.bodyExits.push({
-              seq: rec.next(),
-              i,
-              exit: Exit.isSuccess(exit) ? "success" : Exit.hasInterrupts(exit) ? "interrupted" : "failure"
-            })
+      return body(c, rec, i, ctx)
+    }).pipe(
+      Effect.onExit((exit) =>
+        Effect.sync(() => {
+          if (!begin.ran) return
+          rec.bodyExits.push({
+            seq: rec.next(),
+            i,
+            exit: Exit.isSuccess(exit) ? "success" : Exit.hasInterrupts(exit) ? "interrupted" : "failure"
           })
-        )
+        })
       )
-    })
+    )
+    // A handler whose Effect yields to the scheduler before its body begins.
+    return spec.shape === "yield" ? Effect.andThen(Effect.yieldNow, run) : run
   }
   const par = Tool.make("par", {
     description: "a tool that may run in parallel",
@@ -311,10 +317,11 @@ const STALL_MS = 3_000
 
 const makeSink = (c: BatchCase, rec: Recorder, clock: Clock.Clock, onEvent: () => void): EventSinkShape => {
   let notUpdates = 0
-  if (c.sink === "callback") {
+  if (c.sink === "callback" || c.sink === "throwing") {
     return EventSink.fromCallback((event) => {
       rec.events.push({ seq: rec.next(), event, at: clock.currentTimeMillisUnsafe() })
       onEvent()
+      if (c.sink === "throwing" && rec.events.length % 2 === 0) throw new Error("subscriber threw")
     })
   }
   return {
@@ -331,6 +338,7 @@ const makeSink = (c: BatchCase, rec: Recorder, clock: Clock.Clock, onEvent: () =
       switch (c.sink) {
         case "sync":
         case "callback":
+        case "throwing":
           return record
         case "yield":
           return Effect.andThen(Effect.yieldNow, record)
@@ -356,6 +364,28 @@ const makeSink = (c: BatchCase, rec: Recorder, clock: Clock.Clock, onEvent: () =
   }
 }
 
+/**
+ * A hook written in the given shape (see `HookShape`): `decide` does the hook's work and returns its
+ * decision; it is handed the fiber running it when it runs inside an Effect, none when it runs in the
+ * hook's call itself (`exit`, `throw`: the decision is then returned as it is, mostly an Exit, or thrown).
+ */
+const shaped = <A>(
+  shape: HookShape,
+  decide: (fiber: Fiber.Fiber<unknown, unknown> | undefined) => Effect.Effect<A, unknown>
+): Effect.Effect<A, unknown> => {
+  switch (shape) {
+    case "exit":
+    case "throw":
+      return decide(undefined)
+    case "effect":
+      return Effect.withFiber(decide)
+    case "promise":
+      return Effect.flatMap(Effect.promise(async () => await Promise.resolve()), () => Effect.withFiber(decide))
+    case "yield":
+      return Effect.andThen(Effect.yieldNow, Effect.withFiber(decide))
+  }
+}
+
 const makeHooks = (c: BatchCase, rec: Recorder, message: AssistantMessage, replaced: ReadonlyArray<unknown>) => {
   const indexOf = new Map<ToolCall, number>()
   let k = 0
@@ -369,59 +399,67 @@ const makeHooks = (c: BatchCase, rec: Recorder, message: AssistantMessage, repla
     (c.abort._tag === "SignalFromCall" || c.abort._tag === "InterruptFromCall") && c.abort.at === at
   const beforeToolCall = c.calls.some((call) => call.before !== "pass") || abortIn("before")
     ? (ctx: { readonly toolCall: ToolCall }): Effect.Effect<BeforeToolCallResult | undefined, unknown> =>
-      Effect.withFiber((fiber): Effect.Effect<BeforeToolCallResult | undefined, unknown> => {
-        const i = which(ctx.toolCall)
-        rec.beforeCalls.push({ seq: rec.next(), i })
-        rec.track(fiber, "hook")
-        rec.abortFrom(i, "before")
-        switch (c.calls[i].before) {
-          case "pass":
-            return Effect.succeed(undefined)
-          case "slowPass":
-            return Effect.as(Effect.sleep(300), undefined)
-          case "block":
-            return Effect.succeed({ block: true })
-          case "blockReason":
-            return Effect.succeed({ block: true, reason: `blocked ${i}` })
-          case "blockTerminate":
-            return Effect.succeed({ block: true, reason: `blocked ${i} for good`, terminate: true })
-          case "fail":
-            return Effect.fail(new Error(`before ${i} failed`))
-          case "die":
-            return Effect.die(new Error(`before ${i} died`))
-          case "replaceArgs":
-            return Effect.succeed({ args: replaced[i] })
+      shaped(
+        c.calls[which(ctx.toolCall)].hookShape,
+        (fiber): Effect.Effect<BeforeToolCallResult | undefined, unknown> => {
+          const i = which(ctx.toolCall)
+          rec.beforeCalls.push({ seq: rec.next(), i })
+          if (fiber !== undefined) rec.track(fiber, "hook")
+          rec.abortFrom(i, "before")
+          switch (c.calls[i].before) {
+            case "pass":
+              return Effect.succeed(undefined)
+            case "slowPass":
+              return Effect.as(Effect.sleep(300), undefined)
+            case "block":
+              return Effect.succeed({ block: true })
+            case "blockReason":
+              return Effect.succeed({ block: true, reason: `blocked ${i}` })
+            case "blockTerminate":
+              return Effect.succeed({ block: true, reason: `blocked ${i} for good`, terminate: true })
+            case "fail":
+              return Effect.fail(new Error(`before ${i} failed`))
+            case "die":
+              if (c.calls[i].hookShape === "throw") throw new Error(`before ${i} died`)
+              return Effect.die(new Error(`before ${i} died`))
+            case "replaceArgs":
+              return Effect.succeed({ args: replaced[i] })
+          }
         }
-      })
+      )
     : undefined
   const afterToolCall = c.calls.some((call) => call.after !== "pass") || abortIn("after")
     ? (ctx: { readonly toolCall: ToolCall }): Effect.Effect<AfterToolCallResult | undefined, unknown> =>
-      Effect.withFiber((fiber): Effect.Effect<AfterToolCallResult | undefined, unknown> => {
-        const i = which(ctx.toolCall)
-        rec.afterCalls.push({ seq: rec.next(), i })
-        rec.track(fiber, "hook")
-        rec.abortFrom(i, "after")
-        const spec = c.calls[i]
-        switch (spec.after) {
-          case "pass":
-            return Effect.succeed(undefined)
-          case "slowPass":
-            return Effect.as(Effect.sleep(300), undefined)
-          case "override": {
-            const o = spec.override
-            return Effect.succeed({
-              ...(o.content ? { content: [{ type: "text" as const, text: `after ${i}` }] } : {}),
-              ...(o.details ? { details: { after: i } } : {}),
-              ...(o.isError !== null ? { isError: o.isError } : {}),
-              ...(o.terminate !== null ? { terminate: o.terminate } : {})
-            })
+      shaped(
+        c.calls[which(ctx.toolCall)].hookShape,
+        (fiber): Effect.Effect<AfterToolCallResult | undefined, unknown> => {
+          const i = which(ctx.toolCall)
+          rec.afterCalls.push({ seq: rec.next(), i })
+          if (fiber !== undefined) rec.track(fiber, "hook")
+          rec.abortFrom(i, "after")
+          const spec = c.calls[i]
+          switch (spec.after) {
+            case "pass":
+              return Effect.succeed(undefined)
+            case "slowPass":
+              return Effect.as(Effect.sleep(300), undefined)
+            case "override": {
+              const o = spec.override
+              return Effect.succeed({
+                ...(o.content ? { content: [{ type: "text" as const, text: `after ${i}` }] } : {}),
+                ...(o.details ? { details: { after: i } } : {}),
+                ...(o.isError !== null ? { isError: o.isError } : {}),
+                ...(o.terminate !== null ? { terminate: o.terminate } : {})
+              })
+            }
+            case "fail":
+              return Effect.fail(new Error(`after ${i} failed`))
+            case "die":
+              if (c.calls[i].hookShape === "throw") throw new Error(`after ${i} died`)
+              return Effect.die(new Error(`after ${i} died`))
           }
-          case "fail":
-            return Effect.fail(new Error(`after ${i} failed`))
-          case "die":
-            return Effect.die(new Error(`after ${i} died`))
         }
-      })
+      )
     : undefined
   return { beforeToolCall, afterToolCall }
 }
@@ -1094,6 +1132,7 @@ const propertyOptions = (n: number) => ({
 /** A call that succeeds at once; override what matters. */
 const call = (spec: Partial<CallSpec> = {}): CallSpec => ({
   shape: "effect",
+  hookShape: "effect",
   name: "par",
   args: "valid",
   duplicate: false,

@@ -2245,6 +2245,33 @@ describe("TE 9 bad input and faults", () => {
       }))
   }
 
+  const abortingEvents = ["tool_execution_start", "tool_execution_end", "message_start"] as const
+  for (const mode of ["parallel", "sequential"] as const) {
+    for (const on of abortingEvents) {
+      it.effect(`TE 8.3, TE 9.2 a synchronous subscriber that aborts and throws on ${on} still gets every end and message (${mode})`, () =>
+        Effect.gen(function*() {
+          const rec = makeRecorder()
+          const controller = new AbortController()
+          // Found by the property test (sink "throwing"): the failed delivery's warning is an Effect, and an abort
+          // raised by the same delivery must not cut a call off its end event or its message (it cut the
+          // announcement between message_start and message_end).
+          const sink = EventSink.fromCallback((event) => {
+            Effect.runSync(rec.sink.emit(event))
+            if (event.type === on) {
+              controller.abort()
+              throw new Error("subscriber threw")
+            }
+          })
+          const result = yield* runBatch(assistantMessage(...faultCalls), [scripted("a", marking(rec))], sink, {
+            toolExecution: mode,
+            signal: controller.signal
+          })
+          assert.isTrue(result.aborted)
+          assertBatchInvariants(rec.events, faultCalls, result.messages)
+        }))
+    }
+  }
+
   it.effect("TE 9 a slow subscriber delays the batch but never breaks it or reorders events", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()

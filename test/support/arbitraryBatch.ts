@@ -43,10 +43,20 @@ export interface Override {
  * through `Tool.tryPromise` (a hanging body then is a promise: one that settles when its signal fires, or,
  * for `stubborn`, one that never settles).
  */
-export type Shape = "effect" | "instant" | "promise"
+export type Shape = "effect" | "instant" | "promise" | "yield"
+
+/**
+ * How the hooks are written for a call (each hook of the call, `beforeToolCall` and `afterToolCall`):
+ * an Effect that runs in the runtime (`Effect.withFiber`); an already-complete Effect (`Effect.succeed`,
+ * `Effect.fail`, `Effect.die`: an Exit, the batch's fast path), the hook's work done when it is called;
+ * the same, but a dying hook throws instead of returning; promise code with a real await before the
+ * decision (`Effect.promise`); or an Effect that yields to the scheduler first (`Effect.yieldNow`).
+ */
+export type HookShape = "effect" | "exit" | "throw" | "promise" | "yield"
 
 export interface CallSpec {
   readonly shape: Shape
+  readonly hookShape: HookShape
   readonly name: ToolName
   readonly args: Args
   /** Reuses the id of the previous call (ignored for the first call). */
@@ -85,9 +95,9 @@ export type AbortPoint = "handler" | "bodyBegin" | "bodyEnd" | "before" | "after
  * takes 1 ms (virtual) before recording it (a subscriber with backpressure); records it and then fails on
  * every other event; or records it and then blocks for 3 s (virtual) on one event (see `stallOn`). `callback`
  * records at once too, but through `EventSink.fromCallback`, a plain synchronous function: the path a
- * callback sink takes.
+ * callback sink takes. `throwing` is that callback, throwing after it recorded every other event.
  */
-export type Sink = "sync" | "callback" | "yield" | "slow" | "failing" | "stall"
+export type Sink = "sync" | "callback" | "throwing" | "yield" | "slow" | "failing" | "stall"
 
 export interface BatchCase {
   readonly calls: ReadonlyArray<CallSpec>
@@ -180,7 +190,8 @@ const overrideArb: Arbitrary.Arbitrary<Override> = Arbitrary.all({
 })
 
 export const callSpecArb: Arbitrary.Arbitrary<CallSpec> = Arbitrary.all({
-  shape: weighted<Shape>([[4, "effect"], [2, "instant"], [2, "promise"]]),
+  shape: weighted<Shape>([[4, "effect"], [2, "instant"], [2, "promise"], [1, "yield"]]),
+  hookShape: weighted<HookShape>([[3, "effect"], [2, "exit"], [1, "throw"], [2, "promise"], [1, "yield"]]),
   name: weighted<ToolName>([[8, "par"], [2, "seq"], [1, "unknown"]]),
   args: weighted<Args>([[6, "valid"], [2, "coercible"], [1, "invalid"]]),
   duplicate: weighted<boolean>([[9, false], [1, true]]),
@@ -354,7 +365,10 @@ export const makeBatchCaseArb = (
       configTimeout: nullable(Arbitrary.map(int(1, 30), (n) => n * 100 + 50), 2, 1),
       toolTimeout: nullable(Arbitrary.map(int(1, 30), (n) => n * 100 + 50), 3, 1),
       grace: nullable(Arbitrary.map(int(0, 20), (n) => n * 100 + 25)),
-      sink: weighted<Sink>([[3, "sync"], [3, "callback"], [1, "yield"], [1, "slow"], [1, "failing"], [1, "stall"]]),
+      sink: weighted<Sink>([[3, "sync"], [3, "callback"], [1, "throwing"], [1, "yield"], [1, "slow"], [1, "failing"], [
+        1,
+        "stall"
+      ]]),
       stallOn: int(1, 12),
       stepMs: weighted<number>([[2, 250], [1, 100], [1, 1000]]),
       abort
