@@ -146,6 +146,8 @@ export interface Screen {
   readonly waitFor: (pattern: RegExp | string, timeoutMs?: number) => Promise<string>
   /** Kills the pane's server (and so the command, if still running). */
   readonly stop: () => void
+  /** Runs a tmux command on this screen's own server; its output. */
+  readonly tmux: (...args: ReadonlyArray<string>) => string
 }
 
 let counter = 0
@@ -170,6 +172,7 @@ export const openScreen = (args: ReadonlyArray<string>, env: Record<string, stri
   const colours = process.env.CAPTURE_ANSI === "1" ? ["-e"] : []
   const capture = () => tmux("capture-pane", "-p", "-J", ...colours, "-t", "main", "-S", "-200").replace(/\s+$/, "")
   return {
+    tmux,
     keys: (...names) => void tmux("send-keys", "-t", "main", ...names),
     type: (text) => void tmux("send-keys", "-t", "main", "-l", text),
     paste: (text) => {

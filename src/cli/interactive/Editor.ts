@@ -102,16 +102,19 @@ const commonPrefix = (words: ReadonlyArray<string>): string =>
     return prefix.slice(0, i)
   })
 
+/** How many turns of the event loop the editor waits for more of a paste before it draws what came (CLI 1.1). */
+const PASTE_TURNS = 3
+
+/** The text a pasted key inserts: pasted text is text, a newline in it (CR or LF) is a new line, never Enter. */
+const pastedText = (key: Key): string =>
+  key.name === "return" || key.name === "enter" ? "\n" : key.sequence.replace(/\r\n?/g, "\n")
+
 /** One key applied to the editor: the next state, or how the editor ends. */
 export const step = (state: EditorState, key: Key, context: EditorContext): EditorState | EditorResult => {
   const { text, cursor } = state
   // The terminal's input has ended (CLI 1.9): no one can type any more, so the entry ends unsent.
   if (isEnd(key)) return context.cancelable ? { _tag: "Cancel" } : { _tag: "Exit" }
-  if (key.paste) {
-    // Pasted text is text: a newline in it (CR or LF) is a new line, never Enter.
-    const chunk = key.name === "return" || key.name === "enter" ? "\n" : key.sequence.replace(/\r\n?/g, "\n")
-    return insert(state, chunk)
-  }
+  if (key.paste) return insert(state, pastedText(key))
   if (key.ctrl && key.name === "c") {
     if (context.cancelable) return { _tag: "Cancel" }
     if (text !== "") return { ...initial(context.history), hint: "" }
@@ -334,6 +337,24 @@ export const read = (keys: Keys, options: ReadOptions): Effect.Effect<EditorResu
           options.write("\x1b[2J\x1b[3J\x1b[H")
           cursorRow = 0
           key = yield* keys.poll
+          continue
+        }
+        if (key.paste) {
+          // A paste arrives as one key per character: the keys waiting are gathered and inserted at once,
+          // since inserting them one by one copies the whole entry at each key (a 256 KB paste took 46 s).
+          const pasted: Array<string> = []
+          while (key !== undefined && key.paste) {
+            pasted.push(pastedText(key))
+            key = yield* keys.poll
+            // The rest of a paste may not have been read yet: it is waited for (briefly) before a frame is
+            // drawn, since every frame lays out the whole entry (a 1 MB paste drawn in its thousands of
+            // pieces took minutes).
+            for (let turn = 0; key === undefined && turn < PASTE_TURNS; turn++) {
+              yield* Effect.sleep(0)
+              key = yield* keys.poll
+            }
+          }
+          state = insert(state, pasted.join(""))
           continue
         }
         const next = step(state, key, options)
