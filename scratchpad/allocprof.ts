@@ -1,10 +1,10 @@
 // Allocation profile (every sampled allocation, collected or not) of one workload of turnprof.ts:
-// npx node scratchpad/allocprof.ts <workload> [seconds] > out.heapprofile; then scratchpad/heapself.mjs out.heapprofile
+// npx node scratchpad/allocprof.ts <workload> [seconds] [ours|pi] > out.heapprofile; then scratchpad/heapself.mjs out.heapprofile
 import { Session } from "node:inspector/promises"
 import { turnWorkload } from "./workload.ts"
 
-const [wl = "loop0", secs = "3"] = process.argv.slice(2)
-const { once, side } = turnWorkload(wl)
+const [wl = "loop0", secs = "3", sideName = "ours"] = process.argv.slice(2)
+const { once, side } = turnWorkload(wl, sideName)
 for (let i = 0; i < 200; i++) await once()
 const session = new Session()
 session.connect()

@@ -1,13 +1,16 @@
 // The recovery after a full GC, run by run: npx node --expose-gc scratchpad/postgc.ts <workload> <side> [rounds] [runs after each GC]
 // Warm first (300 runs), then `rounds` times: a full GC, then `runs` runs each timed alone (CPU µs per model call);
-// prints the median over rounds of each run's position after the GC (run 1 = first after the GC).
+// prints the median over rounds of each run's position after the GC (run 1 = first after the GC). NOGC=1: no GC
+// (the steady state); THREAD=1: count the main thread's CPU only.
 import { turnWorkload } from "./workload.ts"
 
 const [wl = "loop10", sideName = "ours", roundsArg = "15", runsArg = "12"] = process.argv.slice(2)
 const { once, side, turns } = turnWorkload(wl, sideName)
 const gc = (globalThis as { gc?: () => void }).gc!
+// THREAD=1: this thread's CPU only (leaves out the collector's helper threads).
+const thread = process.env["THREAD"] === "1"
 const cpu = () => {
-  const u = process.cpuUsage()
+  const u = thread ? process.threadCpuUsage() : process.cpuUsage()
   return u.user + u.system
 }
 for (let i = 0; i < Number(process.env["WARM"] ?? 300); i++) await once()

@@ -10,14 +10,17 @@
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
+import * as Channel from "effect/Channel"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Pull from "effect/Pull"
 import * as Queue from "effect/Queue"
 import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { AgentContext } from "./AgentContext.ts"
 import type { AgentEvent } from "./AgentEvent.ts"
@@ -259,75 +262,180 @@ const CONTINUE = Exit.succeed(true)
 const STOP = Exit.succeed(false)
 
 /**
+ * One model call being read (AL 2.3): what has arrived so far. Its steps are module functions continued by
+ * functions bound to it, not closures made per call: a closure's optimized code is dropped by a major
+ * collection once none of its instances is alive, which is exactly the state between two turns (see
+ * `internal/shapes.ts`).
+ */
+class Response {
+  partial: AssistantMessage | undefined = undefined
+  final: AssistantMessage | undefined = undefined
+  started = false
+  /** The stream's pull, once opened; the stream's resources live in `scope`, closed when the call ends. */
+  pull: Pull.Pull<ReadonlyArray<AssistantMessageEvent>, unknown, unknown> | undefined = undefined
+  readonly scope: Scope.Closeable = Scope.makeUnsafe()
+  readonly run: Run<any>
+  readonly onPull: (
+    pull: Pull.Pull<ReadonlyArray<AssistantMessageEvent>, unknown, unknown>
+  ) => Effect.Effect<void, unknown>
+  readonly onChunk: (chunk: ReadonlyArray<AssistantMessageEvent>) => Effect.Effect<void, unknown>
+  readonly onExit: (exit: Exit.Exit<void, unknown>) => Effect.Effect<void>
+  readonly onEnd: (exit: Exit.Exit<void, unknown>) => Effect.Effect<AssistantMessage>
+  constructor(run: Run<any>) {
+    this.run = run
+    this.onPull = openedResponse.bind(undefined, this)
+    this.onChunk = readChunk.bind(undefined, this, 0)
+    this.onExit = closeScope.bind(undefined, this)
+    this.onEnd = endResponse.bind(undefined, this)
+  }
+}
+
+/**
+ * Announces one event of the stream and says whether to read on: the stream is read up to its `done` or
+ * `error` event and no further.
+ */
+function onResponseEvent(response: Response, event: AssistantMessageEvent): Effect.Effect<boolean> {
+  const run = response.run
+  // Aborted while the stream was delivering synchronously: stop here, as the signal's listener would.
+  if (isAborted(run)) return Effect.interrupt
+  let handled: Effect.Effect<void>
+  switch (event.type) {
+    case "start":
+      response.partial = event.partial
+      response.started = true
+      handled = run.emit({ type: "message_start", message: event.partial })
+      break
+    case "done":
+      response.final = event.message
+      return STOP
+    case "error":
+      response.final = event.error
+      return STOP
+    default:
+      response.partial = event.partial
+      if (!response.started) {
+        response.started = true
+        handled = Effect.flatMapEager(
+          run.emit({ type: "message_start", message: event.partial }),
+          () => run.emit({ type: "message_update", message: event.partial, assistantMessageEvent: event })
+        )
+      } else {
+        handled = run.emit({ type: "message_update", message: event.partial, assistantMessageEvent: event })
+      }
+  }
+  // A delivery that completed (a synchronous sink) answers with a shared Exit, not a new Effect per event.
+  return Exit.isExit(handled) && Exit.isSuccess(handled) ? CONTINUE : Effect.as(handled, true)
+}
+
+/**
+ * The model call: the request built, then the stream read through its pull, chunk by chunk, as plain code
+ * while each event is delivered at once (`Stream.runForEachWhile` runs a loop of Effects per chunk). The
+ * stream's scope is closed with the call's exit, as a stream run closes it.
+ */
+function readResponse(response: Response, request: ModelRequest): Effect.Effect<void, unknown> {
+  const channel = Stream.toChannel(response.run.model.stream(request))
+  return Effect.onExit(
+    Pull.catchDone(Effect.flatMap(Channel.toPullScoped(channel, response.scope), response.onPull), endOfStream),
+    response.onExit
+  )
+}
+
+/** The stream ended (a stream may end before its `done` event: `endResponse` closes such a call). */
+const endOfStream = (): Effect.Effect<void> => Effect.void
+
+function openedResponse(
+  response: Response,
+  pull: Pull.Pull<ReadonlyArray<AssistantMessageEvent>, unknown, unknown>
+): Effect.Effect<void, unknown> {
+  response.pull = pull
+  return Effect.flatMap(pull, response.onChunk)
+}
+
+/** The events of one chunk from `start` on; then the next chunk, unless an event ended the reading. */
+function readChunk(
+  response: Response,
+  start: number,
+  chunk: ReadonlyArray<AssistantMessageEvent>
+): Effect.Effect<void, unknown> {
+  for (let i = start; i < chunk.length; i++) {
+    const handled = onResponseEvent(response, chunk[i]!)
+    if (handled === CONTINUE) continue
+    if (handled === STOP) return Effect.void
+    if (Exit.isExit(handled)) return Exit.isFailure(handled) || !handled.value ? Exit.asVoid(handled) : Effect.void
+    return Effect.flatMap(handled, resumeChunk.bind(undefined, response, chunk, i + 1))
+  }
+  return Effect.flatMap(response.pull!, response.onChunk)
+}
+
+function resumeChunk(
+  response: Response,
+  chunk: ReadonlyArray<AssistantMessageEvent>,
+  next: number,
+  more: boolean
+): Effect.Effect<void, unknown> {
+  return more ? readChunk(response, next, chunk) : Effect.void
+}
+
+function closeScope(response: Response, exit: Exit.Exit<void, unknown>): Effect.Effect<void> {
+  return Scope.close(response.scope, exit)
+}
+
+/**
+ * The message the call ended with: the model's own final message, or (a failure, an abort, a stream
+ * without a final message) a closing one stamped now. Announced, then returned.
+ */
+function endResponse(response: Response, exit: Exit.Exit<void, unknown>): Effect.Effect<AssistantMessage> {
+  const run = response.run
+  if (Exit.isSuccess(exit) && !isAborted(run) && response.final !== undefined) {
+    return announceResponse(response, response.final)
+  }
+  return Effect.flatMap(Clock.currentTimeMillis, closeResponse.bind(undefined, response, exit))
+}
+
+function closeResponse(
+  response: Response,
+  exit: Exit.Exit<void, unknown>,
+  now: number
+): Effect.Effect<AssistantMessage> {
+  const { partial, run } = response
+  let message: AssistantMessage
+  if (Exit.isSuccess(exit) && !isAborted(run)) {
+    message = closingMessage(run, partial, "error", "The model stream ended without a final message", now)
+  } else if (isAborted(run) || Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)) {
+    message = closingMessage(run, partial, "aborted", "Request was aborted", now)
+  } else {
+    message = closingMessage(run, partial, "error", Exit.isFailure(exit) ? causeMessage(exit.cause) : "", now)
+  }
+  return announceResponse(response, message)
+}
+
+/** `message_start` (unless the stream announced it) and `message_end` of the response; then the message. */
+function announceResponse(response: Response, message: AssistantMessage): Effect.Effect<AssistantMessage> {
+  const run = response.run
+  return response.started
+    ? announceEnd(run, message)
+    : Effect.flatMapEager(run.emit({ type: "message_start", message }), announceEnd.bind(undefined, run, message))
+}
+
+function announceEnd(run: Run<any>, message: AssistantMessage): Effect.Effect<AssistantMessage> {
+  const emitted = run.emit({ type: "message_end", message })
+  return Exit.isExit(emitted) && Exit.isSuccess(emitted) ? Exit.succeed(message) : Effect.as(emitted, message)
+}
+
+/**
  * AL 2.3: streams one assistant response, announcing it (`message_start`, `message_update`s, `message_end`).
  * Always returns a message: failures become `stopReason: "error"` (AL 3.2), an abort `stopReason: "aborted"`
  * with whatever had arrived (AL 3.4).
  */
-const streamAssistantResponse = Effect.fnUntraced(function*<R>(run: Run<R>, systemPrompt: string) {
-  let partial: AssistantMessage | undefined
-  let final: AssistantMessage | undefined
-  let started = false
-  const onEvent = (event: AssistantMessageEvent): Effect.Effect<void> => {
-    // Aborted while the stream was delivering synchronously: stop here, as the signal's listener would.
-    if (isAborted(run)) return Effect.interrupt
-    switch (event.type) {
-      case "start":
-        partial = event.partial
-        started = true
-        return run.emit({ type: "message_start", message: event.partial })
-      case "done":
-        final = event.message
-        return Effect.void
-      case "error":
-        final = event.error
-        return Effect.void
-      default:
-        partial = event.partial
-        if (!started) {
-          started = true
-          return Effect.flatMapEager(
-            run.emit({ type: "message_start", message: event.partial }),
-            () => run.emit({ type: "message_update", message: event.partial, assistantMessageEvent: event })
-          )
-        }
-        return run.emit({ type: "message_update", message: event.partial, assistantMessageEvent: event })
-    }
-  }
-  // The stream is read up to its `done` or `error` event and no further; one stage (not a `takeUntil` in
-  // front of a `runForEach`) per model call.
-  const onEventWhile = (event: AssistantMessageEvent): Effect.Effect<boolean> => {
-    const handled = onEvent(event)
-    const more = event.type !== "done" && event.type !== "error"
-    // A delivery that completed (a synchronous sink) answers with a shared Exit, not a new Effect per event.
-    if (Exit.isExit(handled) && Exit.isSuccess(handled)) return more ? CONTINUE : STOP
-    return Effect.as(handled, more)
-  }
-  const call = Effect.flatMap(
-    buildRequest(run, systemPrompt),
-    (request) => Stream.runForEachWhile(run.model.stream(request), onEventWhile)
-  )
-  const exit = isAborted(run)
-    ? Exit.interrupt()
-    // Started at once (no trip through the scheduler); an abort raised while the stream delivers
-    // synchronously is caught by `onEvent` above, which stops at the next event.
-    : yield* Effect.exit(run.signal ? interruptOnAbort(call, run.signal, { startImmediately: true }) : call)
-  let message: AssistantMessage
-  if (Exit.isSuccess(exit) && !isAborted(run) && final !== undefined) {
-    message = final
-  } else {
-    const now = yield* Clock.currentTimeMillis
-    if (Exit.isSuccess(exit) && !isAborted(run)) {
-      message = closingMessage(run, partial, "error", "The model stream ended without a final message", now)
-    } else if (isAborted(run) || Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)) {
-      message = closingMessage(run, partial, "aborted", "Request was aborted", now)
-    } else {
-      message = closingMessage(run, partial, "error", Exit.isFailure(exit) ? causeMessage(exit.cause) : "", now)
-    }
-  }
-  if (!started) yield* run.emit({ type: "message_start", message })
-  yield* run.emit({ type: "message_end", message })
-  return message
-})
+const streamAssistantResponse = <R>(run: Run<R>, systemPrompt: string): Effect.Effect<AssistantMessage, never, R> => {
+  const response = new Response(run)
+  if (isAborted(run)) return endResponse(response, Exit.interrupt())
+  const call = Effect.flatMap(buildRequest(run, systemPrompt), readResponse.bind(undefined, response))
+  // Started at once (no trip through the scheduler); an abort raised while the stream delivers
+  // synchronously is caught by `onResponseEvent`, which stops at the next event.
+  const read = run.signal ? interruptOnAbort(call, run.signal, { startImmediately: true }) : call
+  return Effect.flatMap(Effect.exit(read), response.onEnd)
+}
 
 /**
  * AL 2.5: the tool batch of a response (TE), or the settled-but-not-run results of a response that cannot
