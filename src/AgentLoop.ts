@@ -206,9 +206,12 @@ keepAll([
 const loopEmit = (sink: EventSink.EventSinkShape) => {
   const emitter = makeEmitter(sink)
   // Suspended inside the uninterruptible step: an eager sink starts delivering when `emit` is called.
-  return emitter.sync
-    ? emitter.emit
-    : (event: AgentEvent) => Effect.uninterruptible(Effect.suspend(() => emitter.emit(event)))
+  return emitter.sync ? emitter.emit : emitUninterruptibly.bind(undefined, emitter.emit)
+}
+
+// Bound, not closures made per run and per event (see `Response`).
+function emitUninterruptibly(emit: (event: AgentEvent) => Effect.Effect<void>, event: AgentEvent): Effect.Effect<void> {
+  return Effect.uninterruptible(Effect.suspend(emit.bind(undefined, event)))
 }
 
 const announce = <R>(run: Run<R>, message: AgentMessage) =>

@@ -1126,18 +1126,32 @@ const runParallel = <R>(
   const prepared: Array<Prepared> = []
   return Effect.flatMapEager(
     forEachEager(calls, preflight.bind(undefined, batch, prepared) as (call: Call) => Effect.Effect<void, never, R>),
-    () =>
-      Effect.flatMap(
-        executeAll(
-          prepared,
-          executeAndEnd.bind(undefined, batch) as (p: Prepared) => Effect.Effect<void, never, R>,
-          concurrency,
-          isAborted.bind(undefined, batch),
-          batch.grace
-        ),
-        () => forEachEager(calls, announce.bind(undefined, batch) as (call: Call) => Effect.Effect<void>)
-      )
+    executePrepared.bind(undefined, batch, calls, prepared, concurrency) as () => Effect.Effect<void, never, R>
   )
+}
+
+// Steps 2 and 3 of parallel mode, as bound module functions (see `startNow`).
+
+function executePrepared<R>(
+  batch: Batch<R>,
+  calls: ReadonlyArray<Call>,
+  prepared: ReadonlyArray<Prepared>,
+  concurrency: number | "unbounded"
+): Effect.Effect<void, never, R> {
+  return Effect.flatMap(
+    executeAll(
+      prepared,
+      executeAndEnd.bind(undefined, batch) as (p: Prepared) => Effect.Effect<void, never, R>,
+      concurrency,
+      isAborted.bind(undefined, batch),
+      batch.grace
+    ),
+    announceAll.bind(undefined, batch, calls)
+  )
+}
+
+function announceAll(batch: Batch<any>, calls: ReadonlyArray<Call>): Effect.Effect<void> {
+  return forEachEager(calls, announce.bind(undefined, batch) as (call: Call) => Effect.Effect<void>)
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -1164,17 +1178,38 @@ export const executeToolCalls = <R = never>(
   assistantMessage: AssistantMessage,
   options: ToolExecutionOptions<R> = {}
 ): Effect.Effect<ToolBatchResult, never, ToolRegistry | R> =>
-  Effect.uninterruptibleMask((restore) =>
-    Effect.withFiber((fiber) =>
-      // A module function, not a closure made per batch (see `startNow`): it holds the batch's set-up loop.
-      Effect.flatMap(
-        Telemetry.batchTrace,
-        startBatch.bind(undefined, assistantMessage, options, restore, fiber) as (
-          trace: Telemetry.BatchTrace | undefined
-        ) => Effect.Effect<ToolBatchResult, never, R>
-      )
-    )
+  // Module functions bound per batch, not closures made per batch (see `startNow`).
+  Effect.uninterruptibleMask(
+    (maskedBatch<R>).bind(undefined, assistantMessage, options) as (
+      restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
+    ) => Effect.Effect<ToolBatchResult, never, R>
   )
+
+function maskedBatch<R>(
+  assistantMessage: AssistantMessage,
+  options: ToolExecutionOptions<R>,
+  restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
+): Effect.Effect<ToolBatchResult, never, R> {
+  return Effect.withFiber(
+    (batchInFiber<R>).bind(undefined, assistantMessage, options, restore) as (
+      fiber: Fiber.Fiber<unknown, unknown>
+    ) => Effect.Effect<ToolBatchResult, never, R>
+  )
+}
+
+function batchInFiber<R>(
+  assistantMessage: AssistantMessage,
+  options: ToolExecutionOptions<R>,
+  restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>,
+  fiber: Fiber.Fiber<unknown, unknown>
+): Effect.Effect<ToolBatchResult, never, R> {
+  return Effect.flatMap(
+    Telemetry.batchTrace,
+    startBatch.bind(undefined, assistantMessage, options, restore, fiber) as (
+      trace: Telemetry.BatchTrace | undefined
+    ) => Effect.Effect<ToolBatchResult, never, R>
+  )
+}
 
 function startBatch<R>(
   assistantMessage: AssistantMessage,
@@ -1216,36 +1251,54 @@ function startBatch<R>(
   }
   const mode = chooseMode(toolCalls, registry, options.toolExecution)
   // Suspended: the phases run eagerly when called, and must run in the supervised fiber.
-  const work = Effect.suspend(() =>
-    mode === "sequential"
-      ? runSequential(batch, calls)
-      : runParallel(batch, calls, options.concurrency ?? "unbounded")
+  const work = Effect.suspend(
+    runMode.bind(undefined, batch, calls, mode, options.concurrency ?? "unbounded") as () => Effect.Effect<
+      void,
+      never,
+      R
+    >
   )
-  const stop = () => {
-    batch.stopping = true
-  }
   return Effect.flatMap(
-    supervise(work, calls, options.signal, grace, stop, emitter.close, restore),
-    (exit) => settle(batch, calls, mode, exit, emitter)
+    supervise(work, calls, options.signal, grace, stopBatch.bind(undefined, batch), emitter.close, restore),
+    settle.bind(undefined, batch, calls, mode, emitter) as (
+      exit: Exit.Exit<void, never>
+    ) => Effect.Effect<ToolBatchResult>
   )
 }
 
-/** The end of a batch: after a failure the calls it caught are settled (TE 8.3); the batch's result. */
-const settle = <R>(
+function runMode<R>(
   batch: Batch<R>,
   calls: ReadonlyArray<Call>,
   mode: ExecutionMode,
-  exit: Exit.Exit<void, never>,
-  emitter: ReturnType<typeof makeEmitter>
-): Effect.Effect<ToolBatchResult> => {
+  concurrency: number | "unbounded"
+): Effect.Effect<void, never, R> {
+  return mode === "sequential" ? runSequential(batch, calls) : runParallel(batch, calls, concurrency)
+}
+
+/** No tool may start from now on (TE 8.1). */
+function stopBatch(batch: Batch<any>): void {
+  batch.stopping = true
+}
+
+/** The batch's result, once every call has its message. */
+const resultOf = (calls: ReadonlyArray<Call>, aborted: boolean): ToolBatchResult => ({
+  messages: calls.map(messageOf),
+  terminate: calls.length > 0 &&
+    calls.every((call) => call.state._tag === "Done" && call.state.outcome.result.terminate === true),
+  aborted
+})
+
+/** The end of a batch: after a failure the calls it caught are settled (TE 8.3); the batch's result. */
+function settle<R>(
+  batch: Batch<R>,
+  calls: ReadonlyArray<Call>,
+  mode: ExecutionMode,
+  emitter: ReturnType<typeof makeEmitter>,
+  exit: Exit.Exit<void, never>
+): Effect.Effect<ToolBatchResult> {
   const aborted = isAborted(batch) || (Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause))
-  const result = (): ToolBatchResult => ({
-    messages: calls.map(messageOf),
-    terminate: calls.length > 0 &&
-      calls.every((call) => call.state._tag === "Done" && call.state.outcome.result.terminate === true),
-    aborted
-  })
-  if (Exit.isSuccess(exit)) return Effect.succeed(result())
+  if (Exit.isSuccess(exit)) return Exit.succeed(resultOf(calls, aborted))
+  const result = () => resultOf(calls, aborted)
   const reason = aborted ? "the run was aborted" : `an internal error occurred (${causeMessage(exit.cause)})`
   // A slow subscriber gets at most the grace period per event.
   const bounded: Batch<R> = { ...batch, emit: emitter.bounded(batch.grace) }

@@ -41,22 +41,52 @@ export const interruptOnAbort = <A, E, R>(
   signal: AbortSignal,
   options?: InterruptOnAbortOptions
 ): Effect.Effect<A, E, R> =>
-  Effect.uninterruptibleMask((restore) => {
-    const immediately = options?.startImmediately === true
-    return Effect.flatMap(Effect.forkChild(restore(work), { startImmediately: immediately }), (fiber) => {
-      if (immediately) {
-        const exit = fiber.pollUnsafe()
-        if (exit !== undefined) return exit
-      }
-      const onAbort = () => fiber.interruptUnsafe()
-      if (signal.aborted) onAbort()
-      else signal.addEventListener("abort", onAbort, { once: true })
-      return restore(Fiber.join(fiber)).pipe(
-        Effect.onInterrupt(() => Fiber.interrupt(fiber)),
-        Effect.ensuring(Effect.sync(() => signal.removeEventListener("abort", onAbort)))
-      )
-    })
-  })
+  // Module functions bound per use, not closures: it runs per model call, and a closure's optimized code is
+  // dropped by a major collection once none of its instances is alive (see `shapes.ts`).
+  Effect.uninterruptibleMask(
+    (forkOnAbort<A, E, R>).bind(undefined, work, signal, options?.startImmediately === true) as (
+      restore: <A2, E2, R2>(effect: Effect.Effect<A2, E2, R2>) => Effect.Effect<A2, E2, R2>
+    ) => Effect.Effect<A, E, R>
+  )
+
+function forkOnAbort<A, E, R>(
+  work: Effect.Effect<A, E, R>,
+  signal: AbortSignal,
+  immediately: boolean,
+  restore: <A2, E2, R2>(effect: Effect.Effect<A2, E2, R2>) => Effect.Effect<A2, E2, R2>
+): Effect.Effect<A, E, R> {
+  return Effect.flatMap(
+    Effect.forkChild(restore(work), { startImmediately: immediately }),
+    (joinOnAbort<A, E>).bind(undefined, signal, immediately, restore)
+  )
+}
+
+function joinOnAbort<A, E>(
+  signal: AbortSignal,
+  immediately: boolean,
+  restore: <A2, E2, R2>(effect: Effect.Effect<A2, E2, R2>) => Effect.Effect<A2, E2, R2>,
+  fiber: Fiber.Fiber<A, E>
+): Effect.Effect<A, E> {
+  if (immediately) {
+    const exit = fiber.pollUnsafe()
+    if (exit !== undefined) return exit
+  }
+  const onAbort = interruptFiber.bind(undefined, fiber)
+  if (signal.aborted) onAbort()
+  else signal.addEventListener("abort", onAbort, { once: true })
+  return restore(Fiber.join(fiber)).pipe(
+    Effect.onInterrupt(Fiber.interrupt.bind(undefined, fiber)),
+    Effect.ensuring(Effect.sync(removeAbortListener.bind(undefined, signal, onAbort)))
+  )
+}
+
+function interruptFiber(fiber: Fiber.Fiber<unknown, unknown>): void {
+  fiber.interruptUnsafe()
+}
+
+function removeAbortListener(signal: AbortSignal, onAbort: () => void): void {
+  signal.removeEventListener("abort", onAbort)
+}
 
 /**
  * Runs `work` in a child fiber (started at once) and waits for it. Interrupting the caller does not

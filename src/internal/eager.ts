@@ -27,10 +27,11 @@ export const forEachEager = <A, R>(
 ): Effect.Effect<void, never, R> => {
   for (let i = start; i < items.length; i++) {
     const effect = f(items[i])
-    if (!Exit.isExit(effect)) return Effect.flatMap(effect, () => forEachEager(items, f, i + 1))
+    // Bound, not a closure (see `shapes.ts`): it is made per pending item.
+    if (!Exit.isExit(effect)) return Effect.flatMap(effect, (forEachEager<A, R>).bind(undefined, items, f, i + 1))
     if (Exit.isFailure(effect)) return effect
     if ((i & 2047) === 2047 && i + 1 < items.length) {
-      return Effect.flatMap(Effect.yieldNow, () => forEachEager(items, f, i + 1))
+      return Effect.flatMap(Effect.yieldNow, (forEachEager<A, R>).bind(undefined, items, f, i + 1))
     }
   }
   return Effect.void

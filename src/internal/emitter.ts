@@ -10,6 +10,7 @@ import * as Exit from "effect/Exit"
 import type { AgentEvent } from "../AgentEvent.ts"
 import * as EventSink from "../EventSink.ts"
 import { contain } from "./contain.ts"
+import { keepAll } from "./shapes.ts"
 import { eagerDelivery, synchronousDelivery } from "./syncSink.ts"
 
 /** The batch's view of the sink. */
@@ -27,69 +28,131 @@ export interface Emitter {
   readonly sync: boolean
 }
 
-const warnSubscriber = (event: AgentEvent) => (failure: unknown) =>
-  Effect.logWarning(`effect-agent: an event subscriber failed on ${event.type}`, failure)
-
 /** The warning `contain` would log for a failed delivery. */
 const warnFailed = (event: AgentEvent, cause: Cause.Cause<unknown>) =>
   Effect.logWarning(`effect-agent: an event subscriber on ${event.type} failed`, cause)
+
+const warnThrown = (event: AgentEvent, error: unknown) =>
+  Effect.logWarning(`effect-agent: an event subscriber failed on ${event.type}`, error)
+
+/** Delivers through the sink's own Effect, contained (a failing subscriber is logged). */
+const deliverContained = (sink: EventSink.EventSinkShape, event: AgentEvent): Effect.Effect<void> =>
+  contain(`an event subscriber on ${event.type}`, () => sink.emit(event))
+
+/**
+ * The emitters are classes whose functions are methods bound once per emitter, not closures: an emitter is
+ * made per run and per batch, and a closure's optimized code is dropped by a major collection once none of
+ * its instances is alive (see `shapes.ts`).
+ */
+abstract class BaseEmitter implements Emitter {
+  closed = false
+  readonly emit: (event: AgentEvent) => Effect.Effect<void>
+  readonly bounded: (grace: Duration.Duration) => (event: AgentEvent) => Effect.Effect<void>
+  readonly close: () => void
+  abstract readonly sync: boolean
+  constructor() {
+    this.emit = this.emitOpen.bind(this)
+    this.bounded = this.boundedBy.bind(this)
+    this.close = this.closeNow.bind(this)
+  }
+  emitOpen(event: AgentEvent): Effect.Effect<void> {
+    return this.closed ? Effect.void : this.deliver(event)
+  }
+  closeNow(): void {
+    this.closed = true
+  }
+  abstract deliver(event: AgentEvent): Effect.Effect<void>
+  abstract boundedBy(grace: Duration.Duration): (event: AgentEvent) => Effect.Effect<void>
+}
+
+/** `EventSink.discard`: nothing to deliver. */
+class DiscardEmitter extends BaseEmitter {
+  readonly sync = true
+  deliver(): Effect.Effect<void> {
+    return Effect.void
+  }
+  boundedBy(): (event: AgentEvent) => Effect.Effect<void> {
+    return this.deliver
+  }
+}
+
+/** A synchronous sink: each event delivered by a call, with no Effect. */
+class SyncEmitter extends BaseEmitter {
+  readonly sync = true
+  readonly now: (event: AgentEvent) => Effect.Effect<void>
+  readonly #deliver: (event: AgentEvent) => void
+  constructor(deliver: (event: AgentEvent) => void) {
+    super()
+    this.#deliver = deliver
+    this.now = this.deliver.bind(this)
+  }
+  deliver(event: AgentEvent): Effect.Effect<void> {
+    try {
+      this.#deliver(event)
+      return Effect.void
+    } catch (error) {
+      return warnThrown(event, error)
+    }
+  }
+  boundedBy(): (event: AgentEvent) => Effect.Effect<void> {
+    return this.now
+  }
+}
+
+/** A sink whose delivery is an Effect: contained, and bounded by the grace period after an abort. */
+class EffectEmitter extends BaseEmitter {
+  readonly sync = false
+  readonly sink: EventSink.EventSinkShape
+  constructor(sink: EventSink.EventSinkShape) {
+    super()
+    this.sink = sink
+  }
+  deliver(event: AgentEvent): Effect.Effect<void> {
+    return deliverContained(this.sink, event)
+  }
+  boundedBy(grace: Duration.Duration): (event: AgentEvent) => Effect.Effect<void> {
+    return (event) =>
+      Effect.asVoid(Effect.timeoutOption(Effect.interruptible(deliverContained(this.sink, event)), grace))
+  }
+}
+
+/** An eager sink: delivery starts when called, contained without an Effect around one that completed at once. */
+class EagerEmitter extends EffectEmitter {
+  readonly #deliver: (event: AgentEvent) => Effect.Effect<void>
+  constructor(sink: EventSink.EventSinkShape, deliver: (event: AgentEvent) => Effect.Effect<void>) {
+    super(sink)
+    this.#deliver = deliver
+  }
+  override deliver(event: AgentEvent): Effect.Effect<void> {
+    let effect: Effect.Effect<void>
+    try {
+      effect = this.#deliver(event)
+    } catch (error) {
+      return warnFailed(event, Cause.die(error))
+    }
+    if (!Exit.isExit(effect)) return contain(`an event subscriber on ${event.type}`, () => effect)
+    return Exit.isSuccess(effect) || Cause.hasInterruptsOnly(effect.cause)
+      ? Effect.void
+      : warnFailed(event, effect.cause)
+  }
+}
 
 /**
  * A sink wrapper: a failing subscriber is logged and never reaches the batch. An effectful delivery cannot
  * be cut by an abort (the phases run it uninterruptibly), so a subscriber never sees half an event.
  */
 export const makeEmitter = (sink: EventSink.EventSinkShape): Emitter => {
-  let closed = false
-  const close = () => {
-    closed = true
-  }
-  if (sink === EventSink.discard) {
-    return {
-      emit: () => Effect.void,
-      bounded: () => () => Effect.void,
-      close,
-      sync: true
-    }
-  }
+  if (sink === EventSink.discard) return new DiscardEmitter()
   const emitUnsafe = synchronousDelivery(sink)
-  if (emitUnsafe !== undefined) {
-    const now = (event: AgentEvent): Effect.Effect<void> => {
-      try {
-        emitUnsafe(event)
-        return Effect.void
-      } catch (error) {
-        return warnSubscriber(event)(error)
-      }
-    }
-    return { emit: (event) => closed ? Effect.void : now(event), bounded: () => now, close, sync: true }
-  }
-  const deliver = (event: AgentEvent) => contain(`an event subscriber on ${event.type}`, () => sink.emit(event))
+  if (emitUnsafe !== undefined) return new SyncEmitter(emitUnsafe)
   const emitEager = eagerDelivery(sink)
-  if (emitEager !== undefined) {
-    // Contained like `deliver`, without an Effect around a delivery that completed synchronously.
-    const now = (event: AgentEvent): Effect.Effect<void> => {
-      let effect: Effect.Effect<void>
-      try {
-        effect = emitEager(event)
-      } catch (error) {
-        return warnFailed(event, Cause.die(error))
-      }
-      if (!Exit.isExit(effect)) return contain(`an event subscriber on ${event.type}`, () => effect)
-      return Exit.isSuccess(effect) || Cause.hasInterruptsOnly(effect.cause)
-        ? Effect.void
-        : warnFailed(event, effect.cause)
-    }
-    return {
-      emit: (event) => closed ? Effect.void : now(event),
-      bounded: (grace) => (event) => Effect.asVoid(Effect.timeoutOption(Effect.interruptible(deliver(event)), grace)),
-      close,
-      sync: false
-    }
-  }
-  return {
-    emit: (event) => closed ? Effect.void : deliver(event),
-    bounded: (grace) => (event) => Effect.asVoid(Effect.timeoutOption(Effect.interruptible(deliver(event)), grace)),
-    close,
-    sync: false
-  }
+  return emitEager !== undefined ? new EagerEmitter(sink, emitEager) : new EffectEmitter(sink)
 }
+
+// One of each kept, so that a major GC between runs does not drop their maps (see `shapes.ts`).
+keepAll([
+  new DiscardEmitter(),
+  new SyncEmitter(() => {}),
+  new EffectEmitter(EventSink.discard),
+  new EagerEmitter(EventSink.discard, () => Effect.void)
+])

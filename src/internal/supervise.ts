@@ -74,12 +74,40 @@ export const executeAll = <P extends { readonly call: Call }, R>(
   isStopping: () => boolean,
   grace: Duration.Duration
 ): Effect.Effect<void, never, R> =>
-  Effect.uninterruptibleMask((restore) =>
-    Effect.withFiber((parent) => {
-      const pool = new Pool(prepared, run, concurrency, isStopping, grace, parent, restore)
-      return pool.loop().pipe(Effect.onInterrupt(() => pool.stopAll()))
-    })
+  Effect.uninterruptibleMask(
+    (maskedPool<P, R>).bind(undefined, prepared, run, concurrency, isStopping, grace) as (
+      restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
+    ) => Effect.Effect<void, never, R>
   )
+
+// Module functions bound per batch, not closures (see `Pool`).
+function maskedPool<P extends { readonly call: Call }, R>(
+  prepared: ReadonlyArray<P>,
+  run: (p: P) => Effect.Effect<void, never, R>,
+  concurrency: number | "unbounded",
+  isStopping: () => boolean,
+  grace: Duration.Duration,
+  restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
+): Effect.Effect<void, never, R> {
+  return Effect.withFiber(
+    (startPool<P, R>).bind(undefined, prepared, run, concurrency, isStopping, grace, restore) as (
+      parent: Fiber.Fiber<unknown, unknown>
+    ) => Effect.Effect<void, never, R>
+  )
+}
+
+function startPool<P extends { readonly call: Call }, R>(
+  prepared: ReadonlyArray<P>,
+  run: (p: P) => Effect.Effect<void, never, R>,
+  concurrency: number | "unbounded",
+  isStopping: () => boolean,
+  grace: Duration.Duration,
+  restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>,
+  parent: Fiber.Fiber<unknown, unknown>
+): Effect.Effect<void, never, R> {
+  const pool = new Pool(prepared, run, concurrency, isStopping, grace, parent, restore)
+  return Effect.onInterrupt(pool.loop(), pool.stopAll.bind(pool))
+}
 
 /**
  * The state of {@link executeAll}. A class whose methods do the work, with bound methods as the callbacks
@@ -217,7 +245,7 @@ keepAll([
  * stop. Work that does not stop in time (a tool that ignores cancellation, a subscriber that never returns)
  * is abandoned: `abandon` drops its later events. Returns how the work ended.
  */
-export const supervise = Effect.fnUntraced(function*<R>(
+export const supervise = <R>(
   work: Effect.Effect<void, never, R>,
   calls: ReadonlyArray<Call>,
   signal: AbortSignal | undefined,
@@ -225,75 +253,167 @@ export const supervise = Effect.fnUntraced(function*<R>(
   stop: () => void,
   abandon: () => void,
   restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
-) {
-  const started: Started = { fiber: undefined, cancelled: false }
-  const first = yield* Effect.exit(restore(startAndAwait(work, signal, started)))
-  if (Exit.isSuccess(first) && first.value !== undefined) return first.value
-  stop()
-  started.cancelled = true
-  const fiber = started.fiber
-  // Stopped before the work started: no call was reached.
-  if (fiber === undefined) return Exit.interrupt()
-  for (const call of calls) abortRunning(call)
-  fiber.interruptUnsafe()
-  const stopped = yield* Effect.timeoutOption(Effect.interruptible(Fiber.await(fiber)), grace)
-  if (Option.isSome(stopped)) return stopped.value
-  abandonBusy(calls)
-  abandon()
-  return Exit.interrupt()
-})
+): Effect.Effect<Exit.Exit<void, never>, never, R> =>
+  Effect.withFiber(
+    startSupervision.bind(undefined, work, calls, signal, grace, stop, abandon, restore) as (
+      parent: Fiber.Fiber<unknown, unknown>
+    ) => Effect.Effect<Exit.Exit<void, never>, never, R>
+  )
 
-/** The work fiber, once started; `cancelled` once it must no longer start. */
-interface Started {
-  fiber: Fiber.Fiber<void, never> | undefined
-  cancelled: boolean
+/**
+ * One supervision. Its steps are module functions bound to it, not closures: it is made per batch, and a
+ * closure's optimized code is dropped by a major collection once none of its instances is alive.
+ *
+ * The work starts on a microtask, once the batch's fiber waits (no trip through the scheduler, no turn of
+ * the event loop), in a detached fiber (a child would be awaited when this one exits, and abandoned work
+ * must not hold it). Since the batch's fiber is then waiting, an interruption arriving while the work runs
+ * synchronously reaches it at once, and `stop` is called before the work can start another tool (TE 8.1).
+ */
+class Supervision<R> {
+  /** The work fiber, once started. */
+  fiber: Fiber.Fiber<void, never> | undefined = undefined
+  /** The work must no longer start (or be waited for). */
+  cancelled = false
+  resume: ((effect: Effect.Effect<Exit.Exit<void, never> | undefined>) => void) | undefined = undefined
+  removeObserver: (() => void) | undefined = undefined
+  readonly work: Effect.Effect<void, never, R>
+  readonly calls: ReadonlyArray<Call>
+  readonly signal: AbortSignal | undefined
+  readonly grace: Duration.Duration
+  readonly stop: () => void
+  readonly abandon: () => void
+  readonly parent: Fiber.Fiber<unknown, unknown>
+  readonly onAbort: () => void
+  readonly startWork: () => void
+  readonly recordFiber: (self: Fiber.Fiber<unknown, unknown>) => Effect.Effect<void, never, R>
+  readonly onWorkExit: (exit: Exit.Exit<void, never>) => void
+  readonly afterWait: (first: Exit.Exit<Exit.Exit<void, never> | undefined>) => Effect.Effect<Exit.Exit<void, never>>
+  constructor(
+    work: Effect.Effect<void, never, R>,
+    calls: ReadonlyArray<Call>,
+    signal: AbortSignal | undefined,
+    grace: Duration.Duration,
+    stop: () => void,
+    abandon: () => void,
+    parent: Fiber.Fiber<unknown, unknown>
+  ) {
+    this.work = work
+    this.calls = calls
+    this.signal = signal
+    this.grace = grace
+    this.stop = stop
+    this.abandon = abandon
+    this.parent = parent
+    this.onAbort = supervisedAbort.bind(undefined, this)
+    this.startWork = startSupervisedWork.bind(undefined, this)
+    this.recordFiber = recordWorkFiber.bind(undefined, this) as (
+      self: Fiber.Fiber<unknown, unknown>
+    ) => Effect.Effect<void, never, R>
+    this.onWorkExit = supervisedWorkExit.bind(undefined, this)
+    this.afterWait = afterSupervisedWait.bind(undefined, this)
+  }
+}
+
+keepAll([
+  new Supervision(Effect.void, [], undefined, Duration.zero, () => {}, () => {}, {
+    context: Context.empty()
+  } as Fiber.Fiber<unknown, unknown>)
+])
+
+function startSupervision<R>(
+  work: Effect.Effect<void, never, R>,
+  calls: ReadonlyArray<Call>,
+  signal: AbortSignal | undefined,
+  grace: Duration.Duration,
+  stop: () => void,
+  abandon: () => void,
+  restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>,
+  parent: Fiber.Fiber<unknown, unknown>
+): Effect.Effect<Exit.Exit<void, never>> {
+  const supervision = new Supervision(work, calls, signal, grace, stop, abandon, parent)
+  const wait = Effect.callback<Exit.Exit<void, never> | undefined>(
+    registerSupervision.bind(undefined, supervision) as (
+      resume: (effect: Effect.Effect<Exit.Exit<void, never> | undefined>) => void
+    ) => Effect.Effect<void> | undefined
+  )
+  return Effect.flatMap(Effect.exit(restore(wait)), supervision.afterWait)
 }
 
 /**
  * Starts the work and waits for its exit, or for the signal (`undefined`), whichever comes first: one
  * listener and one observer, removed by whichever fires or by an interruption (no racing fibers).
- *
- * The work starts on a microtask, once this fiber waits (no trip through the scheduler, no turn of the
- * event loop), in a detached fiber (a child would be awaited when this one exits, and abandoned work must
- * not hold it). Since this fiber is then waiting, an interruption arriving while the work runs synchronously
- * reaches it at once, and `stop` is called before the work can start another tool (TE 8.1).
  */
-const startAndAwait = <R>(
-  work: Effect.Effect<void, never, R>,
-  signal: AbortSignal | undefined,
-  started: Started
-): Effect.Effect<Exit.Exit<void, never> | undefined, never, R> =>
-  Effect.withFiber((parent) =>
-    Effect.callback<Exit.Exit<void, never> | undefined>((resume) => {
-      if (signal?.aborted) return resume(Effect.succeed(undefined))
-      let removeObserver: (() => void) | undefined
-      const onAbort = () => {
-        started.cancelled = true
-        removeObserver?.()
-        resume(Effect.succeed(undefined))
-      }
-      signal?.addEventListener("abort", onAbort, { once: true })
-      queueMicrotask(() => {
-        if (started.cancelled) return
-        // The work needs `R`, which this fiber's context provides. It records its fiber before anything
-        // else: what it runs synchronously may interrupt this fiber, which must then find it.
-        const fiber = Effect.runForkWith(parent.context as Context.Context<R>)(Effect.withFiber((self) => {
-          started.fiber = self as Fiber.Fiber<void, never>
-          return Effect.interruptible(work)
-        }))
-        removeObserver = fiber.addObserver((exit) => {
-          keepFiber("work", fiber)
-          signal?.removeEventListener("abort", onAbort)
-          resume(Effect.succeed(exit))
-        })
-      })
-      return Effect.sync(() => {
-        started.cancelled = true
-        signal?.removeEventListener("abort", onAbort)
-        removeObserver?.()
-      })
-    })
+function registerSupervision(
+  supervision: Supervision<unknown>,
+  resume: (effect: Effect.Effect<Exit.Exit<void, never> | undefined>) => void
+): Effect.Effect<void> | undefined {
+  const signal = supervision.signal
+  if (signal?.aborted) {
+    resume(Effect.succeed(undefined))
+    return undefined
+  }
+  supervision.resume = resume
+  signal?.addEventListener("abort", supervision.onAbort, { once: true })
+  queueMicrotask(supervision.startWork)
+  return Effect.sync(cancelSupervisedWait.bind(undefined, supervision))
+}
+
+function supervisedAbort(supervision: Supervision<unknown>): void {
+  supervision.cancelled = true
+  supervision.removeObserver?.()
+  supervision.resume!(Effect.succeed(undefined))
+}
+
+function cancelSupervisedWait(supervision: Supervision<unknown>): void {
+  supervision.cancelled = true
+  supervision.signal?.removeEventListener("abort", supervision.onAbort)
+  supervision.removeObserver?.()
+}
+
+function startSupervisedWork<R>(supervision: Supervision<R>): void {
+  if (supervision.cancelled) return
+  // The work needs `R`, which the batch's fiber context provides. It records its fiber before anything
+  // else: what it runs synchronously may interrupt the batch's fiber, which must then find it.
+  const fiber = Effect.runForkWith(supervision.parent.context as Context.Context<R>)(
+    Effect.withFiber(supervision.recordFiber)
   )
+  supervision.removeObserver = fiber.addObserver(supervision.onWorkExit)
+}
+
+function recordWorkFiber<R>(supervision: Supervision<R>, self: Fiber.Fiber<unknown, unknown>) {
+  supervision.fiber = self as Fiber.Fiber<void, never>
+  return Effect.interruptible(supervision.work)
+}
+
+function supervisedWorkExit(supervision: Supervision<unknown>, exit: Exit.Exit<void, never>): void {
+  keepFiber("work", supervision.fiber!)
+  supervision.signal?.removeEventListener("abort", supervision.onAbort)
+  supervision.resume!(Effect.succeed(exit))
+}
+
+function afterSupervisedWait(
+  supervision: Supervision<unknown>,
+  first: Exit.Exit<Exit.Exit<void, never> | undefined>
+): Effect.Effect<Exit.Exit<void, never>> {
+  if (Exit.isSuccess(first) && first.value !== undefined) return Effect.succeed(first.value)
+  return stopSupervisedWork(supervision)
+}
+
+/** The abort path: stop, interrupt the work, wait at most the grace period, abandon what is left. */
+const stopSupervisedWork = Effect.fnUntraced(function*(supervision: Supervision<unknown>) {
+  supervision.stop()
+  supervision.cancelled = true
+  const fiber = supervision.fiber
+  // Stopped before the work started: no call was reached.
+  if (fiber === undefined) return Exit.interrupt()
+  for (const call of supervision.calls) abortRunning(call)
+  fiber.interruptUnsafe()
+  const stopped = yield* Effect.timeoutOption(Effect.interruptible(Fiber.await(fiber)), supervision.grace)
+  if (Option.isSome(stopped)) return stopped.value
+  abandonBusy(supervision.calls)
+  supervision.abandon()
+  return Exit.interrupt()
+})
 
 /** The honest result of a call the abort caught before it ended (TE 8.3). */
 const interruptedResult = (call: Call, reason: string): Finalized => {
