@@ -293,6 +293,22 @@ class Response {
   }
 }
 
+/** The stream ended (a stream may end before its `done` event: `endResponse` closes such a call). */
+const endOfStream = (): Effect.Effect<void> => Effect.void
+
+/**
+ * One made-up call of each kind kept (see `keepAll` above): its scope (a stream run's) and the Effects a call
+ * builds (an exit of a pending Effect, a fork, a scope's close) that nothing else keeps between turns.
+ */
+const keptResponse = new Response({ signal: keptSignal } as Run<any>)
+keepAll([
+  keptResponse,
+  Effect.exit(Effect.sync(() => undefined)),
+  Effect.forkChild(Effect.void, { startImmediately: true }),
+  Scope.close(keptResponse.scope, Exit.void),
+  Pull.catchDone(Effect.void, endOfStream)
+])
+
 /**
  * Announces one event of the stream and says whether to read on: the stream is read up to its `done` or
  * `error` event and no further.
@@ -342,9 +358,6 @@ function readResponse(response: Response, request: ModelRequest): Effect.Effect<
     response.onExit
   )
 }
-
-/** The stream ended (a stream may end before its `done` event: `endResponse` closes such a call). */
-const endOfStream = (): Effect.Effect<void> => Effect.void
 
 function openedResponse(
   response: Response,

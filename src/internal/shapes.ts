@@ -21,13 +21,23 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 
-/** An instance of `AsyncResource` where there is one (Node's `node:async_hooks`), as Effect's runtime finds it. */
-function asyncResource(): unknown {
+/**
+ * Instances of `AsyncResource` where there is one (Node's `node:async_hooks`), in the states the runtime
+ * leaves them: the one Effect's runtime captures for a waiting fiber, after it resumed the fiber and destroyed
+ * it, and the one Node's `queueMicrotask` makes (with its `callback`).
+ */
+function asyncResources(): ReadonlyArray<unknown> {
   try {
     const Resource = (globalThis as any).process?.getBuiltinModule?.("node:async_hooks")?.AsyncResource
-    return Resource === undefined ? undefined : new Resource("effect/Fiber")
+    if (Resource === undefined) return []
+    const fiber = new Resource("effect/Fiber")
+    fiber.runInAsyncScope(() => undefined)
+    fiber.emitDestroy()
+    const microtask = new Resource("Microtask", { requireManualDestroy: true })
+    microtask.callback = () => undefined
+    return [fiber, microtask]
   } catch {
-    return undefined
+    return []
   }
 }
 
@@ -56,7 +66,7 @@ const primitives: ReadonlyArray<unknown> = [
   // The run's signal is checked before every call starts (TE 8.1).
   new AbortController().signal,
   // A fiber that waits captures one (Effect's runtime, on Node), resumed and destroyed on its next step.
-  asyncResource()
+  asyncResources()
 ]
 
 /**
