@@ -468,12 +468,21 @@ export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentO
       ? held(event, signal, restore)
       : Effect.flatMap(restore(turn.take), () => held(event, signal, restore))
 
+  // Functions of the agent, bound per run and per event: closures made per run would lose their optimized
+  // code at every major collection between runs (see `internal/shapes.ts`).
+  const deliverMasked = (
+    event: AgentEvent,
+    signal: AbortSignal,
+    restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
+  ): Effect.Effect<void> => Effect.suspend(deliverNow.bind(undefined, event, signal, restore))
+  const emitWith = (signal: AbortSignal, event: AgentEvent): Effect.Effect<void> =>
+    Effect.uninterruptibleMask(deliverMasked.bind(undefined, event, signal))
+  const deliverEagerlyWith = (signal: AbortSignal, event: AgentEvent): Effect.Effect<void> =>
+    deliverNow(event, signal, identity)
+
   /** The run's sink: eager for the loop and the batch (see `syncSink.ts`), an ordinary Effect for anyone else. */
   const sinkOf = (signal: AbortSignal): EventSink.EventSinkShape =>
-    deliveringEagerly(
-      (event) => Effect.uninterruptibleMask((restore) => Effect.suspend(() => deliverNow(event, signal, restore))),
-      (event) => deliverNow(event, signal, identity)
-    )
+    deliveringEagerly(emitWith.bind(undefined, signal), deliverEagerlyWith.bind(undefined, signal))
 
   const toMessage = (input: AgentMessage | string, images?: ReadonlyArray<ImageContent>) =>
     typeof input !== "string"

@@ -215,7 +215,11 @@ function emitUninterruptibly(emit: (event: AgentEvent) => Effect.Effect<void>, e
 }
 
 const announce = <R>(run: Run<R>, message: AgentMessage) =>
-  Effect.flatMapEager(run.emit({ type: "message_start", message }), () => run.emit({ type: "message_end", message }))
+  Effect.flatMapEager(run.emit({ type: "message_start", message }), emitMessageEnd.bind(undefined, run, message))
+
+function emitMessageEnd(run: Run<any>, message: AgentMessage): Effect.Effect<void> {
+  return run.emit({ type: "message_end", message })
+}
 
 /** A message from no model call: the run failed or was aborted before (or while) the model answered. */
 const closingMessage = (

@@ -203,7 +203,8 @@ const atomically = <R>(
   call: Call,
   step: (batch: Batch<R>, call: Call) => Effect.Effect<void>
 ): Effect.Effect<void> =>
-  batch.syncSink ? step(batch, call) : Effect.uninterruptible(Effect.suspend(() => step(batch, call)))
+  // Bound, not a closure made per event (see `startNow`).
+  batch.syncSink ? step(batch, call) : Effect.uninterruptible(Effect.suspend(step.bind(undefined, batch, call)))
 
 // ---------------------------------------------------------------------------------------------------------
 // Phase 1: prepare (TE 2)
