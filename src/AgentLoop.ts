@@ -705,101 +705,128 @@ export const agentLoopAsyncIterable = (
   config: AgentLoopConfig,
   layer: RunLayer
 ): AsyncIterable<AgentEvent> => ({
-  [Symbol.asyncIterator]: () => {
-    // The run delivers into a plain buffer (no Effect, no fiber per event); the iterator drains it and waits
-    // only when it is empty. Unbounded like the run's own transcript: every event is kept until read.
-    // `next` is a plain function (no async frame per event): a buffered event is handed out at once.
-    let buffer: Array<AgentEvent | undefined> = []
-    let head = 0
-    let exit: Exit.Exit<unknown, unknown> | undefined
-    let fiber: Fiber.Fiber<unknown, unknown> | undefined
-    let stopped = false
-    // Callers of `next` waiting for an event, oldest first (a `for await` has at most one).
-    const waiting: Array<
-      { readonly resolve: (r: IteratorResult<AgentEvent>) => void; readonly reject: (e: unknown) => void }
-    > = []
-    const DONE: IteratorResult<AgentEvent> = { done: true, value: undefined }
-    /** The next result if there is one now (throws the run's failure once it ended with one). */
-    const pull = (): IteratorResult<AgentEvent> | undefined => {
-      if (head < buffer.length) {
-        const value = buffer[head]!
-        buffer[head++] = undefined
-        if (head === buffer.length) {
-          buffer = []
-          head = 0
-        }
-        return { done: false, value }
+  [Symbol.asyncIterator]: () => new LoopIterator(prompts, context, config, layer)
+})
+
+const DONE: IteratorResult<AgentEvent> = { done: true, value: undefined }
+
+/** A caller of `next` waiting for an event. */
+interface Waiter {
+  readonly resolve: (result: IteratorResult<AgentEvent>) => void
+  readonly reject: (error: unknown) => void
+}
+
+/**
+ * The iterator of {@link agentLoopAsyncIterable}. The run delivers into a plain buffer (no Effect, no fiber
+ * per event); the iterator drains it and waits only when it is empty. Unbounded like the run's own transcript:
+ * every event is kept until read. `next` is a plain method (no async frame per event): a buffered event is
+ * handed out at once. A class with methods, not closures made per run, so that its code survives a major
+ * collection between runs (see `internal/shapes.ts`).
+ */
+class LoopIterator implements AsyncIterator<AgentEvent> {
+  buffer: Array<AgentEvent | undefined> = []
+  head = 0
+  exit: Exit.Exit<unknown, unknown> | undefined = undefined
+  fiber: Fiber.Fiber<unknown, unknown> | undefined = undefined
+  stopped = false
+  /** Callers of `next` waiting for an event, oldest first (a `for await` has at most one). */
+  readonly waiting: Array<Waiter> = []
+  readonly prompts: ReadonlyArray<AgentMessage>
+  readonly context: AgentContext
+  readonly config: AgentLoopConfig
+  readonly layer: RunLayer
+  readonly onEvent: (event: AgentEvent) => void
+  readonly onExit: (exit: Exit.Exit<unknown, unknown>) => void
+  constructor(prompts: ReadonlyArray<AgentMessage>, context: AgentContext, config: AgentLoopConfig, layer: RunLayer) {
+    this.prompts = prompts
+    this.context = context
+    this.config = config
+    this.layer = layer
+    this.onEvent = this.deliver.bind(this)
+    this.onExit = this.ended.bind(this)
+  }
+  deliver(event: AgentEvent): void {
+    this.buffer.push(event)
+    if (this.waiting.length > 0) this.notify()
+  }
+  ended(exit: Exit.Exit<unknown, unknown>): void {
+    this.exit = exit
+    this.notify()
+  }
+  /** The next result if there is one now (throws the run's failure once it ended with one). */
+  pull(): IteratorResult<AgentEvent> | undefined {
+    if (this.head < this.buffer.length) {
+      const value = this.buffer[this.head]!
+      this.buffer[this.head++] = undefined
+      if (this.head === this.buffer.length) {
+        this.buffer = []
+        this.head = 0
       }
-      if (stopped) return DONE
-      if (exit !== undefined) {
-        if (Exit.isFailure(exit) && !Cause.hasInterruptsOnly(exit.cause)) throw Cause.squash(exit.cause)
-        return DONE
-      }
-      return undefined
+      return { done: false, value }
     }
-    const notify = () => {
-      while (waiting.length > 0) {
-        let result: IteratorResult<AgentEvent> | undefined
-        try {
-          result = pull()
-        } catch (error) {
-          waiting.shift()!.reject(error)
-          continue
-        }
-        if (result === undefined) return
-        waiting.shift()!.resolve(result)
-      }
-    }
-    const start = () => {
-      fiber = Effect.runFork(
-        runAgentLoop(prompts, context, config).pipe(
-          Effect.provideService(
-            EventSink.EventSink,
-            EventSink.fromCallback((event) => {
-              buffer.push(event)
-              if (waiting.length > 0) notify()
-            })
-          ),
-          Effect.provide(layer)
-        )
-      )
-      fiber.addObserver((done) => {
-        exit = done
-        notify()
-      })
-    }
-    const stop = async (): Promise<IteratorResult<AgentEvent>> => {
-      const running = fiber
-      if (running !== undefined && exit === undefined) await Effect.runPromise(Fiber.interrupt(running))
-      buffer = []
-      head = 0
-      stopped = true
-      notify()
+    if (this.stopped) return DONE
+    const exit = this.exit
+    if (exit !== undefined) {
+      if (Exit.isFailure(exit) && !Cause.hasInterruptsOnly(exit.cause)) throw Cause.squash(exit.cause)
       return DONE
     }
-    return {
-      next: (): Promise<IteratorResult<AgentEvent>> => {
-        if (fiber === undefined && !stopped) start()
-        if (waiting.length === 0) {
-          try {
-            const result = pull()
-            if (result !== undefined) return Promise.resolve(result)
-          } catch (error) {
-            return Promise.reject(error)
-          }
-        }
-        return new Promise<IteratorResult<AgentEvent>>((resolve, reject) => {
-          waiting.push({ resolve, reject })
-        })
-      },
-      return: stop,
-      throw: async (error: unknown) => {
-        await stop()
-        throw error
+    return undefined
+  }
+  notify(): void {
+    const waiting = this.waiting
+    while (waiting.length > 0) {
+      let result: IteratorResult<AgentEvent> | undefined
+      try {
+        result = this.pull()
+      } catch (error) {
+        waiting.shift()!.reject(error)
+        continue
       }
+      if (result === undefined) return
+      waiting.shift()!.resolve(result)
     }
   }
-})
+  start(): void {
+    const fiber = Effect.runFork(
+      runAgentLoop(this.prompts, this.context, this.config).pipe(
+        Effect.provideService(EventSink.EventSink, EventSink.fromCallback(this.onEvent)),
+        Effect.provide(this.layer)
+      )
+    )
+    this.fiber = fiber
+    fiber.addObserver(this.onExit)
+  }
+  next(): Promise<IteratorResult<AgentEvent>> {
+    if (this.fiber === undefined && !this.stopped) this.start()
+    if (this.waiting.length === 0) {
+      try {
+        const result = this.pull()
+        if (result !== undefined) return Promise.resolve(result)
+      } catch (error) {
+        return Promise.reject(error)
+      }
+    }
+    return new Promise<IteratorResult<AgentEvent>>((resolve, reject) => {
+      this.waiting.push({ resolve, reject })
+    })
+  }
+  async return(): Promise<IteratorResult<AgentEvent>> {
+    const running = this.fiber
+    if (running !== undefined && this.exit === undefined) await Effect.runPromise(Fiber.interrupt(running))
+    this.buffer = []
+    this.head = 0
+    this.stopped = true
+    this.notify()
+    return DONE
+  }
+  async throw(error: unknown): Promise<IteratorResult<AgentEvent>> {
+    await this.return()
+    throw error
+  }
+}
+
+// One kept, so that a major GC between runs does not drop the class's map (see `internal/shapes.ts`).
+keepAll([new LoopIterator([], { systemPrompt: "", messages: [] }, {}, undefined as unknown as RunLayer)])
 
 /**
  * A run as a Promise of the messages it added, for code without Effect; events go to `onEvent` (awaited
