@@ -65,7 +65,15 @@ const foreignWithTransformation = (input: unknown): Exit.Exit<unknown, Schema.Sc
  */
 export const decodeUnknownExit = (schema: Schema.Decoder<unknown>): Decode => {
   if (isOwnAst(schema.ast)) {
-    return Schema.decodeUnknownExit(schema, { errors: "all" }) as Decode
+    // Valid input is decoded on the parser's fast path (default options: it stops at the first issue, and
+    // for a struct runs no generator per value); only input that fails is decoded again with every issue
+    // reported. The result is the same: a decoding succeeds, with the same value, under either option.
+    const first = Schema.decodeUnknownExit(schema) as Decode
+    const all = Schema.decodeUnknownExit(schema, { errors: "all" }) as Decode
+    return (input) => {
+      const decoded = first(input)
+      return Exit.isSuccess(decoded) ? decoded : all(input)
+    }
   }
   if (transforms(schema.ast, new Set())) return foreignWithTransformation
   // Runs on this copy's runtime: Effect values of another 4.x copy are run by it (only Schema's parser compares
