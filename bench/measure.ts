@@ -25,8 +25,19 @@ export const expected = (side: Side | "ours" | "pi", n: number): number =>
 export const baselineEvents = (side: Side): number => (side.name === "pi" ? PI_LOOP_EVENTS + 2 : 0)
 
 /**
+ * How long a CPU-timed sample waits, idle and still timed, after its runs: V8 finishes on its own threads
+ * the work the runs started (optimizing compiles, parallel GC tasks; about 15 ms at most here), which the
+ * process's CPU time counts. Without the wait that work lands in the next sample, which is often the other
+ * side's; with it, each side pays for exactly the background work its own runs caused.
+ */
+export const SETTLE_MS = 20
+
+const idle = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+/**
  * Mean microseconds per run over `iters` back-to-back runs. A full GC first (so the other side's garbage
- * is not collected on this side's time), then `rewarm` untimed runs. Checks every run's event count.
+ * is not collected on this side's time), then `rewarm` untimed runs. Checks every run's event count. With
+ * the CPU clock ({@link cpuNow}), the timed window ends {@link SETTLE_MS} after the last run.
  */
 export const sample = async (
   run: () => Promise<number>,
@@ -47,6 +58,7 @@ export const sample = async (
     const count = await run()
     if (count !== events) throw new Error(`${label}: consumed ${count} events, expected ${events}`)
   }
+  if (clock === cpuNow) await idle(SETTLE_MS)
   return (clock() - t0) / iters
 }
 

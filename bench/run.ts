@@ -48,10 +48,13 @@ const SIZES = QUICK ? [10, 100, 1000, 10_000] : [10, 100, 1000, 10_000, 100_000]
 const MODES: ReadonlyArray<Mode> = ["parallel", "sequential"]
 const SHAPES: ReadonlyArray<Shape> = ["succeed", "sync", "promise"]
 
-/** Samples per size: about 2 000 calls per sample up to N = 1 000, one run per sample above. */
+/**
+ * Samples per size: about 10 000 calls per sample up to N = 1 000 (so that the background work a sample
+ * ends with, see `SETTLE_MS`, is a small share of it), one run per sample above.
+ */
 const plan = (n: number): Plan => {
   if (n <= 1000) {
-    const iters = Math.max(1, Math.round(2000 / n))
+    const iters = Math.max(1, Math.round((QUICK ? 2000 : 10_000) / n))
     return { iters, rewarm: Math.max(1, Math.round(iters / 4)), warm: 1, reps: QUICK ? 3 : 5, budgetUs: 5e6 }
   }
   if (n <= 10_000) return { iters: 1, rewarm: 1, warm: 0, reps: QUICK ? 2 : 3, budgetUs: 5e6 }
@@ -293,7 +296,7 @@ const turnRows = async (steady = false) => {
     const script = turnsScript(c.turns)
     const work: Work = { mode: "parallel", hooks: false, script, context }
     const events = loopEvents(work)
-    const iters = (c.turns >= 500 ? 1 : 10) * (steady ? 10 : 1)
+    const iters = (c.turns >= 500 ? 2 : c.context > 0 ? 10 : 50) * (steady ? 10 : 1)
     for (const api of ["agentLoop", "agent.prompt"] as const) {
       const pairOf: RunnerPair = api === "agentLoop"
         ? { ours: runner(pair.ours, work, "iterate"), pi: runner(pair.pi, work, "iterate") }

@@ -885,7 +885,7 @@ const startNow = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> => {
 
 /** Phase 4 (TE 5.1). Records the call's final outcome and emits its one end event. */
 const emitEnd = <R>(batch: Batch<R>, call: Call, outcome: Finalized): Effect.Effect<void> => {
-  if (!batch.syncSink) return Effect.uninterruptible(Effect.suspend(() => endNow(batch, call, outcome)))
+  if (!batch.syncSink) return Effect.uninterruptible(Effect.suspend(endNow.bind(undefined, batch, call, outcome)))
   return endNow(batch, call, outcome)
 }
 

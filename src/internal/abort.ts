@@ -8,6 +8,7 @@
  * - interruption → signal: {@link abortOnInterrupt} (interrupting the caller aborts a controller and waits
  *   for the work to settle on it), {@link LazyAbort} (a signal handed to user code, created only if read).
  */
+import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 
@@ -55,10 +56,28 @@ function forkOnAbort<A, E, R>(
   immediately: boolean,
   restore: <A2, E2, R2>(effect: Effect.Effect<A2, E2, R2>) => Effect.Effect<A2, E2, R2>
 ): Effect.Effect<A, E, R> {
-  return Effect.flatMap(
-    Effect.forkChild(restore(work), { startImmediately: immediately }),
-    (joinOnAbort<A, E>).bind(undefined, signal, immediately, restore)
-  )
+  return immediately
+    ? Effect.withFiber((startNowOnAbort<A, E, R>).bind(undefined, restore(work), signal, restore))
+    : Effect.flatMap(
+      Effect.forkChild(restore(work)),
+      (joinOnAbort<A, E>).bind(undefined, signal, false, restore)
+    )
+}
+
+/**
+ * Started at once, in a fiber of its own with this fiber's services, as `forkChild` with `startImmediately`
+ * would; not registered as this fiber's child, which it need not be: this fiber always waits for it, and
+ * interrupts it if interrupted itself. (`forkChild` builds a closure per call, whose optimized code a major
+ * collection drops; the fork used here is a function Effect keeps alive.)
+ */
+function startNowOnAbort<A, E, R>(
+  work: Effect.Effect<A, E, R>,
+  signal: AbortSignal,
+  restore: <A2, E2, R2>(effect: Effect.Effect<A2, E2, R2>) => Effect.Effect<A2, E2, R2>,
+  parent: Fiber.Fiber<unknown, unknown>
+): Effect.Effect<A, E> {
+  const fiber = Effect.runForkWith(parent.context as Context.Context<R>)(work)
+  return joinOnAbort(signal, true, restore, fiber)
 }
 
 function joinOnAbort<A, E>(
