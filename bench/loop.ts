@@ -199,20 +199,23 @@ const registryOf = (shape: Shape, delayMs: number): ToolRegistryShape => {
   )
 }
 
-/** A model that answers each call with the next scripted message, as one `done` event. */
+/** The one event of a scripted answer. */
+const doneEvent = (message: AssistantMessage) =>
+  Stream.succeed({
+    type: "done" as const,
+    reason: message.stopReason === "toolUse" ? "toolUse" as const : "stop" as const,
+    message
+  })
+
+/**
+ * A model that answers each call with the next scripted message, as one `done` event. Like pi's stream
+ * function below, it takes the next message when called and returns a stream that holds it.
+ */
 const ourModel = (script: ReadonlyArray<AssistantMessage>): ModelShape => {
   let step = 0
   return {
     info: { api: "bench", provider: "bench", model: "bench" },
-    stream: () =>
-      Stream.suspend(() => {
-        const message = script[Math.min(step++, script.length - 1)]!
-        return Stream.succeed({
-          type: "done" as const,
-          reason: message.stopReason === "toolUse" ? "toolUse" as const : "stop" as const,
-          message
-        })
-      })
+    stream: () => doneEvent(script[Math.min(step++, script.length - 1)]!)
   }
 }
 
@@ -235,15 +238,7 @@ export const makeOurs = (shape: Shape, delayMs = 0): LoopSide => {
   let agentScript: { script: ReadonlyArray<AssistantMessage>; step: number } = { script: [FINAL], step: 0 }
   const agentModel: ModelShape = {
     info: { api: "bench", provider: "bench", model: "bench" },
-    stream: () =>
-      Stream.suspend(() => {
-        const message = agentScript.script[Math.min(agentScript.step++, agentScript.script.length - 1)]!
-        return Stream.succeed({
-          type: "done" as const,
-          reason: message.stopReason === "toolUse" ? "toolUse" as const : "stop" as const,
-          message
-        })
-      })
+    stream: () => doneEvent(agentScript.script[Math.min(agentScript.step++, agentScript.script.length - 1)]!)
   }
   let agentEvents = 0
   return {
