@@ -10,6 +10,7 @@ import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import { identity } from "effect/Function"
 import * as HashSet from "effect/HashSet"
 import * as Layer from "effect/Layer"
@@ -477,8 +478,21 @@ export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentO
   ): Effect.Effect<void> => Effect.suspend(deliverNow.bind(undefined, event, signal, restore))
   const emitWith = (signal: AbortSignal, event: AgentEvent): Effect.Effect<void> =>
     Effect.uninterruptibleMask(deliverMasked.bind(undefined, event, signal))
-  const deliverEagerlyWith = (signal: AbortSignal, event: AgentEvent): Effect.Effect<void> =>
-    deliverNow(event, signal, identity)
+  /**
+   * The eager delivery (see `syncSink.ts`): as far as it goes synchronously, right here; a rest that goes
+   * pending (a subscriber that waits, the turn held) runs in an uninterruptible fiber of its own, with the
+   * caller's services, and the caller awaits it. So the caller needs no uninterruptible step around the call:
+   * interrupting it stops its wait, never the delivery, which still releases the turn when it ends.
+   */
+  const deliverEagerlyWith = (signal: AbortSignal, event: AgentEvent): Effect.Effect<void> => {
+    const delivered = deliverNow(event, signal, identity)
+    if (Exit.isExit(delivered)) return delivered
+    const caller = Fiber.getCurrent()
+    const rest = Effect.runForkWith(caller === undefined ? Context.empty() : caller.context)(delivered, {
+      uninterruptible: true
+    })
+    return Fiber.join(rest)
+  }
 
   /** The run's sink: eager for the loop and the batch (see `syncSink.ts`), an ordinary Effect for anyone else. */
   const sinkOf = (signal: AbortSignal): EventSink.EventSinkShape =>

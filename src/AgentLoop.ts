@@ -199,14 +199,13 @@ keepAll([
 ])
 
 /**
- * Delivery for the loop's own events: contained (a failing subscriber never ends a run) and, for an
- * effectful sink, uninterruptible, so an abort waits for the event in flight and subscribers never see half
- * an event.
+ * Delivery for the loop's own events: contained (a failing subscriber never ends a run), and never cut
+ * half-way: a synchronous or eager sink's delivery cannot be (see `internal/syncSink.ts`), any other
+ * effectful sink's runs uninterruptibly, so an abort waits for the event in flight.
  */
 const loopEmit = (sink: EventSink.EventSinkShape) => {
   const emitter = makeEmitter(sink)
-  // Suspended inside the uninterruptible step: an eager sink starts delivering when `emit` is called.
-  return emitter.sync ? emitter.emit : emitUninterruptibly.bind(undefined, emitter.emit)
+  return emitter.direct ? emitter.emit : emitUninterruptibly.bind(undefined, emitter.emit)
 }
 
 // Bound, not closures made per run and per event (see `Response`).

@@ -168,6 +168,8 @@ interface Batch<R> {
   stopping: boolean
   /** The sink delivers synchronously (see {@link makeEmitter}). */
   readonly syncSink: boolean
+  /** A delivery the sink starts can never be cut half-way, so it needs no uninterruptible step around it. */
+  readonly directSink: boolean
   readonly clock: Clock.Clock
   lastTimestamp: number
   /** The batch's spans and metrics; `undefined` when nothing is recorded (docs/telemetry.md OT 1.2). */
@@ -194,9 +196,10 @@ const DEFAULT_GRACE = Duration.seconds(2)
 const isAborted = (batch: Batch<any>): boolean => batch.stopping || batch.signal?.aborted === true
 
 /**
- * Runs a step that moves a call's state and emits: directly when the sink is synchronous (nothing can come
- * between them), otherwise as one uninterruptible step, so an abort can never leave a call in a state
- * without its event (or the reverse).
+ * Runs a step that moves a call's state and emits: directly when the sink's delivery cannot be cut (a
+ * synchronous sink: nothing can come between them; an eager one: the state moves and the delivery starts in
+ * the same synchronous stretch, and a pending rest runs apart), otherwise as one uninterruptible step, so an
+ * abort can never leave a call in a state without its event (or the reverse).
  */
 const atomically = <R>(
   batch: Batch<R>,
@@ -204,7 +207,7 @@ const atomically = <R>(
   step: (batch: Batch<R>, call: Call) => Effect.Effect<void>
 ): Effect.Effect<void> =>
   // Bound, not a closure made per event (see `startNow`).
-  batch.syncSink ? step(batch, call) : Effect.uninterruptible(Effect.suspend(step.bind(undefined, batch, call)))
+  batch.directSink ? step(batch, call) : Effect.uninterruptible(Effect.suspend(step.bind(undefined, batch, call)))
 
 // ---------------------------------------------------------------------------------------------------------
 // Phase 1: prepare (TE 2)
@@ -885,7 +888,9 @@ const startNow = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> => {
 
 /** Phase 4 (TE 5.1). Records the call's final outcome and emits its one end event. */
 const emitEnd = <R>(batch: Batch<R>, call: Call, outcome: Finalized): Effect.Effect<void> => {
-  if (!batch.syncSink) return Effect.uninterruptible(Effect.suspend(endNow.bind(undefined, batch, call, outcome)))
+  if (!batch.directSink) {
+    return Effect.uninterruptible(Effect.suspend(endNow.bind(undefined, batch, call, outcome)))
+  }
   return endNow(batch, call, outcome)
 }
 
@@ -1244,6 +1249,7 @@ function startBatch<R>(
     skipReason: skipReasonOf(options),
     stopping: false,
     syncSink: emitter.sync,
+    directSink: emitter.direct,
     clock: fiber.getRef(Clock.Clock),
     lastTimestamp: 0,
     trace,

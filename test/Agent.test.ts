@@ -575,6 +575,44 @@ describe("Agent", () => {
         ])
       }))
 
+    it.effect("AL 4.6 an abort while a subscriber still handles a streamed event: that event's handling ends, the events after it wait for it, the agent stays usable", () =>
+      Effect.gen(function*() {
+        const { agent } = yield* setup([{ ...say("slowly streaming"), delay: "1 second" }, say("again")])
+        const trace: Array<string> = []
+        const blocked = Deferred.makeUnsafe<void>()
+        const release = Deferred.makeUnsafe<void>()
+        let first = true
+        yield* agent.subscribe((e) => {
+          if (e.type === "message_update" && first) {
+            first = false
+            return Effect.gen(function*() {
+              trace.push("update>")
+              yield* Deferred.succeed(blocked, undefined)
+              yield* Deferred.await(release)
+              trace.push("update<")
+            })
+          }
+          return Effect.sync(() => void trace.push(e.type))
+        })
+        const run = yield* agent.prompt("go").pipe(Effect.forkChild)
+        for (let i = 0; i < 20 && !(yield* Deferred.isDone(blocked)); i++) yield* TestClock.adjust("1 second")
+        yield* within(Deferred.await(blocked), "the subscriber is handling the first update")
+        yield* agent.abort
+        yield* settle
+        assert.isUndefined(run.pollUnsafe(), "the run waits for the event being handled")
+        assert.strictEqual(trace.at(-1), "update>", "nothing is delivered while that event is handled")
+        yield* Deferred.succeed(release, undefined)
+        yield* within(Fiber.join(run), "prompt settles")
+        const after = trace.slice(trace.indexOf("update>"))
+        assert.deepStrictEqual(after.slice(0, 3), ["update>", "update<", "message_end"])
+        assert.strictEqual(trace.at(-1), "agent_end")
+        const state = yield* stateOf(agent)
+        assert.strictEqual((state.messages.at(-1) as AssistantMessage).stopReason, "aborted")
+        assert.isFalse(state.isStreaming)
+        yield* within(agent.prompt("once more"), "the next prompt runs")
+        assertWellFormed((yield* stateOf(agent)).messages)
+      }))
+
     it.effect("AL 4.6 subscribers receive the run's abort signal", () =>
       Effect.gen(function*() {
         const gate = makeGate()

@@ -17,7 +17,8 @@ import { eagerDelivery, synchronousDelivery } from "./syncSink.ts"
 export interface Emitter {
   /**
    * Delivers an event. For a synchronous sink it is delivered when called (the result is complete); for an
-   * eager one delivery starts when called, so call it only inside an uninterruptible step that runs the result.
+   * eager one delivery starts when called, and what goes pending runs apart (see `syncSink.ts`); for any
+   * other sink, run the result in an uninterruptible step.
    */
   readonly emit: (event: AgentEvent) => Effect.Effect<void>
   /** The same, for the settle phase after an abort: a subscriber gets at most the grace period per event. */
@@ -26,6 +27,11 @@ export interface Emitter {
   readonly close: () => void
   /** Delivery happens inside `emit` itself, so it can never be cut half-way. */
   readonly sync: boolean
+  /**
+   * `emit` may be called and its result run anywhere: no delivery it starts can be cut half-way by an
+   * interruption (a synchronous sink, or an eager one whose pending rest runs apart).
+   */
+  readonly direct: boolean
 }
 
 /** The warning `contain` would log for a failed delivery. */
@@ -50,6 +56,7 @@ abstract class BaseEmitter implements Emitter {
   readonly bounded: (grace: Duration.Duration) => (event: AgentEvent) => Effect.Effect<void>
   readonly close: () => void
   abstract readonly sync: boolean
+  abstract readonly direct: boolean
   constructor() {
     this.emit = this.emitOpen.bind(this)
     this.bounded = this.boundedBy.bind(this)
@@ -68,6 +75,7 @@ abstract class BaseEmitter implements Emitter {
 /** `EventSink.discard`: nothing to deliver. */
 class DiscardEmitter extends BaseEmitter {
   readonly sync = true
+  readonly direct = true
   deliver(): Effect.Effect<void> {
     return Effect.void
   }
@@ -79,6 +87,7 @@ class DiscardEmitter extends BaseEmitter {
 /** A synchronous sink: each event delivered by a call, with no Effect. */
 class SyncEmitter extends BaseEmitter {
   readonly sync = true
+  readonly direct = true
   readonly now: (event: AgentEvent) => Effect.Effect<void>
   readonly #deliver: (event: AgentEvent) => void
   constructor(deliver: (event: AgentEvent) => void) {
@@ -102,6 +111,7 @@ class SyncEmitter extends BaseEmitter {
 /** A sink whose delivery is an Effect: contained, and bounded by the grace period after an abort. */
 class EffectEmitter extends BaseEmitter {
   readonly sync = false
+  readonly direct: boolean = false
   readonly sink: EventSink.EventSinkShape
   constructor(sink: EventSink.EventSinkShape) {
     super()
@@ -118,6 +128,7 @@ class EffectEmitter extends BaseEmitter {
 
 /** An eager sink: delivery starts when called, contained without an Effect around one that completed at once. */
 class EagerEmitter extends EffectEmitter {
+  override readonly direct = true
   readonly #deliver: (event: AgentEvent) => Effect.Effect<void>
   constructor(sink: EventSink.EventSinkShape, deliver: (event: AgentEvent) => Effect.Effect<void>) {
     super(sink)

@@ -4,9 +4,10 @@
  * - synchronous sinks (a callback, a queue offer): the pipeline delivers each event with a call instead of an
  *   Effect;
  * - eager sinks (the stateful agent's): delivery runs when called, as far as it can synchronously, and returns
- *   an already-complete Effect when nothing was left pending. The pipeline calls it only inside an
- *   uninterruptible step whose result it runs at once (so a delivery that went pending is always run to its
- *   end, never dropped half-way).
+ *   an already-complete Effect when nothing was left pending. A rest that goes pending runs in a fiber of its
+ *   own, which the returned Effect awaits: the pipeline may call it anywhere, and interrupting the caller stops
+ *   its wait, never the delivery (a subscriber never sees half an event, and later events still queue behind
+ *   it).
  *
  * The plain function rides on an instance of a class of this module (not a side table: a table keyed by
  * sink costs the garbage collector on every run that makes one). A copy of such a sink (`{ ...sink }`, a
@@ -44,8 +45,9 @@ export const synchronousDelivery = (sink: object): ((event: AgentEvent) => void)
   sink instanceof SynchronousSink ? sink.deliver : undefined
 
 /**
- * A sink with this `emit` that delivers eagerly through `f`: called inside an uninterruptible step, `f(event)`
- * must do what running `emit(event)` there would do, starting at once.
+ * A sink with this `emit` that delivers eagerly through `f`: `f(event)` must do what running `emit(event)` in
+ * an uninterruptible step would do, starting at once, and run any rest that goes pending in a fiber of its
+ * own that the Effect it returns awaits.
  */
 export const deliveringEagerly = (
   emit: (event: AgentEvent) => Effect.Effect<void>,
