@@ -36,7 +36,8 @@ const go = async (There: typeof Here) => {
       pi: runner(mine, work),
       baseline: { ours: runner(base, baseline), pi: runner(mine, baseline) }
     }
-    const iters = Math.max(1, Math.round(2000 / n))
+    // As bench/run.ts samples: about 10 000 calls per sample.
+    const iters = Math.max(1, Math.round(10_000 / n))
     const s = await compareRunners(
       pair,
       { iters, rewarm: Math.max(1, Math.round(iters / 4)), warm: 1, reps, budgetUs: 1e9 },
