@@ -301,14 +301,13 @@ const endOfStream = (): Effect.Effect<void> => Effect.void
 
 /**
  * One made-up call of each kind kept (see `keepAll` above): its scope (a stream run's) and the Effects a call
- * builds (an exit of a pending Effect, a fork, a scope's close) that nothing else keeps between turns.
+ * builds (an exit of a pending Effect, a fork) that nothing else keeps between turns.
  */
 const keptResponse = new Response({ signal: keptSignal } as Run<any>)
 keepAll([
   keptResponse,
   Effect.exit(Effect.sync(() => undefined)),
   Effect.forkChild(Effect.void, { startImmediately: true }),
-  Scope.close(keptResponse.scope, Exit.void),
   Pull.catchDone(Effect.void, endOfStream)
 ])
 
@@ -395,8 +394,10 @@ function resumeChunk(
   return more ? readChunk(response, next, chunk) : Effect.void
 }
 
+// Runs as the finalizer of `Effect.onExit`, which is uninterruptible: the scope is closed right here and its
+// finalizers' Effect (if any) returned to run, without `Scope.close`'s closure per call.
 function closeScope(response: Response, exit: Exit.Exit<void, unknown>): Effect.Effect<void> {
-  return Scope.close(response.scope, exit)
+  return Scope.closeUnsafe(response.scope, exit) ?? Effect.void
 }
 
 /**

@@ -18,7 +18,7 @@ import {
 import * as EventSink from "../src/EventSink.ts"
 import type { AgentMessage, AssistantMessage, Message } from "../src/Message.ts"
 import { emptyUsage } from "../src/Message.ts"
-import type { ModelRequest } from "../src/Model.ts"
+import { ModelError, type ModelRequest } from "../src/Model.ts"
 import * as ScriptedModel from "../src/ScriptedModel.ts"
 import { callTools, say } from "../src/ScriptedModel.ts"
 import {
@@ -1348,6 +1348,45 @@ describe("AgentLoop", () => {
         assert.isFalse(pulledPastDone)
         assert.deepStrictEqual(messages.at(-1), final)
         assert.deepStrictEqual(events.filter((e) => e.type === "message_update").length, 1)
+      }))
+  }
+
+  // The loop reads the stream through its pull and closes the stream's scope itself (src/AgentLoop.ts).
+  for (const ending of ["done", "failure", "abort"] as const) {
+    it.effect(`AL 2.3 the model stream's resources are released once, when its call ends (${ending})`, () =>
+      Effect.gen(function*() {
+        const final = assistantText("done", { api: "test", provider: "test", model: "test" })
+        const partial: AssistantMessage = { ...final, content: [] }
+        const controller = new AbortController()
+        const released: Array<string> = []
+        const model = {
+          info: { api: "test", provider: "test", model: "test" },
+          stream: () =>
+            Stream.concat(
+              Stream.make({ type: "start" as const, partial }),
+              ending === "done"
+                ? Stream.make({ type: "done" as const, reason: "stop" as const, message: final }, {
+                  type: "text_start" as const,
+                  contentIndex: 0,
+                  partial
+                })
+                : ending === "failure"
+                ? Stream.fail(new ModelError({ reason: "network", message: "connection reset" }))
+                : Stream.fromEffect(Effect.sync(() => controller.abort())).pipe(Stream.flatMap(() => Stream.never))
+            ).pipe(
+              Stream.onExit((exit) => Effect.sync(() => void released.push(exit._tag)))
+            )
+        }
+        const messages = yield* provideRun(
+          runAgentLoop([user("hi")], emptyContext, { signal: controller.signal }),
+          model,
+          standardTools,
+          makeRecorder().sink
+        )
+        const last = messages.at(-1) as AssistantMessage
+        assert.strictEqual(last.stopReason, ending === "done" ? "stop" : ending === "failure" ? "error" : "aborted")
+        // A stream stopped at its `done` event ends well; a failed or aborted one does not.
+        assert.deepStrictEqual(released, [ending === "done" ? "Success" : "Failure"])
       }))
   }
 })
