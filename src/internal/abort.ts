@@ -33,8 +33,8 @@ export interface InterruptOnAbortOptions {
 }
 
 /**
- * Runs `work` in a child fiber that is interrupted when the signal fires (or has fired), and waits for it
- * to finish interrupting. Interrupting the caller interrupts the work too: the fork and the wait are set up
+ * Runs `work` in a fiber of its own (a child fiber, or, started at once, a fiber with this fiber's services)
+ * that is interrupted when the signal fires (or has fired), and waits for it to finish interrupting. Interrupting the caller interrupts the work too: the fork and the wait are set up
  * without a gap an interruption could slip through. The listener is removed when the work ends.
  */
 export const interruptOnAbort = <A, E, R>(
