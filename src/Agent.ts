@@ -23,6 +23,7 @@ import * as EventSink from "./EventSink.ts"
 import { abortOnInterrupt } from "./internal/abort.ts"
 import { contain } from "./internal/contain.ts"
 import { Growing } from "./internal/growing.ts"
+import type { Restore } from "./internal/restore.ts"
 import { keepAll } from "./internal/shapes.ts"
 import { deliveringEagerly } from "./internal/syncSink.ts"
 import type { AgentMessage, ImageContent, UserMessage } from "./Message.ts"
@@ -410,7 +411,7 @@ export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentO
     start: number,
     event: AgentEvent,
     signal: AbortSignal,
-    restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
+    restore: Restore
   ): Effect.Effect<void> => {
     for (let i = start; i < current.length; i++) {
       let effect: Effect.Effect<void, unknown>
@@ -444,7 +445,7 @@ export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentO
   const held = (
     event: AgentEvent,
     signal: AbortSignal,
-    restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
+    restore: Restore
   ): Effect.Effect<void> => {
     const current = listeners
     const rest = updateNow(state, states.reduce, event)
@@ -463,7 +464,7 @@ export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentO
   const deliverNow = (
     event: AgentEvent,
     signal: AbortSignal,
-    restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
+    restore: Restore
   ): Effect.Effect<void> =>
     turn.tryTake()
       ? held(event, signal, restore)
@@ -474,7 +475,7 @@ export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentO
   const deliverMasked = (
     event: AgentEvent,
     signal: AbortSignal,
-    restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
+    restore: Restore
   ): Effect.Effect<void> => Effect.suspend(deliverNow.bind(undefined, event, signal, restore))
   const emitWith = (signal: AbortSignal, event: AgentEvent): Effect.Effect<void> =>
     Effect.uninterruptibleMask(deliverMasked.bind(undefined, event, signal))

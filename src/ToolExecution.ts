@@ -42,6 +42,7 @@ import { type Decode, decodeUnknownExit } from "./internal/decoding.ts"
 import { callUser, forEachEager } from "./internal/eager.ts"
 import { makeEmitter } from "./internal/emitter.ts"
 import { causeMessage } from "./internal/errorText.ts"
+import type { Restore } from "./internal/restore.ts"
 import { keepAll } from "./internal/shapes.ts"
 import { skipReasonOf } from "./internal/skip.ts"
 import { executeAll, settleRemaining, stopTool, supervise } from "./internal/supervise.ts"
@@ -1187,14 +1188,14 @@ export const executeToolCalls = <R = never>(
   // Module functions bound per batch, not closures made per batch (see `startNow`).
   Effect.uninterruptibleMask(
     (maskedBatch<R>).bind(undefined, assistantMessage, options) as (
-      restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
+      restore: Restore
     ) => Effect.Effect<ToolBatchResult, never, R>
   )
 
 function maskedBatch<R>(
   assistantMessage: AssistantMessage,
   options: ToolExecutionOptions<R>,
-  restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
+  restore: Restore
 ): Effect.Effect<ToolBatchResult, never, R> {
   return Effect.withFiber(
     (batchInFiber<R>).bind(undefined, assistantMessage, options, restore) as (
@@ -1206,7 +1207,7 @@ function maskedBatch<R>(
 function batchInFiber<R>(
   assistantMessage: AssistantMessage,
   options: ToolExecutionOptions<R>,
-  restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>,
+  restore: Restore,
   fiber: Fiber.Fiber<unknown, unknown>
 ): Effect.Effect<ToolBatchResult, never, R> {
   return Effect.flatMap(
@@ -1220,7 +1221,7 @@ function batchInFiber<R>(
 function startBatch<R>(
   assistantMessage: AssistantMessage,
   options: ToolExecutionOptions<R>,
-  restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>,
+  restore: Restore,
   fiber: Fiber.Fiber<unknown, unknown>,
   trace: Telemetry.BatchTrace | undefined
 ): Effect.Effect<ToolBatchResult, never, R> {

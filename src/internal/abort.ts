@@ -11,6 +11,7 @@
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import type { Restore } from "./restore.ts"
 
 /** Completes when the signal fires (at once if it has). Removes its listener when interrupted. */
 export const whenAborted = (signal: AbortSignal): Effect.Effect<void> =>
@@ -46,7 +47,7 @@ export const interruptOnAbort = <A, E, R>(
   // dropped by a major collection once none of its instances is alive (see `shapes.ts`).
   Effect.uninterruptibleMask(
     (forkOnAbort<A, E, R>).bind(undefined, work, signal, options?.startImmediately === true) as (
-      restore: <A2, E2, R2>(effect: Effect.Effect<A2, E2, R2>) => Effect.Effect<A2, E2, R2>
+      restore: Restore
     ) => Effect.Effect<A, E, R>
   )
 
@@ -54,7 +55,7 @@ function forkOnAbort<A, E, R>(
   work: Effect.Effect<A, E, R>,
   signal: AbortSignal,
   immediately: boolean,
-  restore: <A2, E2, R2>(effect: Effect.Effect<A2, E2, R2>) => Effect.Effect<A2, E2, R2>
+  restore: Restore
 ): Effect.Effect<A, E, R> {
   return immediately
     ? Effect.withFiber((startNowOnAbort<A, E, R>).bind(undefined, restore(work), signal, restore))
@@ -73,7 +74,7 @@ function forkOnAbort<A, E, R>(
 function startNowOnAbort<A, E, R>(
   work: Effect.Effect<A, E, R>,
   signal: AbortSignal,
-  restore: <A2, E2, R2>(effect: Effect.Effect<A2, E2, R2>) => Effect.Effect<A2, E2, R2>,
+  restore: Restore,
   parent: Fiber.Fiber<unknown, unknown>
 ): Effect.Effect<A, E> {
   const fiber = Effect.runForkWith(parent.context as Context.Context<R>)(work)
@@ -83,7 +84,7 @@ function startNowOnAbort<A, E, R>(
 function joinOnAbort<A, E>(
   signal: AbortSignal,
   immediately: boolean,
-  restore: <A2, E2, R2>(effect: Effect.Effect<A2, E2, R2>) => Effect.Effect<A2, E2, R2>,
+  restore: Restore,
   fiber: Fiber.Fiber<A, E>
 ): Effect.Effect<A, E> {
   if (immediately) {
@@ -118,7 +119,7 @@ function removeAbortListener(signal: AbortSignal, onAbort: () => void): void {
 export const abortOnInterrupt = <A, E, R>(
   work: Effect.Effect<A, E, R>,
   controller: AbortController,
-  restore?: <A2, E2, R2>(effect: Effect.Effect<A2, E2, R2>) => Effect.Effect<A2, E2, R2>
+  restore?: Restore
 ): Effect.Effect<A, E, R> =>
   Effect.uninterruptibleMask((own) =>
     Effect.flatMap(

@@ -24,6 +24,7 @@ import {
   wasAbandoned,
   wasStarted
 } from "./callState.ts"
+import type { Restore } from "./restore.ts"
 import { keepAll, keepFiber } from "./shapes.ts"
 
 /** Aborts the signal of a call whose tool is running (so cleanup that waits on it can finish). */
@@ -76,7 +77,7 @@ export const executeAll = <P extends { readonly call: Call }, R>(
 ): Effect.Effect<void, never, R> =>
   Effect.uninterruptibleMask(
     (maskedPool<P, R>).bind(undefined, prepared, run, concurrency, isStopping, grace) as (
-      restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
+      restore: Restore
     ) => Effect.Effect<void, never, R>
   )
 
@@ -87,7 +88,7 @@ function maskedPool<P extends { readonly call: Call }, R>(
   concurrency: number | "unbounded",
   isStopping: () => boolean,
   grace: Duration.Duration,
-  restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
+  restore: Restore
 ): Effect.Effect<void, never, R> {
   return Effect.withFiber(
     (startPool<P, R>).bind(undefined, prepared, run, concurrency, isStopping, grace, restore) as (
@@ -102,7 +103,7 @@ function startPool<P extends { readonly call: Call }, R>(
   concurrency: number | "unbounded",
   isStopping: () => boolean,
   grace: Duration.Duration,
-  restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>,
+  restore: Restore,
   parent: Fiber.Fiber<unknown, unknown>
 ): Effect.Effect<void, never, R> {
   const pool = new Pool(prepared, run, concurrency, isStopping, grace, parent, restore)
@@ -120,7 +121,7 @@ class Pool<P extends { readonly call: Call }, R> {
   readonly limit: number
   readonly isStopping: () => boolean
   readonly grace: Duration.Duration
-  readonly restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
+  readonly restore: Restore
   readonly running = new Map<Fiber.Fiber<void, never>, Call>()
   readonly fork: (effect: Effect.Effect<void, never, R>) => Fiber.Fiber<void, never>
   failure: Cause.Cause<never> | undefined = undefined
@@ -138,7 +139,7 @@ class Pool<P extends { readonly call: Call }, R> {
     isStopping: () => boolean,
     grace: Duration.Duration,
     parent: Fiber.Fiber<unknown, unknown>,
-    restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
+    restore: Restore
   ) {
     this.prepared = prepared
     this.run = run
@@ -252,7 +253,7 @@ export const supervise = <R>(
   grace: Duration.Duration,
   stop: () => void,
   abandon: () => void,
-  restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
+  restore: Restore
 ): Effect.Effect<Exit.Exit<void, never>, never, R> =>
   Effect.withFiber(
     startSupervision.bind(undefined, work, calls, signal, grace, stop, abandon, restore) as (
@@ -327,7 +328,7 @@ function startSupervision<R>(
   grace: Duration.Duration,
   stop: () => void,
   abandon: () => void,
-  restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>,
+  restore: Restore,
   parent: Fiber.Fiber<unknown, unknown>
 ): Effect.Effect<Exit.Exit<void, never>> {
   const supervision = new Supervision(work, calls, signal, grace, stop, abandon, parent)
