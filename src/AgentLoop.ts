@@ -141,6 +141,12 @@ const append = <R>(run: Run<R>, message: AgentMessage) => {
   run.newMessages.append(message)
 }
 
+/** A batch's results, appended at once (tool results are messages: nothing to drop). */
+const appendAll = <R>(run: Run<R>, messages: ReadonlyArray<ToolResultMessage>) => {
+  run.transcript.appendAll(messages)
+  run.newMessages.appendAll(messages)
+}
+
 /**
  * The context as of now. Its `messages` are taken only when read, so a batch or hook that never looks at the
  * transcript costs nothing; read later, they are still the messages of this moment.
@@ -542,7 +548,7 @@ const runLoop = Effect.fnUntraced(function*<R>(run: Run<R>, systemPrompt: string
       const calls = toolCallsOf(message)
       const batch = calls.length > 0 ? yield* runToolBatch(run, message, systemPrompt) : undefined
       const toolResults = batch?.messages ?? []
-      for (const result of toolResults) append(run, result)
+      appendAll(run, toolResults)
       yield* run.emit({ type: "turn_end", message, toolResults })
       Telemetry.turnEnd(run.trace, message, toolResults)
 
@@ -755,11 +761,18 @@ class LoopIterator implements AsyncIterator<AgentEvent> {
   }
   /** The next result if there is one now (throws the run's failure once it ended with one). */
   pull(): IteratorResult<AgentEvent> | undefined {
-    if (this.head < this.buffer.length) {
-      const value = this.buffer[this.head]!
-      this.buffer[this.head++] = undefined
-      if (this.head === this.buffer.length) {
+    const buffer = this.buffer
+    if (this.head < buffer.length) {
+      const value = buffer[this.head]!
+      buffer[this.head++] = undefined
+      if (this.head === buffer.length) {
         this.buffer = []
+        this.head = 0
+      } else if (this.head >= 4096 && this.head * 2 >= buffer.length) {
+        // A run that keeps delivering while the reader catches up never empties the buffer: the read part is
+        // dropped from time to time, so the buffer holds about what is unread (amortized O(1) per event).
+        buffer.copyWithin(0, this.head)
+        buffer.length -= this.head
         this.head = 0
       }
       return { done: false, value }

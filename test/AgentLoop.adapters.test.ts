@@ -72,6 +72,25 @@ describe("AgentLoop adapters", () => {
     expect(iterated.map(label)).toEqual(emitted.map(label))
   })
 
+  // Thousands of events, read in bursts while the run goes on delivering: the iterator drops what was read
+  // from its buffer from time to time (src/AgentLoop.ts, `LoopIterator.pull`), which must lose, repeat or
+  // reorder nothing.
+  it("AL 3.7 agentLoopAsyncIterable keeps every event of a long run in order while the reader lags behind", async () => {
+    const calls = Array.from({ length: 3000 }, (_, i) => ScriptedModel.toolCall(`c${i}`, "add", { a: i, b: 1 }))
+    const script = [ScriptedModel.callTools(calls), ScriptedModel.say("done")]
+    const label = (e: AgentEvent) => "toolCallId" in e ? `${e.type}:${e.toolCallId}` : e.type
+    const emitted: Array<string> = []
+    await runAgentLoopPromise([user], context, {}, setup(script).layer, (event) => void emitted.push(label(event)))
+    const iterated: Array<string> = []
+    for await (const event of agentLoopAsyncIterable([user], context, {}, setup(script).layer)) {
+      iterated.push(label(event))
+      // Every 700 events the reader gives the run a turn of the event loop to deliver more.
+      if (iterated.length % 700 === 0) await new Promise((resolve) => setImmediate(resolve))
+    }
+    expect(iterated.length).toBe(emitted.length)
+    expect(iterated).toEqual(emitted)
+  })
+
   it.effect.prop(
     "AL 3.7 agentLoopAsyncIterable, whatever the consumer's pace (and several next() calls at once), yields exactly the run's events in order",
     {

@@ -140,9 +140,16 @@ const checkRun = (events: ReadonlyArray<AgentEvent>, messages: ReadonlyArray<Age
 
 const RUNS = 300
 
-/** What can be done to a growing list: append, take a snapshot now, take one to read later, read one. */
+/**
+ * What can be done to a growing list: append one or several at once, take a snapshot now, take one to read
+ * later, read one.
+ */
 const GrowingOp = Schema.Union([
   Schema.Struct({ op: Schema.Literal("append") }),
+  Schema.Struct({
+    op: Schema.Literal("appendAll"),
+    count: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 40 }))
+  }),
   Schema.Struct({ op: Schema.Literal("snapshot") }),
   Schema.Struct({ op: Schema.Literal("later") }),
   Schema.Struct({ op: Schema.Literal("read"), which: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 50 })) })
@@ -167,6 +174,10 @@ describe("AgentLoop properties", () => {
           if (op.op === "append") {
             list.append(next)
             model.push(next++)
+          } else if (op.op === "appendAll") {
+            const items = Array.from({ length: op.count }, () => next++)
+            list.appendAll(items)
+            model.push(...items)
           } else if (op.op === "snapshot") {
             const array = list.snapshot()
             arrays.push({ array, copy: array.slice() })

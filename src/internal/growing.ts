@@ -13,10 +13,13 @@ export class Growing<A> {
   private buffer: Array<A>
   /** The buffer has been handed out: the next append must move to a copy. */
   private shared = false
+  /** Slots the buffer was allocated with (at least; V8 may have grown it since). */
+  private capacity: number
 
   /** Starts from a copy of `initial`, so the caller's array is never touched. */
   constructor(initial: ReadonlyArray<A> = []) {
-    this.buffer = copyWithRoom(initial)
+    this.buffer = copyWithRoom(initial, 0)
+    this.capacity = roomFor(initial.length, 0)
   }
 
   get length(): number {
@@ -24,11 +27,25 @@ export class Growing<A> {
   }
 
   append(item: A): void {
-    if (this.shared) {
-      this.buffer = copyWithRoom(this.buffer)
-      this.shared = false
-    }
+    if (this.shared) this.moveToCopy(0)
     this.buffer.push(item)
+  }
+
+  /**
+   * Appends every item of `items`, with room for them made at once: a batch of many tool results otherwise
+   * grows the buffer step by step, each step a new backing store (for a long transcript, large-object
+   * allocations).
+   */
+  appendAll(items: ReadonlyArray<A>): void {
+    if (items.length === 0) return
+    if (this.shared || this.buffer.length + items.length > this.capacity) this.moveToCopy(items.length)
+    for (let i = 0; i < items.length; i++) this.buffer.push(items[i]!)
+  }
+
+  private moveToCopy(extra: number): void {
+    this.capacity = roomFor(this.buffer.length, extra)
+    this.buffer = copyWithRoom(this.buffer, extra)
+    this.shared = false
   }
 
   /**
@@ -68,11 +85,17 @@ export class Growing<A> {
  * reallocating the whole array again (for a long transcript each reallocation is a large-object allocation,
  * far more costly than its size suggests).
  */
-const copyWithRoom = <A>(items: ReadonlyArray<A>): Array<A> => {
+const copyWithRoom = <A>(items: ReadonlyArray<A>, extra: number): Array<A> => {
   const length = items.length
   // V8 keeps the backing store when an array is shortened by less than half of it.
-  const copy = new Array<A>(length + (length >> 2) + 16)
+  const copy = new Array<A>(roomFor(length, extra))
   for (let i = 0; i < length; i++) copy[i] = items[i]!
   copy.length = length
   return copy
+}
+
+/** The slots of a copy of `length` items that must take `extra` more: a quarter more again, and a few. */
+const roomFor = (length: number, extra: number): number => {
+  const needed = length + extra
+  return needed + (needed >> 2) + 16
 }
