@@ -60,12 +60,9 @@ const plan = (n: number): Plan => {
     return { iters, rewarm: Math.max(1, Math.round(iters / 4)), warm: 1, reps, budgetUs: 10e6 }
   }
   if (n <= 10_000) return { iters: 1, rewarm: 1, warm: 0, reps: QUICK ? 2 : 3, budgetUs: 5e6 }
-  return { iters: 1, rewarm: 0, warm: 0, reps: 1, budgetUs: 0 }
+  // N = 100 000: the median of three runs per side (pi's parallel run alone takes about half a minute).
+  return { iters: 1, rewarm: 0, warm: 0, reps: QUICK ? 1 : 3, budgetUs: QUICK ? 0 : 120e6 }
 }
-
-/** N = 100 000: one run per side; three in sequential mode (pi's parallel run alone takes about half a minute). */
-const planAt = (n: number, mode: Mode): Plan =>
-  n >= 100_000 && mode === "sequential" && !QUICK ? { ...plan(n), reps: 3, budgetUs: 60e6 } : plan(n)
 
 const fmt = (x: number) => (Math.abs(x) >= 100 ? x.toFixed(0) : Math.abs(x) >= 10 ? x.toFixed(1) : x.toFixed(2))
 
@@ -124,7 +121,7 @@ const perCall = async (
   const pair = sidesFor(shape)
   const work: Work = { mode, hooks, script: [callsMessage(n), FINAL], context: [] }
   const base = baselineWork(mode, hooks)
-  const p = planAt(n, mode)
+  const p = plan(n)
   // Up to N = 10 000 each sample is paired with a fresh no-call sample; at 100 000 the fixed cost is noise.
   const runners: RunnerPair = {
     ours: runner(pair.ours, work, consumer),
