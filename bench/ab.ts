@@ -12,8 +12,8 @@
  */
 import * as os from "node:os"
 import * as Here from "./loop.ts"
-import { compareRunners, cpuNow, type RunnerPair } from "./measure.ts"
-import { option, withRefLoop } from "./refTree.ts"
+import { perCallRuns, turnRuns } from "./measure.ts"
+import { compareLoops, option, withRefLoop } from "./refTree.ts"
 import { median, table } from "./stats.ts"
 
 const ref = option("--ref", "main")
@@ -30,31 +30,16 @@ await withRefLoop(ref, async (There) => {
     }
     return s
   }
-  const runner = (side: Here.LoopSide, work: Here.Work) => ({
-    run: () => side.loop(work, "iterate"),
-    events: Here.loopEvents(work)
-  })
   const row = async (
     label: string,
     shape: Here.Shape,
     work: Here.Work,
     baseline: Here.Work | undefined,
     per: number,
-    iters: number
+    runs: { readonly iters: number; readonly rewarm: number }
   ) => {
     const { base, mine } = sidesFor(shape)
-    // `ours` is the ref, `pi` this tree: the measuring code names its two sides so.
-    const pair: RunnerPair = {
-      ours: runner(base, work),
-      pi: runner(mine, work),
-      ...(baseline === undefined ? {} : { baseline: { ours: runner(base, baseline), pi: runner(mine, baseline) } })
-    }
-    const s = await compareRunners(
-      pair,
-      { iters, rewarm: Math.max(1, Math.round(iters / 4)), warm: 1, reps, budgetUs: 1e9 },
-      label,
-      cpuNow
-    )
+    const s = await compareLoops(base, mine, work, baseline, label, runs, reps)
     const a = median(s.ours) / per
     const b = median(s.pi) / per
     rows.push([label, a.toFixed(2), b.toFixed(2), (b / a).toFixed(3)])
@@ -64,14 +49,13 @@ await withRefLoop(ref, async (There) => {
     for (const mode of ["parallel", "sequential"] as const) {
       for (const hooks of [false, true]) {
         const work: Here.Work = { mode, hooks, script: [Here.callsMessage(n), Here.FINAL], context: [] }
-        const baseline: Here.Work = { mode, hooks, script: [Here.FINAL, Here.FINAL], context: [], followUp: true }
         await row(
           `per call, ${mode}, succeed${hooks ? ", hooks" : ""}, N = ${n}`,
           "succeed",
           work,
-          baseline,
+          Here.baselineWork(mode, hooks),
           n,
-          Math.max(1, Math.round(2000 / n))
+          perCallRuns(n)
         )
       }
     }
@@ -86,9 +70,9 @@ await withRefLoop(ref, async (There) => {
     "per call, parallel, promise, hooks, N = 1000",
     "promise",
     promise,
-    { ...promise, script: [Here.FINAL, Here.FINAL], followUp: true },
+    Here.baselineWork("parallel", true),
     1000,
-    2
+    perCallRuns(1000)
   )
   await row(
     "500 turns, per model call",
@@ -96,7 +80,7 @@ await withRefLoop(ref, async (There) => {
     { mode: "parallel", hooks: false, script: Here.turnsScript(500), context: [] },
     undefined,
     501,
-    1
+    { iters: turnRuns(500, 0), rewarm: 1 }
   )
   console.log(table(["row", `${ref} (µs)`, "this tree (µs)", "ratio"], rows))
   const geomean = Math.exp(rows.reduce((sum, r) => sum + Math.log(Number(r[3])), 0) / rows.length)

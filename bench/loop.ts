@@ -45,6 +45,7 @@ import { Model, type ModelShape } from "../src/Model.ts"
 import { PromiseAgent } from "../src/PromiseAgent.ts"
 import * as Tool from "../src/Tool.ts"
 import { entry, type RegisteredTool, ToolRegistry, type ToolRegistryShape } from "../src/ToolRegistry.ts"
+import type { Runner } from "./measure.ts"
 
 export type Mode = "parallel" | "sequential"
 export type Shape = "succeed" | "sync" | "promise"
@@ -146,6 +147,21 @@ export const loopEvents = (work: Work): number => {
   if (work.followUp) events += 2
   return events
 }
+
+/** One side's run of `work` as the sampler takes it (its event count checked on every run). */
+export const loopRunner = (side: LoopSide, work: Work, consumer: Consumer = "iterate"): Runner => ({
+  run: () => side.loop(work, consumer),
+  events: loopEvents(work)
+})
+
+/** The same run with no tool calls: two model turns (the second started by a follow-up), like a tool run. */
+export const baselineWork = (mode: Mode, hooks: boolean): Work => ({
+  mode,
+  hooks,
+  script: [FINAL, FINAL],
+  context: [],
+  followUp: true
+})
 
 // ---------------------------------------------------------------------------------------------------------
 // Ours

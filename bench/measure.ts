@@ -34,6 +34,21 @@ export const SETTLE_MS = 20
 
 const idle = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
+/** Calls per sample of a per-call row up to N = 1 000 (`bench/README.md`). */
+export const CALLS_PER_SAMPLE = 10_000
+
+/** Timed and untimed (re-warm) runs per sample of a per-call row of `n` calls: about `calls` calls per sample. */
+export const perCallRuns = (
+  n: number,
+  calls = CALLS_PER_SAMPLE
+): { readonly iters: number; readonly rewarm: number } => {
+  const iters = Math.max(1, Math.round(calls / n))
+  return { iters, rewarm: Math.max(1, Math.round(iters / 4)) }
+}
+
+/** Timed runs per sample of a turn row: 2 runs of 500 turns, 50 of 10 turns, 10 from a long transcript. */
+export const turnRuns = (turns: number, transcript: number): number => turns >= 500 ? 2 : transcript > 0 ? 10 : 50
+
 /**
  * Mean microseconds per run over `iters` back-to-back runs. A full GC first (so the other side's garbage
  * is not collected on this side's time), then `rewarm` untimed runs. Checks every run's event count. With

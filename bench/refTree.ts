@@ -1,14 +1,16 @@
 /**
  * What the interleaved A/B scripts share (`bench/ab.ts`, `scratchpad/callab.ts`, `scratchpad/turnab.ts`):
- * their command-line options, and another git ref's `bench/loop.ts` loaded from a temporary copy of that
- * ref's `src/` and `bench/` (`git archive`), which shares this tree's node_modules and so the same `effect`.
+ * their command-line options, another git ref's `bench/loop.ts` loaded from a temporary copy of that ref's
+ * `src/` and `bench/` (`git archive`), which shares this tree's node_modules and so the same `effect`, and
+ * the comparison of two loops sampled as `run.ts` samples.
  */
 import { execFileSync } from "node:child_process"
 import { mkdtempSync, rmSync, symlinkSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
-import type * as Loop from "./loop.ts"
+import * as Loop from "./loop.ts"
+import { compareRunners, cpuNow } from "./measure.ts"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 
@@ -34,3 +36,30 @@ export const withRefLoop = async <A>(ref: string, use: (there: typeof Loop) => P
     rmSync(dir, { recursive: true, force: true })
   }
 }
+
+/**
+ * `ref` against `here` through `agentLoop` (events iterated), each sample minus the same side's `baseline`
+ * run when there is one, CPU time, with `iters` timed and `rewarm` untimed runs per sample. The sampler names
+ * its two sides `ours` (here `ref`) and `pi` (here `here`).
+ */
+export const compareLoops = (
+  ref: Loop.LoopSide,
+  here: Loop.LoopSide,
+  work: Loop.Work,
+  baseline: Loop.Work | undefined,
+  label: string,
+  runs: { readonly iters: number; readonly rewarm: number },
+  reps: number
+): Promise<{ ours: Array<number>; pi: Array<number> }> =>
+  compareRunners(
+    {
+      ours: Loop.loopRunner(ref, work),
+      pi: Loop.loopRunner(here, work),
+      ...(baseline === undefined
+        ? {}
+        : { baseline: { ours: Loop.loopRunner(ref, baseline), pi: Loop.loopRunner(here, baseline) } })
+    },
+    { ...runs, warm: 1, reps, budgetUs: 1e9 },
+    label,
+    cpuNow
+  )

@@ -17,10 +17,12 @@ import { fileURLToPath } from "node:url"
 import type { AgentMessage } from "../src/Message.ts"
 import { makeMessage, makeOurs as makeOursBatch, makePi as makePiBatch } from "./harness.ts"
 import {
+  baselineWork,
   callsMessage,
   type Consumer,
   FINAL,
   loopEvents,
+  loopRunner,
   type LoopSide,
   makeOurs,
   makePi,
@@ -30,8 +32,18 @@ import {
   turnsScript,
   type Work
 } from "./loop.ts"
-import { compare, expected, type Plan } from "./measure.ts"
-import { compareRunners, cpuNow, type Runner, type RunnerPair } from "./measure.ts"
+import {
+  CALLS_PER_SAMPLE,
+  compare,
+  compareRunners,
+  cpuNow,
+  expected,
+  perCallRuns,
+  type Plan,
+  type Runner,
+  type RunnerPair,
+  turnRuns
+} from "./measure.ts"
 import { type MemoryResult, spawnMemory } from "./memory.ts"
 import { buildPackage, type Side, spawnStartup, type StartupResult } from "./startup.ts"
 import { median, round, summarize, table } from "./stats.ts"
@@ -54,10 +66,9 @@ const SHAPES: ReadonlyArray<Shape> = ["succeed", "sync", "promise"]
  */
 const plan = (n: number): Plan => {
   if (n <= 1000) {
-    const iters = Math.max(1, Math.round((QUICK ? 2000 : 10_000) / n))
     // The small sizes are the noisiest (a call costs about what a sample's noise does): more samples.
     const reps = QUICK ? 3 : n <= 100 ? 9 : 5
-    return { iters, rewarm: Math.max(1, Math.round(iters / 4)), warm: 1, reps, budgetUs: 10e6 }
+    return { ...perCallRuns(n, QUICK ? 2000 : CALLS_PER_SAMPLE), warm: 1, reps, budgetUs: 10e6 }
   }
   if (n <= 10_000) return { iters: 1, rewarm: 1, warm: 0, reps: QUICK ? 2 : 3, budgetUs: 5e6 }
   // N = 100 000: the median of three runs per side (pi's parallel run alone takes about half a minute).
@@ -76,20 +87,6 @@ const sidesFor = (shape: Shape, delayMs = 0) => {
   }
   return s
 }
-
-const runner = (side: LoopSide, work: Work, consumer: Consumer): Runner => ({
-  run: () => side.loop(work, consumer),
-  events: loopEvents(work)
-})
-
-/** The same run with no tool calls: two model turns (the second started by a follow-up), like a tool run. */
-const baselineWork = (mode: Mode, hooks: boolean): Work => ({
-  mode,
-  hooks,
-  script: [FINAL, FINAL],
-  context: [],
-  followUp: true
-})
 
 // ---------------------------------------------------------------------------------------------------------
 // 1. Per call, through agentLoop
@@ -124,10 +121,10 @@ const perCall = async (
   const p = plan(n)
   // Up to N = 10 000 each sample is paired with a fresh no-call sample; at 100 000 the fixed cost is noise.
   const runners: RunnerPair = {
-    ours: runner(pair.ours, work, consumer),
-    pi: runner(pair.pi, work, consumer),
+    ours: loopRunner(pair.ours, work, consumer),
+    pi: loopRunner(pair.pi, work, consumer),
     baseline: n <= 10_000
-      ? { ours: runner(pair.ours, base, consumer), pi: runner(pair.pi, base, consumer) }
+      ? { ours: loopRunner(pair.ours, base, consumer), pi: loopRunner(pair.pi, base, consumer) }
       : undefined
   }
   const label = `${consumer} ${mode} n=${n} ${shape}${hooks ? " +hooks" : ""}`
@@ -237,7 +234,7 @@ const wallRows = async () => {
   for (const c of cases) {
     const work: Work = { mode: c.mode, hooks: false, script: [callsMessage(c.n), FINAL], context: [] }
     const samples = await compareRunners(
-      { ours: runner(pair.ours, work, "iterate"), pi: runner(pair.pi, work, "iterate") },
+      { ours: loopRunner(pair.ours, work, "iterate"), pi: loopRunner(pair.pi, work, "iterate") },
       { iters: 1, rewarm: c.mode === "parallel" ? 1 : 0, warm: 0, reps: c.reps, budgetUs: 60e6 },
       `wall ${c.mode} ${c.n}`
     )
@@ -299,10 +296,10 @@ const turnRows = async (steady = false) => {
     const script = turnsScript(c.turns)
     const work: Work = { mode: "parallel", hooks: false, script, context }
     const events = loopEvents(work)
-    const iters = (c.turns >= 500 ? 2 : c.context > 0 ? 10 : 50) * (steady ? 10 : 1)
+    const iters = turnRuns(c.turns, c.context) * (steady ? 10 : 1)
     for (const api of ["agentLoop", "agent.prompt"] as const) {
       const pairOf: RunnerPair = api === "agentLoop"
-        ? { ours: runner(pair.ours, work, "iterate"), pi: runner(pair.pi, work, "iterate") }
+        ? { ours: loopRunner(pair.ours, work, "iterate"), pi: loopRunner(pair.pi, work, "iterate") }
         : { ours: agentRunner(pair.ours, context, script, events), pi: agentRunner(pair.pi, context, script, events) }
       const samples = await compareRunners(
         pairOf,

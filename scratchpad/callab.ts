@@ -3,8 +3,8 @@
 // [--rows promise:seq:hooks:100,promise:par:hooks:1000,sync:par:hooks:100]. Ratio = this tree / ref (or / pi).
 import * as os from "node:os"
 import * as Here from "../bench/loop.ts"
-import { compareRunners, cpuNow, type RunnerPair } from "../bench/measure.ts"
-import { option, withRefLoop } from "../bench/refTree.ts"
+import { perCallRuns } from "../bench/measure.ts"
+import { compareLoops, option, withRefLoop } from "../bench/refTree.ts"
 import { median } from "../bench/stats.ts"
 
 const ref = option("--ref", "main")
@@ -26,24 +26,8 @@ const go = async (There: typeof Here) => {
     const base = vsPi ? Here.makePi(shape) : There.makeOurs(shape)
     const mine = Here.makeOurs(shape)
     const work: Here.Work = { mode, hooks, script: [Here.callsMessage(n), Here.FINAL], context: [] }
-    const baseline: Here.Work = { mode, hooks, script: [Here.FINAL, Here.FINAL], context: [], followUp: true }
-    const runner = (side: Here.LoopSide, w: Here.Work) => ({
-      run: () => side.loop(w, "iterate"),
-      events: Here.loopEvents(w)
-    })
-    const pair: RunnerPair = {
-      ours: runner(base, work),
-      pi: runner(mine, work),
-      baseline: { ours: runner(base, baseline), pi: runner(mine, baseline) }
-    }
-    // As bench/run.ts samples: about 10 000 calls per sample.
-    const iters = Math.max(1, Math.round(10_000 / n))
-    const s = await compareRunners(
-      pair,
-      { iters, rewarm: Math.max(1, Math.round(iters / 4)), warm: 1, reps, budgetUs: 1e9 },
-      row,
-      cpuNow
-    )
+    // Sampled as bench/run.ts samples: about 10 000 calls per sample.
+    const s = await compareLoops(base, mine, work, Here.baselineWork(mode, hooks), row, perCallRuns(n), reps)
     const a = median(s.ours) / n
     const b = median(s.pi) / n
     const spread = (xs: Array<number>) => `${(Math.min(...xs) / n).toFixed(1)}..${(Math.max(...xs) / n).toFixed(1)}`

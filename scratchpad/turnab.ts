@@ -4,7 +4,7 @@
 // (or / pi with --vs pi).
 import * as os from "node:os"
 import * as Here from "../bench/loop.ts"
-import { compareRunners, cpuNow, type RunnerPair } from "../bench/measure.ts"
+import { compareRunners, cpuNow, type RunnerPair, turnRuns } from "../bench/measure.ts"
 import { option, withRefLoop } from "../bench/refTree.ts"
 import { median } from "../bench/stats.ts"
 
@@ -33,7 +33,8 @@ const go = async (There: typeof Here) => {
         }
         : { run: () => side.loop(work, "iterate"), events }
     const pair: RunnerPair = { ours: runnerOf(base), pi: runnerOf(mine) }
-    const iters = turns >= 500 ? 1 : 10
+    // As bench/run.ts samples the turn rows.
+    const iters = turnRuns(turns, context.length)
     const s = await compareRunners(pair, { iters, rewarm: 1, warm: 1, reps, budgetUs: 1e9 }, row, cpuNow)
     const a = median(s.ours) / (turns + 1)
     const b = median(s.pi) / (turns + 1)
