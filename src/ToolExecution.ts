@@ -42,7 +42,7 @@ import { type Decode, decodeUnknownExit } from "./internal/decoding.ts"
 import { callUser, forEachEager } from "./internal/eager.ts"
 import { makeEmitter } from "./internal/emitter.ts"
 import { causeMessage } from "./internal/errorText.ts"
-import type { Restore } from "./internal/restore.ts"
+import { type Restore, uninterruptibleInFiber } from "./internal/restore.ts"
 import { keepAll } from "./internal/shapes.ts"
 import { skipReasonOf } from "./internal/skip.ts"
 import { executeAll, settleRemaining, stopTool, supervise } from "./internal/supervise.ts"
@@ -1185,34 +1185,16 @@ export const executeToolCalls = <R = never>(
   assistantMessage: AssistantMessage,
   options: ToolExecutionOptions<R> = {}
 ): Effect.Effect<ToolBatchResult, never, ToolRegistry | R> =>
-  // Module functions bound per batch, not closures made per batch (see `startNow`).
-  Effect.uninterruptibleMask(
-    (maskedBatch<R>).bind(undefined, assistantMessage, options) as (
-      restore: Restore
-    ) => Effect.Effect<ToolBatchResult, never, R>
-  )
-
-function maskedBatch<R>(
-  assistantMessage: AssistantMessage,
-  options: ToolExecutionOptions<R>,
-  restore: Restore
-): Effect.Effect<ToolBatchResult, never, R> {
-  return Effect.withFiber(
-    (batchInFiber<R>).bind(undefined, assistantMessage, options, restore) as (
-      fiber: Fiber.Fiber<unknown, unknown>
-    ) => Effect.Effect<ToolBatchResult, never, R>
-  )
-}
+  uninterruptibleInFiber(batchInFiber<R>, { assistantMessage, options })
 
 function batchInFiber<R>(
-  assistantMessage: AssistantMessage,
-  options: ToolExecutionOptions<R>,
+  input: { readonly assistantMessage: AssistantMessage; readonly options: ToolExecutionOptions<R> },
   restore: Restore,
   fiber: Fiber.Fiber<unknown, unknown>
 ): Effect.Effect<ToolBatchResult, never, R> {
   return Effect.flatMap(
     Telemetry.batchTrace,
-    startBatch.bind(undefined, assistantMessage, options, restore, fiber) as (
+    startBatch.bind(undefined, input.assistantMessage, input.options, restore, fiber) as (
       trace: Telemetry.BatchTrace | undefined
     ) => Effect.Effect<ToolBatchResult, never, R>
   )

@@ -11,7 +11,7 @@
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
-import type { Restore } from "./restore.ts"
+import { type Restore, uninterruptibleInFiber } from "./restore.ts"
 
 /** Completes when the signal fires (at once if it has). Removes its listener when interrupted. */
 export const whenAborted = (signal: AbortSignal): Effect.Effect<void> =>
@@ -35,8 +35,9 @@ export interface InterruptOnAbortOptions {
 
 /**
  * Runs `work` in a fiber of its own (a child fiber, or, started at once, a fiber with this fiber's services)
- * that is interrupted when the signal fires (or has fired), and waits for it to finish interrupting. Interrupting the caller interrupts the work too: the fork and the wait are set up
- * without a gap an interruption could slip through. The listener is removed when the work ends.
+ * that is interrupted when the signal fires (or has fired), and waits for it to finish interrupting.
+ * Interrupting the caller interrupts the work too: the fork and the wait are set up without a gap an
+ * interruption could slip through. The listener is removed when the work ends.
  */
 export const interruptOnAbort = <A, E, R>(
   work: Effect.Effect<A, E, R>,
@@ -45,24 +46,18 @@ export const interruptOnAbort = <A, E, R>(
 ): Effect.Effect<A, E, R> =>
   // Module functions bound per use, not closures: it runs per model call, and a closure's optimized code is
   // dropped by a major collection once none of its instances is alive (see `shapes.ts`).
-  Effect.uninterruptibleMask(
-    (forkOnAbort<A, E, R>).bind(undefined, work, signal, options?.startImmediately === true) as (
-      restore: Restore
-    ) => Effect.Effect<A, E, R>
-  )
+  options?.startImmediately === true
+    ? uninterruptibleInFiber(startNowOnAbort<A, E, R>, { work, signal })
+    : Effect.uninterruptibleMask(
+      (forkChildOnAbort<A, E, R>).bind(undefined, work, signal) as (restore: Restore) => Effect.Effect<A, E, R>
+    )
 
-function forkOnAbort<A, E, R>(
+function forkChildOnAbort<A, E, R>(
   work: Effect.Effect<A, E, R>,
   signal: AbortSignal,
-  immediately: boolean,
   restore: Restore
 ): Effect.Effect<A, E, R> {
-  return immediately
-    ? Effect.withFiber((startNowOnAbort<A, E, R>).bind(undefined, restore(work), signal, restore))
-    : Effect.flatMap(
-      Effect.forkChild(restore(work)),
-      (joinOnAbort<A, E>).bind(undefined, signal, false, restore)
-    )
+  return Effect.flatMap(Effect.forkChild(restore(work)), (joinOnAbort<A, E>).bind(undefined, signal, false, restore))
 }
 
 /**
@@ -72,13 +67,12 @@ function forkOnAbort<A, E, R>(
  * collection drops; the fork used here is a function Effect keeps alive.)
  */
 function startNowOnAbort<A, E, R>(
-  work: Effect.Effect<A, E, R>,
-  signal: AbortSignal,
+  input: { readonly work: Effect.Effect<A, E, R>; readonly signal: AbortSignal },
   restore: Restore,
   parent: Fiber.Fiber<unknown, unknown>
 ): Effect.Effect<A, E> {
-  const fiber = Effect.runForkWith(parent.context as Context.Context<R>)(work)
-  return joinOnAbort(signal, true, restore, fiber)
+  const fiber = Effect.runForkWith(parent.context as Context.Context<R>)(restore(input.work))
+  return joinOnAbort(input.signal, true, restore, fiber)
 }
 
 function joinOnAbort<A, E>(

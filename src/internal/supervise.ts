@@ -24,7 +24,7 @@ import {
   wasAbandoned,
   wasStarted
 } from "./callState.ts"
-import type { Restore } from "./restore.ts"
+import { type Restore, uninterruptibleInFiber } from "./restore.ts"
 import { keepAll, keepFiber } from "./shapes.ts"
 
 /** Aborts the signal of a call whose tool is running (so cleanup that waits on it can finish). */
@@ -75,38 +75,23 @@ export const executeAll = <P extends { readonly call: Call }, R>(
   isStopping: () => boolean,
   grace: Duration.Duration
 ): Effect.Effect<void, never, R> =>
-  Effect.uninterruptibleMask(
-    (maskedPool<P, R>).bind(undefined, prepared, run, concurrency, isStopping, grace) as (
-      restore: Restore
-    ) => Effect.Effect<void, never, R>
-  )
+  uninterruptibleInFiber(startPool<P, R>, { prepared, run, concurrency, isStopping, grace })
 
-// Module functions bound per batch, not closures (see `Pool`).
-function maskedPool<P extends { readonly call: Call }, R>(
-  prepared: ReadonlyArray<P>,
-  run: (p: P) => Effect.Effect<void, never, R>,
-  concurrency: number | "unbounded",
-  isStopping: () => boolean,
-  grace: Duration.Duration,
-  restore: Restore
-): Effect.Effect<void, never, R> {
-  return Effect.withFiber(
-    (startPool<P, R>).bind(undefined, prepared, run, concurrency, isStopping, grace, restore) as (
-      parent: Fiber.Fiber<unknown, unknown>
-    ) => Effect.Effect<void, never, R>
-  )
+/** What {@link executeAll} hands the pool. */
+interface PoolInput<P, R> {
+  readonly prepared: ReadonlyArray<P>
+  readonly run: (p: P) => Effect.Effect<void, never, R>
+  readonly concurrency: number | "unbounded"
+  readonly isStopping: () => boolean
+  readonly grace: Duration.Duration
 }
 
 function startPool<P extends { readonly call: Call }, R>(
-  prepared: ReadonlyArray<P>,
-  run: (p: P) => Effect.Effect<void, never, R>,
-  concurrency: number | "unbounded",
-  isStopping: () => boolean,
-  grace: Duration.Duration,
+  input: PoolInput<P, R>,
   restore: Restore,
   parent: Fiber.Fiber<unknown, unknown>
 ): Effect.Effect<void, never, R> {
-  const pool = new Pool(prepared, run, concurrency, isStopping, grace, parent, restore)
+  const pool = new Pool(input.prepared, input.run, input.concurrency, input.isStopping, input.grace, parent, restore)
   return Effect.onInterrupt(pool.loop(), pool.stopAll.bind(pool))
 }
 
