@@ -1,9 +1,8 @@
 // Allocation profile (collected objects included) of a per-call workload through agentLoop:
 // npx node scratchpad/callalloc.ts <shape> <seq|par> <hooks|none> <N> [seconds] [ours|pi] > out.heapprofile 2> runs
 // then npx node scratchpad/heapself.mjs out.heapprofile 40 <runs × N> for bytes per call.
-import { Session } from "node:inspector/promises"
 import type * as Here from "../bench/loop.ts"
-import { callWorkload } from "./workload.ts"
+import { allocationProfile, callWorkload } from "./workload.ts"
 
 const [shape, m, h, ns, secs = "3", who = "ours"] = process.argv.slice(2) as [
   Here.Shape,
@@ -16,19 +15,6 @@ const [shape, m, h, ns, secs = "3", who = "ours"] = process.argv.slice(2) as [
 const n = Number(ns)
 const { side, work } = callWorkload(shape, m, h, n, who)
 for (let i = 0; i < 50; i++) await side.loop(work, "iterate")
-const session = new Session()
-session.connect()
-await session.post("HeapProfiler.startSampling", {
-  samplingInterval: 256,
-  includeObjectsCollectedByMajorGC: true,
-  includeObjectsCollectedByMinorGC: true
-})
-const end = Date.now() + Number(secs) * 1000
-let runs = 0
-while (Date.now() < end) {
-  await side.loop(work, "iterate")
-  runs++
-}
-const { profile } = await session.post("HeapProfiler.stopSampling")
+const { profile, runs } = await allocationProfile(() => side.loop(work, "iterate"), Number(secs), 256)
 process.stdout.write(JSON.stringify(profile))
 process.stderr.write(`${runs * n}\n`)

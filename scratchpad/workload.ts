@@ -2,7 +2,7 @@
 // run of a bench turn row, by name: `agent<turns>` (the stateful agent's prompt), `loop<turns>` (agentLoop,
 // iterated) or `cb<turns>` (agentLoop, callback sink), with `x20k` / `20k` for a 20 000-message transcript
 // (agent10, agent500, loop10, loop500, loop0, agent10x20k, cb500). Per-call workloads (callalloc, callpos,
-// callprof): see callWorkload.
+// callprof): see callWorkload; allocationProfile samples a workload for allocprof and callalloc.
 import {
   callsMessage,
   FINAL,
@@ -55,3 +55,31 @@ export const callWorkload = (
     context: []
   }
 })
+
+/**
+ * Runs `once` for `seconds` under V8's sampling heap profiler (collected objects included, one sample per
+ * `interval` bytes) and returns the profile with the number of runs: what allocprof.ts and callalloc.ts print.
+ */
+export const allocationProfile = async (
+  once: () => Promise<unknown>,
+  seconds: number,
+  interval: number
+): Promise<{ readonly profile: unknown; readonly runs: number }> => {
+  const { Session } = await import("node:inspector/promises")
+  const session = new Session()
+  session.connect()
+  await session.post("HeapProfiler.startSampling", {
+    samplingInterval: interval,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true
+  })
+  const end = Date.now() + seconds * 1000
+  let runs = 0
+  while (Date.now() < end) {
+    await once()
+    runs++
+  }
+  const { profile } = await session.post("HeapProfiler.stopSampling")
+  session.disconnect()
+  return { profile, runs }
+}
