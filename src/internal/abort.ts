@@ -11,7 +11,7 @@
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
-import { type Restore, uninterruptibleInFiber } from "./restore.ts"
+import { type Restore, uninterruptibleInFiber } from "./uninterruptible.ts"
 
 /** Completes when the signal fires (at once if it has). Removes its listener when interrupted. */
 export const whenAborted = (signal: AbortSignal): Effect.Effect<void> =>

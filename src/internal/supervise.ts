@@ -24,8 +24,8 @@ import {
   wasAbandoned,
   wasStarted
 } from "./callState.ts"
-import { type Restore, uninterruptibleInFiber } from "./restore.ts"
 import { keepAll, keepFiber } from "./shapes.ts"
+import { type Restore, uninterruptibleInFiber } from "./uninterruptible.ts"
 
 /** Aborts the signal of a call whose tool is running (so cleanup that waits on it can finish). */
 const abortRunning = (call: Call): void => {
