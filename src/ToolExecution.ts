@@ -175,10 +175,19 @@ interface Batch<R> {
   lastTimestamp: number
   /** The batch's spans and metrics; `undefined` when nothing is recorded (docs/telemetry.md OT 1.2). */
   readonly trace: Telemetry.BatchTrace | undefined
-  /** See {@link forkIn}. */
-  forkContext: Context_.Context<never> | undefined
-  fork: ReturnType<typeof Effect.runForkWith<never>> | undefined
+  /**
+   * A tool is running in the work fiber (sequential mode). Stopping then interrupts the work only once it
+   * waits: the tool, not cut between two of its steps, meets its interruption at its first wait, as it would
+   * in a fiber of its own (see {@link supervise}).
+   */
+  toolInWork: boolean
 }
+
+/**
+ * Where a tool without a timeout runs: in the fiber of its call (parallel mode) or in the batch's work fiber
+ * (sequential mode, where one call runs at a time). A tool with a timeout always runs apart.
+ */
+type Where = "callFiber" | "workFiber"
 
 /** A call that passed prepare: its tool and the arguments it will get. */
 class Prepared {
@@ -573,14 +582,15 @@ const keepShapes = (entry: RegisteredTool): void => {
 
 /**
  * Phase 2 (TE 3). Calls the handler. An effect that is already complete (`Effect.succeed(result)`) needs
- * nothing more. With `inline` (the caller runs this call in a fiber of its own that it stops within the
- * grace period, see {@link executeAll}) a tool without a timeout runs right there. Anything else runs apart
+ * nothing more. A tool without a timeout runs right where it is called (`where`): in the call's own fiber
+ * (parallel mode: {@link executeAll} stops it within the grace period) or in the batch's work fiber
+ * (sequential mode: the supervision stops it, see {@link supervise}). A tool with a timeout runs apart
  * ({@link runApart}). Never starts a tool once the run is stopping (TE 8.1).
  */
 const execute = <A, R>(
   batch: Batch<any>,
   prepared: Prepared,
-  inline: boolean,
+  where: Where,
   then: (executed: Finalized) => Effect.Effect<A, never, R>
 ): Effect.Effect<A, never, R> => {
   const { call, entry } = prepared
@@ -604,21 +614,20 @@ const execute = <A, R>(
     return Effect.interrupt
   }
   const timeout = entry.tool.timeout ?? batch.timeout
-  // Inline, an interruption of the call's fiber is seen by `executeAll`, which observes that fiber: it
-  // aborts the signal and marks the call stopped once the tool's own finalizers are done.
-  if (inline && timeout === undefined) {
+  if (timeout === undefined) {
+    // In the call's fiber, an interruption is seen by `executeAll`, which observes that fiber: it aborts the
+    // signal and marks the call stopped once the tool's own finalizers are done. In the work fiber, the
+    // supervision aborts the signal before it interrupts the work, and lets that interruption reach the tool
+    // at its first wait (`toolInWork`), as it would reach a tool in a fiber of its own.
+    if (where === "workFiber") batch.toolInWork = true
     return Effect.matchCauseEffect(handled as Effect.Effect<ToolResult, unknown>, {
-      onSuccess: succeededThen.bind(undefined, entry.tool, then) as (value: ToolResult) => Effect.Effect<A, never, R>,
-      onFailure: failedThen.bind(undefined, entry.tool, then) as (
+      onSuccess: succeededThen.bind(undefined, batch, entry.tool, then) as (
+        value: ToolResult
+      ) => Effect.Effect<A, never, R>,
+      onFailure: failedThen.bind(undefined, batch, entry.tool, then) as (
         cause: Cause.Cause<unknown>
       ) => Effect.Effect<A, never, R>
     })
-  }
-  if (timeout === undefined) {
-    return Effect.flatMap(
-      awaitApart(batch, call, entry.tool, handled as Effect.Effect<ToolResult, unknown>, context),
-      then
-    )
   }
   // Runs once the tool's own finalizers are done: a tool that ignores cancellation never gets here.
   const run = Effect.onInterrupt(handled, () =>
@@ -629,83 +638,33 @@ const execute = <A, R>(
   return Effect.flatMapEager(runApart(batch, call, entry.tool, run, context, timeout), then)
 }
 
+// A tool in the work fiber that ends while the batch is stopping goes no further (no finalize, no later
+// call): the supervision's interruption, sent a microtask later (see `toolInWork`), would have stopped it at
+// its next step, as it stops the fiber of a tool that runs apart.
 function succeededThen<A, R>(
+  batch: Batch<any>,
   tool: Tool.Any,
   then: (executed: Finalized) => Effect.Effect<A, never, R>,
   value: ToolResult
 ): Effect.Effect<A, never, R> {
+  if (batch.toolInWork) {
+    batch.toolInWork = false
+    if (isAborted(batch)) return Effect.interrupt
+  }
   return then(executedResult(tool, Exit.succeed(value)))
 }
 
 function failedThen<A, R>(
+  batch: Batch<any>,
   tool: Tool.Any,
   then: (executed: Finalized) => Effect.Effect<A, never, R>,
   cause: Cause.Cause<unknown>
 ): Effect.Effect<A, never, R> {
+  if (batch.toolInWork) {
+    batch.toolInWork = false
+    if (isAborted(batch)) return Effect.interrupt
+  }
   return then(executedResult(tool, Exit.failCause(cause)))
-}
-
-/**
- * A tool without a time limit in a detached fiber of its own (see {@link runApart}), waited for by one
- * callback: the tool's fiber is started and observed in the callback's registration (one step, so an
- * interruption arriving while the tool starts is seen once the wait begins), and interrupting the wait
- * stops the tool ({@link stopApart}: signal, then fiber, abandoned after the grace period). The observer
- * runs once the tool's own finalizers are done: an interrupted tool that gets there stopped (TE 8.2).
- */
-const awaitApart = (
-  batch: Batch<any>,
-  call: Call,
-  tool: Tool.Any,
-  handled: Effect.Effect<ToolResult, unknown>,
-  context: CallContext
-): Effect.Effect<Finalized> =>
-  // Bound module functions, not closures (see `startNow`); the bound function takes one parameter, so the
-  // wait gets no AbortController.
-  Effect.callback<Finalized>(registerApart.bind(undefined, batch, call, tool, handled, context))
-
-function registerApart(
-  batch: Batch<any>,
-  call: Call,
-  tool: Tool.Any,
-  handled: Effect.Effect<ToolResult, unknown>,
-  context: CallContext,
-  resume: (effect: Effect.Effect<Finalized>) => void
-): Effect.Effect<void> | undefined {
-  // Registration runs in the waiting fiber: the tool runs with its services.
-  const fiber = forkIn(batch, Fiber.getCurrent()!.context)(handled)
-  const done = fiber.pollUnsafe()
-  if (done !== undefined) {
-    observeApart(call, call.state, tool, context, resume, done)
-    return undefined
-  }
-  fiber.addObserver(observeApart.bind(undefined, call, call.state, tool, context, resume))
-  // Built only if the wait is interrupted.
-  return Effect.suspend(stopApart.bind(undefined, batch, call, fiber, context))
-}
-
-/** The tool's exit, once its own finalizers are done: an interrupted tool that gets here stopped (TE 8.2). */
-function observeApart(
-  call: Call,
-  running: CallState,
-  tool: Tool.Any,
-  context: CallContext,
-  resume: (effect: Effect.Effect<Finalized>) => void,
-  exit: Exit.Exit<ToolResult, unknown>
-): void {
-  if (Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)) {
-    context.abort()
-    if (call.state === running) call.state = State.Stopped
-  }
-  resume(Effect.succeed(executedResult(tool, exit)))
-}
-
-/** `Effect.runForkWith(context)`, made once per context a batch forks from (the same for all its calls, untraced). */
-const forkIn = (batch: Batch<any>, context: Context_.Context<never>) => {
-  if (batch.forkContext !== context) {
-    batch.forkContext = context
-    batch.fork = Effect.runForkWith(context)
-  }
-  return batch.fork!
 }
 
 /**
@@ -971,19 +930,19 @@ const finishMessage = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> => {
 const executeAndFinalize = <A, R, R2>(
   batch: Batch<R>,
   prepared: Prepared,
-  inline: boolean,
+  where: Where,
   then: (outcome: Finalized) => Effect.Effect<A, never, R2>
 ): Effect.Effect<A, never, R | R2> =>
   batch.trace === undefined
     ? execute(
       batch,
       prepared,
-      inline,
+      where,
       finalizeThen.bind(undefined, batch, prepared, then) as (executed: Finalized) => Effect.Effect<A, never, R | R2>
     )
     : Effect.flatMapEager(
       Effect.flatMapEager(
-        Telemetry.toolPhase(batch.trace, prepared.call, "execution", () => execute(batch, prepared, inline, succeed)),
+        Telemetry.toolPhase(batch.trace, prepared.call, "execution", () => execute(batch, prepared, where, succeed)),
         (executed) =>
           Telemetry.toolPhase(
             batch.trace,
@@ -1067,7 +1026,7 @@ function sequentialPrepare<R>(batch: Batch<R>, call: Call): Effect.Effect<void, 
 }
 
 function sequentialExecute<R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<void, never, R> {
-  return executeAndFinalize(batch, prepared, false, endAndAnnounce.bind(undefined, batch, prepared.call))
+  return executeAndFinalize(batch, prepared, "workFiber", endAndAnnounce.bind(undefined, batch, prepared.call))
 }
 
 /** A call that ended in prepare: its immediate outcome; an interruption passes. */
@@ -1084,7 +1043,7 @@ function sequentialOutcome<R>(
 
 /** Phases 2 to 4 of one prepared call in parallel mode: it ends as soon as it is finalized. */
 const executeAndEnd = <R>(batch: Batch<R>, prepared: Prepared): Effect.Effect<void, never, R> =>
-  executeAndFinalize(batch, prepared, true, emitEnd.bind(undefined, batch, prepared.call))
+  executeAndFinalize(batch, prepared, "callFiber", emitEnd.bind(undefined, batch, prepared.call))
 
 /** Step 1 of parallel mode for one call: its start event and prepare; an immediate outcome ends it here. */
 function preflight<R>(batch: Batch<R>, prepared: Array<Prepared>, call: Call): Effect.Effect<void, never, R> {
@@ -1236,8 +1195,7 @@ function startBatch<R>(
     clock: fiber.getRef(Clock.Clock),
     lastTimestamp: 0,
     trace,
-    forkContext: undefined,
-    fork: undefined
+    toolInWork: false
   }
   const mode = chooseMode(toolCalls, registry, options.toolExecution)
   // Suspended: the phases run eagerly when called, and must run in the supervised fiber.
@@ -1249,7 +1207,16 @@ function startBatch<R>(
     >
   )
   return Effect.flatMap(
-    supervise(work, calls, options.signal, grace, stopBatch.bind(undefined, batch), emitter.close, restore),
+    supervise(
+      work,
+      calls,
+      options.signal,
+      grace,
+      stopBatch.bind(undefined, batch),
+      toolInWork.bind(undefined, batch),
+      emitter.close,
+      restore
+    ),
     settle.bind(undefined, batch, calls, mode, emitter) as (
       exit: Exit.Exit<void, never>
     ) => Effect.Effect<ToolBatchResult>
@@ -1268,6 +1235,10 @@ function runMode<R>(
 /** No tool may start from now on (TE 8.1). */
 function stopBatch(batch: Batch<any>): void {
   batch.stopping = true
+}
+
+function toolInWork(batch: Batch<any>): boolean {
+  return batch.toolInWork
 }
 
 /** The batch's result, once every call has its message. */

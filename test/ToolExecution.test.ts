@@ -2091,6 +2091,34 @@ describe("TE 8 abort and interruption", () => {
       }).pipe(unblockOnExit))
   }
 
+  it.effect("TE 8 a tool that aborts the run and returns at once is not finalized, nor is any later call (sequential)", () =>
+    Effect.gen(function*() {
+      const rec = makeRecorder()
+      const controller = new AbortController()
+      const afterCalls: Array<string> = []
+      // The abort fires inside the tool's only step, which then returns: the batch is stopping by the time
+      // the tool ends, and must not go on to finalize it (or to start the next call).
+      const tool: Script = (_args, ctx) =>
+        Effect.sync(() => {
+          controller.abort()
+          return { content: [{ type: "text" as const, text: `ok ${ctx.toolCallId}` }], details: {} }
+        })
+      const calls = [toolCall("1", "a"), toolCall("2", "m")]
+      const result = yield* within(
+        runBatch(assistantMessage(...calls), [scripted("a", tool), scripted("m", marking(rec))], rec.sink, {
+          signal: controller.signal,
+          toolExecution: "sequential",
+          afterToolCall: (c) => Effect.sync(() => void afterCalls.push(c.toolCall.id))
+        }),
+        "the aborted batch"
+      )
+      assert.deepStrictEqual(afterCalls, [])
+      assert.notInclude(rec.trace, "exec:2")
+      assert.isTrue(result.aborted)
+      assert.deepStrictEqual(result.messages.map(textOf), [interruptedText("a"), notStartedText("m")])
+      assertBatchInvariants(rec.events, calls, result.messages)
+    }))
+
   it.effect("TE 8 an abandoned tool emits nothing after the batch's last message", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()

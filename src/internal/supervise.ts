@@ -228,7 +228,10 @@ keepAll([
  * Runs the work phase in its own fiber until it finishes, the signal fires, or this fiber is interrupted
  * (TE 8). On abort `stop` is called (no tool may start after it), the running tools' signals are aborted
  * (so cleanup that waits on them can finish), then the work is interrupted and given the grace period to
- * stop. Work that does not stop in time (a tool that ignores cancellation, a subscriber that never returns)
+ * stop. While `toolInWork()` (a tool runs in the work fiber) the interruption is sent a microtask later:
+ * an abort raised by the tool's own first steps then reaches it at its first wait rather than between two
+ * of its steps, as it would a tool in a fiber of its own (one that ends first must not go on: see the
+ * batch's `succeededThen`). Work that does not stop in time (a tool that ignores cancellation, a subscriber that never returns)
  * is abandoned: `abandon` drops its later events. Returns how the work ended.
  */
 export const supervise = <R>(
@@ -237,11 +240,12 @@ export const supervise = <R>(
   signal: AbortSignal | undefined,
   grace: Duration.Duration,
   stop: () => void,
+  toolInWork: () => boolean,
   abandon: () => void,
   restore: Restore
 ): Effect.Effect<Exit.Exit<void, never>, never, R> =>
   Effect.withFiber(
-    startSupervision.bind(undefined, work, calls, signal, grace, stop, abandon, restore) as (
+    startSupervision.bind(undefined, work, calls, signal, grace, stop, toolInWork, abandon, restore) as (
       parent: Fiber.Fiber<unknown, unknown>
     ) => Effect.Effect<Exit.Exit<void, never>, never, R>
   )
@@ -267,12 +271,14 @@ class Supervision<R> {
   readonly signal: AbortSignal | undefined
   readonly grace: Duration.Duration
   readonly stop: () => void
+  readonly toolInWork: () => boolean
   readonly abandon: () => void
   readonly parent: Fiber.Fiber<unknown, unknown>
   readonly onAbort: () => void
   readonly startWork: () => void
   readonly recordFiber: (self: Fiber.Fiber<unknown, unknown>) => Effect.Effect<void, never, R>
   readonly onWorkExit: (exit: Exit.Exit<void, never>) => void
+  readonly interruptWork: () => void
   readonly afterWait: (first: Exit.Exit<Exit.Exit<void, never> | undefined>) => Effect.Effect<Exit.Exit<void, never>>
   constructor(
     work: Effect.Effect<void, never, R>,
@@ -280,6 +286,7 @@ class Supervision<R> {
     signal: AbortSignal | undefined,
     grace: Duration.Duration,
     stop: () => void,
+    toolInWork: () => boolean,
     abandon: () => void,
     parent: Fiber.Fiber<unknown, unknown>
   ) {
@@ -288,6 +295,7 @@ class Supervision<R> {
     this.signal = signal
     this.grace = grace
     this.stop = stop
+    this.toolInWork = toolInWork
     this.abandon = abandon
     this.parent = parent
     this.onAbort = supervisedAbort.bind(undefined, this)
@@ -296,12 +304,13 @@ class Supervision<R> {
       self: Fiber.Fiber<unknown, unknown>
     ) => Effect.Effect<void, never, R>
     this.onWorkExit = supervisedWorkExit.bind(undefined, this)
+    this.interruptWork = interruptSupervisedWork.bind(undefined, this)
     this.afterWait = afterSupervisedWait.bind(undefined, this)
   }
 }
 
 keepAll([
-  new Supervision(Effect.void, [], undefined, Duration.zero, () => {}, () => {}, {
+  new Supervision(Effect.void, [], undefined, Duration.zero, () => {}, () => false, () => {}, {
     context: Context.empty()
   } as Fiber.Fiber<unknown, unknown>)
 ])
@@ -312,11 +321,12 @@ function startSupervision<R>(
   signal: AbortSignal | undefined,
   grace: Duration.Duration,
   stop: () => void,
+  toolInWork: () => boolean,
   abandon: () => void,
   restore: Restore,
   parent: Fiber.Fiber<unknown, unknown>
 ): Effect.Effect<Exit.Exit<void, never>> {
-  const supervision = new Supervision(work, calls, signal, grace, stop, abandon, parent)
+  const supervision = new Supervision(work, calls, signal, grace, stop, toolInWork, abandon, parent)
   const wait = Effect.callback<Exit.Exit<void, never> | undefined>(
     registerSupervision.bind(undefined, supervision) as (
       resume: (effect: Effect.Effect<Exit.Exit<void, never> | undefined>) => void
@@ -377,6 +387,10 @@ function supervisedWorkExit(supervision: Supervision<unknown>, exit: Exit.Exit<v
   supervision.resume!(Effect.succeed(exit))
 }
 
+function interruptSupervisedWork(supervision: Supervision<unknown>): void {
+  supervision.fiber!.interruptUnsafe()
+}
+
 function afterSupervisedWait(
   supervision: Supervision<unknown>,
   first: Exit.Exit<Exit.Exit<void, never> | undefined>
@@ -393,7 +407,8 @@ const stopSupervisedWork = Effect.fnUntraced(function*(supervision: Supervision<
   // Stopped before the work started: no call was reached.
   if (fiber === undefined) return Exit.interrupt()
   for (const call of supervision.calls) abortRunning(call)
-  fiber.interruptUnsafe()
+  if (supervision.toolInWork()) queueMicrotask(supervision.interruptWork)
+  else fiber.interruptUnsafe()
   const stopped = yield* Effect.timeoutOption(Effect.interruptible(Fiber.await(fiber)), supervision.grace)
   if (Option.isSome(stopped)) return stopped.value
   abandonBusy(supervision.calls)
