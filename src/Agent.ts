@@ -516,38 +516,50 @@ export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentO
       snapshot: AgentState
     ) => Effect.Effect<unknown, E, Model | ToolRegistry | R>
   ): Effect.Effect<void, AgentBusy | E> =>
-    Effect.uninterruptibleMask((restore) =>
-      Effect.gen(function*() {
-        if (active !== undefined) return yield* new AgentBusy({ message: busy })
-        const run: ActiveRun = { controller: new AbortController(), done: Deferred.makeUnsafe<void>() }
-        active = run
-        const snapshot = updateNow(state, states.patch, STREAMING)
-          ? SubscriptionRef.getUnsafe(state)
-          : yield* SubscriptionRef.updateAndGet(state, (current) => states.patch(current, STREAMING))
-        const config: AgentLoopConfig<R> = {
-          ...options,
-          signal: run.controller.signal,
-          getSteeringMessages: Effect.sync(() => steering.drain()),
-          getFollowUpMessages: Effect.sync(() => followUps.drain())
-        }
-        // The run has its own fiber so that interrupting `prompt` can abort the signal subscribers hold
-        // before waiting for the run to settle (a subscriber may be waiting on that very signal).
-        const exit = yield* Effect.exit(abortOnInterrupt(
-          start(config, snapshot).pipe(
-            Effect.provideService(EventSink.EventSink, sinkOf(run.controller.signal)),
-            Effect.provide(services)
-          ),
-          run.controller,
-          restore
-        ))
-        yield* setState(states.clearPending, IDLE)
-        active = undefined
-        yield* Deferred.succeed(run.done, undefined)
-        if (exit._tag === "Failure" && !Cause.hasInterruptsOnly(exit.cause)) {
-          return yield* Effect.failCause(exit.cause)
-        }
-      })
-    )
+    Effect.uninterruptibleMask((restore) => lifecycleMasked(busy, start, restore))
+
+  // Made once per agent, not per prompt: a generator function made per call gets a hidden class of its own
+  // in the old generation that keeps everything its scope holds alive through every scavenge until the next
+  // major collection (see `startRun` in AgentLoop.ts).
+  const lifecycleMasked = Effect.fnUntraced(
+    function*<E>(
+      busy: string,
+      start: (
+        config: AgentLoopConfig<R>,
+        snapshot: AgentState
+      ) => Effect.Effect<unknown, E, Model | ToolRegistry | R>,
+      restore: Restore
+    ) {
+      if (active !== undefined) return yield* new AgentBusy({ message: busy })
+      const run: ActiveRun = { controller: new AbortController(), done: Deferred.makeUnsafe<void>() }
+      active = run
+      const snapshot = updateNow(state, states.patch, STREAMING)
+        ? SubscriptionRef.getUnsafe(state)
+        : yield* SubscriptionRef.updateAndGet(state, (current) => states.patch(current, STREAMING))
+      const config: AgentLoopConfig<R> = {
+        ...options,
+        signal: run.controller.signal,
+        getSteeringMessages: Effect.sync(() => steering.drain()),
+        getFollowUpMessages: Effect.sync(() => followUps.drain())
+      }
+      // The run has its own fiber so that interrupting `prompt` can abort the signal subscribers hold
+      // before waiting for the run to settle (a subscriber may be waiting on that very signal).
+      const exit = yield* Effect.exit(abortOnInterrupt(
+        start(config, snapshot).pipe(
+          Effect.provideService(EventSink.EventSink, sinkOf(run.controller.signal)),
+          Effect.provide(services)
+        ),
+        run.controller,
+        restore
+      ))
+      yield* setState(states.clearPending, IDLE)
+      active = undefined
+      yield* Deferred.succeed(run.done, undefined)
+      if (exit._tag === "Failure" && !Cause.hasInterruptsOnly(exit.cause)) {
+        return yield* Effect.failCause(exit.cause)
+      }
+    }
+  )
 
   const runPrompts = (prompts: ReadonlyArray<AgentMessage>, busy: string, skipInitialSteering = false) =>
     lifecycle(busy, (config, snapshot) => {

@@ -33,6 +33,7 @@ import { Growing } from "./internal/growing.ts"
 import { keepAll } from "./internal/shapes.ts"
 import { skipping } from "./internal/skip.ts"
 import * as Telemetry from "./internal/telemetry.ts"
+import type { Restore } from "./internal/uninterruptible.ts"
 import {
   type AgentMessage,
   type AssistantMessage,
@@ -258,17 +259,23 @@ const buildRequest = <R>(run: Run<R>, systemPrompt: string): Effect.Effect<Model
       : defaultConvertToLlm(run.transcript.peek())
     return Effect.succeed({ systemPrompt, messages, tools: run.tools, options: run.config.modelOptions })
   }
-  return Effect.gen(function*() {
-    const transformed = transform ? yield* transform(run.transcript.snapshot()) : undefined
-    let messages: ReadonlyArray<Message>
-    if (convert !== undefined) messages = yield* convert(transformed ?? run.transcript.snapshot())
-    else if (transformed !== undefined) messages = defaultConvertToLlm(transformed)
-    // Nothing to drop: the model reads the transcript itself, with no filtering pass over it.
-    else if (run.dropped === 0) messages = run.transcript.snapshot() as ReadonlyArray<Message>
-    else messages = defaultConvertToLlm(run.transcript.peek())
-    return { systemPrompt, messages, tools: run.tools, options: run.config.modelOptions }
-  })
+  return buildRequestWithHooks(run, systemPrompt)
 }
+
+// A module function, not a generator made per call (see `runMasked`).
+const buildRequestWithHooks = Effect.fnUntraced(function*<R>(run: Run<R>, systemPrompt: string) {
+  const transform = run.config.transformContext
+  const convert = run.config.convertToLlm
+  const transformed = transform ? yield* transform(run.transcript.snapshot()) : undefined
+  let messages: ReadonlyArray<Message>
+  if (convert !== undefined) messages = yield* convert(transformed ?? run.transcript.snapshot())
+  else if (transformed !== undefined) messages = defaultConvertToLlm(transformed)
+  // Nothing to drop: the model reads the transcript itself, with no filtering pass over it.
+  else if (run.dropped === 0) messages = run.transcript.snapshot() as ReadonlyArray<Message>
+  else messages = defaultConvertToLlm(run.transcript.peek())
+  const request: ModelRequest = { systemPrompt, messages, tools: run.tools, options: run.config.modelOptions }
+  return request
+})
 
 const CONTINUE = Exit.succeed(true)
 const STOP = Exit.succeed(false)
@@ -579,53 +586,69 @@ const startRun = <R>(
   config: AgentLoopConfig<R>,
   prompts: ReadonlyArray<AgentMessage>
 ): Effect.Effect<ReadonlyArray<AgentMessage>, never, Model | ToolRegistry | R> =>
-  Effect.uninterruptibleMask((restore) =>
-    Effect.gen(function*() {
-      // The run's signal fires on an interruption or when the caller's signal does (forwarded by a listener
-      // removed when the run ends: `AbortSignal.any` costs several microseconds and weak references per run).
-      const interrupted = new AbortController()
-      const outer = config.signal
-      const forward = outer === undefined ? undefined : () => interrupted.abort(outer.reason)
-      if (outer !== undefined) {
-        if (outer.aborted) interrupted.abort(outer.reason)
-        else outer.addEventListener("abort", forward!, { once: true })
-      }
-      const signal = interrupted.signal
-      const sink = yield* EventSink.EventSink
-      const registry = yield* ToolRegistry
-      const trace = yield* Telemetry.runTrace
-      const run: Run<R> = {
-        config,
-        model: Telemetry.observeModel(trace, yield* Model),
-        registry,
-        tools: toolSpecs(registry),
-        emit: loopEmit(sink),
-        signal,
-        transcript: new Growing(context.messages),
-        dropped: 0,
-        newMessages: new Growing(),
-        trace
-      }
-      for (const message of context.messages) if (!isMessage(message)) run.dropped++
-      for (const prompt of prompts) append(run, prompt)
-      const body = Effect.gen(function*() {
-        yield* run.emit({ type: "agent_start" })
-        yield* run.emit({ type: "turn_start" })
-        for (const prompt of prompts) yield* announce(run, prompt)
-        // Nothing inside the loop fails by design; a defect anyway (a bug, a throwing hook) still ends the run.
-        const loop = yield* Effect.exit(runLoop(run, context.systemPrompt))
-        if (Exit.isFailure(loop) && !Cause.hasInterruptsOnly(loop.cause)) {
-          yield* Effect.logError("effect-agent: the agent loop died", loop.cause)
-        }
-        yield* run.emit({ type: "agent_end", messages: run.newMessages.snapshot() })
-      })
-      const work = abortOnInterrupt(Telemetry.invokeAgent(trace, run.model.info, body), interrupted, restore)
-      yield* forward === undefined
-        ? work
-        : Effect.ensuring(work, Effect.sync(() => outer!.removeEventListener("abort", forward)))
-      return run.newMessages.snapshot()
-    })
-  )
+  Effect.uninterruptibleMask((restore) => runMasked(context, config, prompts, restore))
+
+// The run's generators are module functions: a generator function made per run (`Effect.gen(function*...)`
+// inside a function) gets a hidden class of its own in the old generation the first time it is called, and
+// that class holds the function and so everything its scope holds. Until the next major collection, every
+// scavenge then keeps that run's objects alive and promotes them, a run after run: the young generation
+// stops working for the loop (each scavenge copied about 1.4 MB and cost several times pi's).
+const runMasked = Effect.fnUntraced(function*<R>(
+  context: AgentContext,
+  config: AgentLoopConfig<R>,
+  prompts: ReadonlyArray<AgentMessage>,
+  restore: Restore
+) {
+  // The run's signal fires on an interruption or when the caller's signal does (forwarded by a listener
+  // removed when the run ends: `AbortSignal.any` costs several microseconds and weak references per run).
+  const interrupted = new AbortController()
+  const outer = config.signal
+  const forward = outer === undefined ? undefined : () => interrupted.abort(outer.reason)
+  if (outer !== undefined) {
+    if (outer.aborted) interrupted.abort(outer.reason)
+    else outer.addEventListener("abort", forward!, { once: true })
+  }
+  const signal = interrupted.signal
+  const sink = yield* EventSink.EventSink
+  const registry = yield* ToolRegistry
+  const trace = yield* Telemetry.runTrace
+  const run: Run<R> = {
+    config,
+    model: Telemetry.observeModel(trace, yield* Model),
+    registry,
+    tools: toolSpecs(registry),
+    emit: loopEmit(sink),
+    signal,
+    transcript: new Growing(context.messages),
+    dropped: 0,
+    newMessages: new Growing(),
+    trace
+  }
+  for (const message of context.messages) if (!isMessage(message)) run.dropped++
+  for (const prompt of prompts) append(run, prompt)
+  const body = runBody(run, prompts, context.systemPrompt)
+  const work = abortOnInterrupt(Telemetry.invokeAgent(trace, run.model.info, body), interrupted, restore)
+  yield* forward === undefined
+    ? work
+    : Effect.ensuring(work, Effect.sync(() => outer!.removeEventListener("abort", forward)))
+  return run.newMessages.snapshot()
+})
+
+const runBody = Effect.fnUntraced(function*<R>(
+  run: Run<R>,
+  prompts: ReadonlyArray<AgentMessage>,
+  systemPrompt: string
+) {
+  yield* run.emit({ type: "agent_start" })
+  yield* run.emit({ type: "turn_start" })
+  for (const prompt of prompts) yield* announce(run, prompt)
+  // Nothing inside the loop fails by design; a defect anyway (a bug, a throwing hook) still ends the run.
+  const loop = yield* Effect.exit(runLoop(run, systemPrompt))
+  if (Exit.isFailure(loop) && !Cause.hasInterruptsOnly(loop.cause)) {
+    yield* Effect.logError("effect-agent: the agent loop died", loop.cause)
+  }
+  yield* run.emit({ type: "agent_end", messages: run.newMessages.snapshot() })
+})
 
 // ---------------------------------------------------------------------------------------------------------
 // Entry points
