@@ -71,7 +71,8 @@ export const allocationProfile = async (
   await session.post("HeapProfiler.startSampling", {
     samplingInterval: interval,
     includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: true
+    // PROMOTED=1: leave out what a scavenge collects, so what is left outlived the young generation.
+    includeObjectsCollectedByMinorGC: process.env.PROMOTED !== "1"
   })
   const end = Date.now() + seconds * 1000
   let runs = 0

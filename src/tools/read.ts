@@ -17,9 +17,13 @@ import { ToolLimits } from "./limits.ts"
 import { shownPath, Workspace } from "./Workspace.ts"
 
 /** The parameters of `read`. */
-/** At most `size` bytes from the start of the file at `path`, read on one opened descriptor. */
-const readAtMost = (fs: FileSystem.FileSystem, path: string, size: number) =>
-  Effect.scoped(Effect.gen(function*() {
+/**
+ * At most `size` bytes from the start of the file at `path`, read on one opened descriptor. A module
+ * function, not a generator made per read: one made per call would keep what it read alive in the old
+ * generation until the next major collection (see `runMasked` in AgentLoop.ts).
+ */
+const readAtMost = Effect.fnUntraced(
+  function*(fs: FileSystem.FileSystem, path: string, size: number) {
     const file = yield* fs.open(path, { flag: "r" })
     const parts: Array<Uint8Array> = []
     let total = 0
@@ -36,7 +40,9 @@ const readAtMost = (fs: FileSystem.FileSystem, path: string, size: number) =>
       at += part.length
     }
     return all
-  }))
+  },
+  Effect.scoped
+)
 
 export const ReadParameters = Schema.Struct({
   path: Schema.NonEmptyString.annotate({
