@@ -482,26 +482,32 @@ export const toolsFromToolkit = <Tools extends Record<string, AiTool.Any>>(
       const jsonSchema = AiTool.getJsonSchema(aiTool) as Tool.JsonSchema
       const bridged: Tool.Tool.Any = { ...tool, jsonSchema }
       const encode = Schema.encodeUnknownEffect(aiTool.parametersSchema as Schema.Codec<unknown, unknown>)
+      // Made once per tool, not per call (see `runMasked` in AgentLoop.ts).
+      const handle = Effect.fnUntraced(function*(args: unknown, context: Tool.ToolContext) {
+        const encoded = yield* encode(args)
+        const results = yield* withHandler.handle(aiTool.name as keyof Tools, encoded as never, context.toolCallId)
+        let final: AiTool.HandlerResult<AiTool.Any> | undefined
+        yield* Stream.runForEach(results as Stream.Stream<AiTool.HandlerResult<AiTool.Any>, unknown>, (result) => {
+          if (result.preliminary) {
+            return context.update({ content: contentOf(result), details: result.encodedResult })
+          }
+          final = result
+          return Effect.void
+        })
+        if (final === undefined) {
+          return yield* new ToolkitToolFailure({ toolName: aiTool.name, message: "The tool produced no result" })
+        }
+        if (final.isFailure) {
+          return yield* new ToolkitToolFailure({ toolName: aiTool.name, message: textOf(final.encodedResult) })
+        }
+        const result: Tool.ToolResult = { content: contentOf(final), details: final.encodedResult }
+        return result
+      })
       const handler: Tool.Handler<unknown> = (args, context) =>
-        Effect.gen(function*() {
-          const encoded = yield* encode(args)
-          const results = yield* withHandler.handle(aiTool.name as keyof Tools, encoded as never, context.toolCallId)
-          let final: AiTool.HandlerResult<AiTool.Any> | undefined
-          yield* Stream.runForEach(results as Stream.Stream<AiTool.HandlerResult<AiTool.Any>, unknown>, (result) => {
-            if (result.preliminary) {
-              return context.update({ content: contentOf(result), details: result.encodedResult })
-            }
-            final = result
-            return Effect.void
-          })
-          if (final === undefined) {
-            return yield* new ToolkitToolFailure({ toolName: aiTool.name, message: "The tool produced no result" })
-          }
-          if (final.isFailure) {
-            return yield* new ToolkitToolFailure({ toolName: aiTool.name, message: textOf(final.encodedResult) })
-          }
-          return { content: contentOf(final), details: final.encodedResult }
-        }).pipe(Effect.provideContext(services as Context.Context<never>)) as Effect.Effect<Tool.ToolResult, unknown>
+        handle(args, context).pipe(Effect.provideContext(services as Context.Context<never>)) as Effect.Effect<
+          Tool.ToolResult,
+          unknown
+        >
       return { tool: bridged, handler }
     })
   }) as Effect.Effect<ReadonlyArray<RegisteredTool>, never, AiTool.HandlersFor<Tools>>

@@ -361,110 +361,123 @@ const withPartial = (error: ModelError, partial: AssistantMessage | undefined): 
  */
 const streamSse = (call: SseCall): Stream.Stream<AssistantMessageEvent, ModelError> =>
   Stream.suspend(() => {
-    const { label, scrub, transport } = call
-    let emitted = false
-    let current: EventDecoder | undefined
-    const attempt = Stream.unwrap(Effect.gen(function*() {
-      const request = yield* call.request
-      const execute = call.client.execute(request).pipe(
-        Effect.mapError((error) => networkFailure(label, "the request failed", error, scrub)),
+    const state: AttemptState = { emitted: false, current: undefined }
+    return Stream.unwrap(sseAttempt(call, state)).pipe(
+      Stream.tap(() =>
+        Effect.sync(() => {
+          state.emitted = true
+        })
+      ),
+      Stream.retry(retrySchedule(call.transport, () => state.emitted)),
+      Stream.mapError((fault) =>
+        state.emitted ? withPartial(fault.error, state.current?.builder.snapshot()) : fault.error
+      )
+    )
+  })
+
+/** What the attempts of one model call share: whether content went out, and the latest attempt's decoder. */
+interface AttemptState {
+  emitted: boolean
+  current: EventDecoder | undefined
+}
+
+/**
+ * One attempt of a model call: the request sent, and its events. A module generator, not one made per call:
+ * a generator function made per call keeps what its scope holds (the call's whole response) alive through
+ * every scavenge until the next major collection (see `runMasked` in AgentLoop.ts).
+ */
+const sseAttempt = Effect.fnUntraced(function*(call: SseCall, state: AttemptState) {
+  const { label, scrub, transport } = call
+  const request = yield* call.request
+  const execute = call.client.execute(request).pipe(
+    Effect.mapError((error) => networkFailure(label, "the request failed", error, scrub)),
+    Effect.timeoutOrElse({
+      duration: transport.idleTimeout,
+      orElse: () =>
+        Effect.fail(
+          failure("timeout", `${label}: no response within ${formatDuration(transport.idleTimeout)}`)
+        )
+    })
+  )
+  const response = yield* (transport.propagateTracing
+    ? execute
+    : Effect.provideService(execute, HttpClient.TracerPropagationEnabled, false))
+  if (response.status < 200 || response.status >= 300) {
+    return yield* Effect.fail(yield* statusFailure(label, response, transport, scrub))
+  }
+  const decoder = call.decoder(yield* Clock.currentTimeMillis)
+  state.current = decoder
+  let held: Array<AssistantMessageEvent> = []
+  // `start` alone is not content: hold it so that a retry before content does not start twice.
+  const release = (events: Array<AssistantMessageEvent>): Array<AssistantMessageEvent> => {
+    if (held.length === 0 && events.length === 0) return events
+    if (events.every((event) => event.type === "start")) {
+      held.push(...events)
+      return []
+    }
+    const out = held.length > 0 ? [...held, ...events] : events
+    held = []
+    return out
+  }
+  const events: Stream.Stream<Sse.Event, ProviderFailure> = isJsonResponse(response)
+    ? Stream.fromEffect(
+      response.text.pipe(
+        Effect.mapError((error) => networkFailure(label, "the connection was lost while reading", error, scrub)),
         Effect.timeoutOrElse({
           duration: transport.idleTimeout,
           orElse: () =>
-            Effect.fail(
-              failure("timeout", `${label}: no response within ${formatDuration(transport.idleTimeout)}`)
-            )
-        })
-      )
-      const response = yield* (transport.propagateTracing
-        ? execute
-        : Effect.provideService(execute, HttpClient.TracerPropagationEnabled, false))
-      if (response.status < 200 || response.status >= 300) {
-        return yield* Effect.fail(yield* statusFailure(label, response, transport, scrub))
-      }
-      const decoder = call.decoder(yield* Clock.currentTimeMillis)
-      current = decoder
-      let held: Array<AssistantMessageEvent> = []
-      // `start` alone is not content: hold it so that a retry before content does not start twice.
-      const release = (events: Array<AssistantMessageEvent>): Array<AssistantMessageEvent> => {
-        if (held.length === 0 && events.length === 0) return events
-        if (events.every((event) => event.type === "start")) {
-          held.push(...events)
-          return []
-        }
-        const out = held.length > 0 ? [...held, ...events] : events
-        held = []
-        return out
-      }
-      const events: Stream.Stream<Sse.Event, ProviderFailure> = isJsonResponse(response)
-        ? Stream.fromEffect(
-          response.text.pipe(
-            Effect.mapError((error) => networkFailure(label, "the connection was lost while reading", error, scrub)),
-            Effect.timeoutOrElse({
-              duration: transport.idleTimeout,
-              orElse: () =>
-                Effect.fail(failure("timeout", `${label}: the body stalled (${formatDuration(transport.idleTimeout)})`))
-            }),
-            Effect.flatMap((body) => {
-              const converted = decoder.fromJson?.(body)
-              if (converted !== undefined) return Effect.succeed(converted)
-              const info = parseErrorBody(body)
-              return Effect.fail(
-                info !== undefined
-                  ? failure(
-                    "http",
-                    scrub(`${label}: the server answered with an error instead of a stream: ${errorBodyMessage(body)}`),
-                    { status: response.status }
-                  )
-                  : failure(
-                    "decode",
-                    scrub(`${label}: the server answered with JSON instead of a stream: ${shorten(body.trim(), 500)}`),
-                    { status: response.status }
-                  )
-              )
-            })
-          )
-        ).pipe(Stream.flattenIterable)
-        : sseEvents(
-          response.stream.pipe(
-            Stream.mapError((error) => networkFailure(label, "the connection was lost while streaming", error, scrub)),
-            Stream.timeoutOrElse({
-              duration: transport.idleTimeout,
-              orElse: () =>
-                Stream.fail(
-                  failure(
-                    "timeout",
-                    `${label}: the stream stalled (no data for ${formatDuration(transport.idleTimeout)})`
-                  )
-                )
-            }),
-            Stream.decodeText()
-          ),
-          label
-        )
-      return events.pipe(
-        Stream.mapEffect((event) => {
-          const fault = decoder.onEvent(event)
-          return fault === undefined ? Effect.succeed(release(decoder.builder.drain())) : Effect.fail(fault)
+            Effect.fail(failure("timeout", `${label}: the body stalled (${formatDuration(transport.idleTimeout)})`))
         }),
-        Stream.takeUntil(() => decoder.ended()),
-        Stream.concat(Stream.suspend(() => {
-          const fault = decoder.onEnd()
-          return fault === undefined ? Stream.succeed(release(decoder.builder.drain())) : Stream.fail(fault)
-        })),
-        Stream.flattenIterable
-      )
-    }))
-    return attempt.pipe(
-      Stream.tap(() =>
-        Effect.sync(() => {
-          emitted = true
+        Effect.flatMap((body) => {
+          const converted = decoder.fromJson?.(body)
+          if (converted !== undefined) return Effect.succeed(converted)
+          const info = parseErrorBody(body)
+          return Effect.fail(
+            info !== undefined
+              ? failure(
+                "http",
+                scrub(`${label}: the server answered with an error instead of a stream: ${errorBodyMessage(body)}`),
+                { status: response.status }
+              )
+              : failure(
+                "decode",
+                scrub(`${label}: the server answered with JSON instead of a stream: ${shorten(body.trim(), 500)}`),
+                { status: response.status }
+              )
+          )
         })
+      )
+    ).pipe(Stream.flattenIterable)
+    : sseEvents(
+      response.stream.pipe(
+        Stream.mapError((error) => networkFailure(label, "the connection was lost while streaming", error, scrub)),
+        Stream.timeoutOrElse({
+          duration: transport.idleTimeout,
+          orElse: () =>
+            Stream.fail(
+              failure(
+                "timeout",
+                `${label}: the stream stalled (no data for ${formatDuration(transport.idleTimeout)})`
+              )
+            )
+        }),
+        Stream.decodeText()
       ),
-      Stream.retry(retrySchedule(transport, () => emitted)),
-      Stream.mapError((fault) => emitted ? withPartial(fault.error, current?.builder.snapshot()) : fault.error)
+      label
     )
-  })
+  return events.pipe(
+    Stream.mapEffect((event) => {
+      const fault = decoder.onEvent(event)
+      return fault === undefined ? Effect.succeed(release(decoder.builder.drain())) : Effect.fail(fault)
+    }),
+    Stream.takeUntil(() => decoder.ended()),
+    Stream.concat(Stream.suspend(() => {
+      const fault = decoder.onEnd()
+      return fault === undefined ? Stream.succeed(release(decoder.builder.drain())) : Stream.fail(fault)
+    })),
+    Stream.flattenIterable
+  )
+})
 
 /** A stream event's data as JSON decoded by a Schema, or a `decode` failure naming the event. */
 export const decodeJsonData = <S extends Schema.Decoder<unknown>>(schema: S, label: string, scrub: Scrub) => {
