@@ -91,6 +91,20 @@ export default tseslint.config(
     }
   },
   {
+    // The core's per-run and per-call paths make no generator function inside a function: a generator
+    // function made per call gets a hidden class of its own in the old generation that holds its scope, so
+    // every scavenge until the next major collection keeps (and promotes) what that call held. Module-level
+    // `Effect.fnUntraced(function*...)` is the form to use (see `runMasked` in src/AgentLoop.ts).
+    files: ["src/AgentLoop.ts", "src/ToolExecution.ts", "src/internal/*.ts", "src/providers/internal/transport.ts"],
+    rules: {
+      "no-restricted-syntax": ["error", {
+        selector: ":function FunctionExpression[generator=true]",
+        message: "A generator function made per call keeps its scope alive until a major collection: " +
+          "use a module-level Effect.fnUntraced(function*...) instead."
+      }]
+    }
+  },
+  {
     // Terminal escapes are what these files test and draw: control characters in their patterns are the point.
     files: ["test/**/*.ts", "scratchpad/**/*.{ts,mjs}"],
     rules: { "no-control-regex": "off" }

@@ -512,10 +512,10 @@ export interface SseModelSpec<Body> {
  * A model service for a provider that takes a JSON request and streams SSE: the request is built and
  * encoded per call, sent with the transport's retries and idle timeout, and decoded into our events.
  */
-export const makeSseModel = <Body>(
+export const makeSseModel: <Body>(
   spec: SseModelSpec<Body>
-): Effect.Effect<ModelShape, never, HttpClient.HttpClient> =>
-  Effect.gen(function*() {
+) => Effect.Effect<ModelShape, never, HttpClient.HttpClient> = Effect.fnUntraced(
+  function*<Body>(spec: SseModelSpec<Body>) {
     const client = (yield* HttpClient.HttpClient).pipe(HttpClient.withScope)
     const scrub = makeScrub(spec.secrets)
     const decoder = spec.makeDecoder(scrub)
@@ -524,7 +524,7 @@ export const makeSseModel = <Body>(
       spec.authorize
     )
     const encodeBody = HttpClientRequest.schemaBodyJson(spec.bodySchema)
-    return {
+    const model: ModelShape = {
       info: spec.info,
       stream: (request) =>
         streamSse({
@@ -540,4 +540,6 @@ export const makeSseModel = <Body>(
           )
         })
     }
-  })
+    return model
+  }
+)
