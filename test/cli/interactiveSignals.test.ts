@@ -15,14 +15,18 @@ const SIGNALS: ReadonlyArray<readonly [NodeJS.Signals, number]> = [["SIGINT", 13
 const PHASES = ["streaming", "tool"] as const
 type Phase = typeof PHASES[number]
 
-const SLEEP = "sleep 37.5"
+// The observations run at once: each signal's call sleeps for its own time, so that what one of them finds
+// left behind is its own call's process, not the process of another observation still running (a streaming
+// observation, which runs no call, looks for a sandbox in its own workspace).
+const sleepOf = (signal: NodeJS.Signals) => `sleep 37.${SIGNALS.findIndex(([name]) => name === signal) + 1}`
 
 const respond = (body: any) => {
   const last = body.messages.at(-1)
   if (last.role === "tool") return { text: "done" }
   const text = lastUserText(body)
   if (text.includes("run sleep")) {
-    return { toolCalls: [{ id: "s1", name: "bash", args: { command: `echo started; ${SLEEP}` } }] }
+    const signal = SIGNALS.find(([name]) => text.includes(name))?.[0] ?? "SIGINT"
+    return { toolCalls: [{ id: "s1", name: "bash", args: { command: `echo started; ${sleepOf(signal)}` } }] }
   }
   return { text: "word ".repeat(2000), delayMs: 40, chunk: 5 }
 }
@@ -76,8 +80,8 @@ const observe = async (signal: NodeJS.Signals, phase: Phase): Promise<Observed> 
     s.keys("Enter")
     await s.waitFor("started")
     const deadline = Date.now() + 30_000
-    while (processesWith(SLEEP).length === 0 && Date.now() < deadline) await sleep(50)
-    callRan = processesWith(SLEEP).length > 0
+    while (processesWith(sleepOf(signal)).length === 0 && Date.now() < deadline) await sleep(50)
+    callRan = processesWith(sleepOf(signal)).length > 0
   }
   process.kill(cliPid, signal)
   const screen = await s.waitFor(/\[exit \d+\]/)
@@ -87,7 +91,7 @@ const observe = async (signal: NodeJS.Signals, phase: Phase): Promise<Observed> 
     stty: execFileSync("stty", ["-a", "-F", tty], { encoding: "utf8" }),
     output: readFileSync(log, "latin1"),
     sessionText: file === undefined ? "" : readFileSync(file, "utf8"),
-    leftBehind: processesWith(SLEEP),
+    leftBehind: processesWith(phase === "tool" ? sleepOf(signal) : `--chdir ${workspace.dir}`),
     callRan
   }
 }
