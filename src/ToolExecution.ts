@@ -39,6 +39,7 @@ import * as State from "./internal/callState.ts"
 import { type Call, type CallState, errorResult, type Finalized } from "./internal/callState.ts"
 import { clip } from "./internal/clip.ts"
 import { type Decode, decodeUnknownExit } from "./internal/decoding.ts"
+import { laterDuplicates } from "./internal/duplicates.ts"
 import { callUser, forEachEager } from "./internal/eager.ts"
 import { makeEmitter } from "./internal/emitter.ts"
 import { causeMessage } from "./internal/errorText.ts"
@@ -162,7 +163,8 @@ interface Batch<R> {
   readonly after: ToolExecutionConfig<R>["afterToolCall"]
   readonly timeout: Duration.Duration | undefined
   readonly grace: Duration.Duration
-  readonly seenIds: Set<string>
+  /** The calls whose id an earlier call of the batch already has (TE 9.1); usually none. */
+  readonly duplicates: ReadonlySet<Call> | undefined
   /** Set by the loop for a response that cannot be trusted: every call ends with this text (TE 2, AL 2.10). */
   readonly skipReason: string | undefined
   /** Set when the batch is being stopped (signal or interruption): no tool may start after it (TE 8.1). */
@@ -394,7 +396,7 @@ const makePrepared = (call: Call, entry: RegisteredTool, args: unknown): Prepare
  */
 const prepare = <R>(batch: Batch<R>, call: Call): Effect.Effect<Prepared, ImmediateOutcome, R> => {
   const { toolCall } = call
-  if (batch.seenIds.has(toolCall.id)) {
+  if (batch.duplicates?.has(call) === true) {
     return Effect.fail(
       new DuplicateToolCallId({
         toolCallId: toolCall.id,
@@ -405,7 +407,6 @@ const prepare = <R>(batch: Batch<R>, call: Call): Effect.Effect<Prepared, Immedi
       })
     )
   }
-  batch.seenIds.add(toolCall.id)
   if (batch.skipReason !== undefined) {
     return Effect.fail(
       new ToolCallSkipped({ toolCallId: toolCall.id, toolName: toolCall.name, message: batch.skipReason })
@@ -1187,7 +1188,7 @@ function startBatch<R>(
     after: options.afterToolCall,
     timeout: options.timeout === undefined ? undefined : Duration.fromInputUnsafe(options.timeout),
     grace,
-    seenIds: new Set(),
+    duplicates: laterDuplicates(calls, idOf),
     skipReason: skipReasonOf(options),
     stopping: false,
     syncSink: emitter.sync,
@@ -1231,6 +1232,8 @@ function runMode<R>(
 ): Effect.Effect<void, never, R> {
   return mode === "sequential" ? runSequential(batch, calls) : runParallel(batch, calls, concurrency)
 }
+
+const idOf = (call: Call): string => call.toolCall.id
 
 /** No tool may start from now on (TE 8.1). */
 function stopBatch(batch: Batch<any>): void {
