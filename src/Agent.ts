@@ -536,11 +536,12 @@ export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentO
       const snapshot = updateNow(state, states.patch, STREAMING)
         ? SubscriptionRef.getUnsafe(state)
         : yield* SubscriptionRef.updateAndGet(state, (current) => states.patch(current, STREAMING))
+      skipSteering = false
       const config: AgentLoopConfig<R> = {
         ...options,
         signal: run.controller.signal,
-        getSteeringMessages: Effect.sync(() => steering.drain()),
-        getFollowUpMessages: Effect.sync(() => followUps.drain())
+        getSteeringMessages: pollSteering,
+        getFollowUpMessages: pollFollowUps
       }
       // The run has its own fiber so that interrupting `prompt` can abort the signal subscribers hold
       // before waiting for the run to settle (a subscriber may be waiting on that very signal).
@@ -561,19 +562,23 @@ export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentO
     }
   )
 
+  // The queues' polls, made once per agent rather than per run: the loop reads them every turn, and code
+  // made per run is compiled again after every major collection (see `internal/shapes.ts`). One run at a
+  // time, so one flag says whether this run's first poll of steering is to be skipped.
+  let skipSteering = false
+  const pollSteering = Effect.sync((): ReadonlyArray<AgentMessage> => {
+    if (skipSteering) {
+      skipSteering = false
+      return []
+    }
+    return steering.drain()
+  })
+  const pollFollowUps = Effect.sync(() => followUps.drain())
+
   const runPrompts = (prompts: ReadonlyArray<AgentMessage>, busy: string, skipInitialSteering = false) =>
     lifecycle(busy, (config, snapshot) => {
-      let skip = skipInitialSteering
-      return runAgentLoop(prompts, { systemPrompt: snapshot.systemPrompt, messages: snapshot.messages }, {
-        ...config,
-        getSteeringMessages: Effect.sync(() => {
-          if (skip) {
-            skip = false
-            return []
-          }
-          return steering.drain()
-        })
-      })
+      skipSteering = skipInitialSteering
+      return runAgentLoop(prompts, { systemPrompt: snapshot.systemPrompt, messages: snapshot.messages }, config)
     })
 
   const prompt: AgentShape["prompt"] = Effect.fnUntraced(function*(

@@ -905,10 +905,21 @@ const announceNow = <R>(batch: Batch<R>, call: Call): Effect.Effect<void> => {
     })
   }
   call.state = { _tag: "Announcing", outcome: state.outcome, message }
-  return Effect.flatMapEager(batch.emit({ type: "message_start", message }), () => {
-    if (call.state._tag === "Announcing") call.state = { _tag: "Done", outcome: state.outcome, message }
-    return batch.emit({ type: "message_end", message })
-  })
+  return Effect.flatMapEager(
+    batch.emit({ type: "message_start", message }),
+    announceEnd.bind(undefined, batch, call, state.outcome, message) as () => Effect.Effect<void>
+  )
+}
+
+// A module function bound per call, not a closure (see `startNow`).
+function announceEnd<R>(
+  batch: Batch<R>,
+  call: Call,
+  outcome: Finalized,
+  message: ToolResultMessage
+): Effect.Effect<void> {
+  if (call.state._tag === "Announcing") call.state = { _tag: "Done", outcome, message }
+  return batch.emit({ type: "message_end", message })
 }
 
 /** The rest of phase 5 for a call an abort caught: its `message_end` if only `message_start` went out. */
