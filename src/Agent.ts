@@ -537,12 +537,8 @@ export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentO
         ? SubscriptionRef.getUnsafe(state)
         : yield* SubscriptionRef.updateAndGet(state, (current) => states.patch(current, STREAMING))
       skipSteering = false
-      const config: AgentLoopConfig<R> = {
-        ...options,
-        signal: run.controller.signal,
-        getSteeringMessages: pollSteering,
-        getFollowUpMessages: pollFollowUps
-      }
+      runConfig.signal = run.controller.signal
+      const config: AgentLoopConfig<R> = runConfig
       // The run has its own fiber so that interrupting `prompt` can abort the signal subscribers hold
       // before waiting for the run to settle (a subscriber may be waiting on that very signal).
       const exit = yield* Effect.exit(abortOnInterrupt(
@@ -574,6 +570,15 @@ export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentO
     return steering.drain()
   })
   const pollFollowUps = Effect.sync(() => followUps.drain())
+  // One config for all of the agent's runs, its signal set as each starts (one run at a time): the loop's
+  // code reads it every turn, and a config made per run would give it a hidden class that a major
+  // collection between two prompts drops, deoptimizing that code (see `internal/shapes.ts`).
+  const runConfig: { -readonly [K in keyof AgentLoopConfig<R>]: AgentLoopConfig<R>[K] } = {
+    ...options,
+    signal: undefined,
+    getSteeringMessages: pollSteering,
+    getFollowUpMessages: pollFollowUps
+  }
 
   const runPrompts = (prompts: ReadonlyArray<AgentMessage>, busy: string, skipInitialSteering = false) =>
     lifecycle(busy, (config, snapshot) => {

@@ -44,7 +44,12 @@ import {
   type ToolResultMessage
 } from "./Message.ts"
 import { Model, type ModelOptions, type ModelRequest, type ModelShape, type ToolSpec } from "./Model.ts"
-import { executeToolCalls, type ToolBatchResult, type ToolExecutionConfig } from "./ToolExecution.ts"
+import {
+  executeToolCalls,
+  type ToolBatchResult,
+  type ToolExecutionConfig,
+  type ToolExecutionOptions
+} from "./ToolExecution.ts"
 import { ToolRegistry, type ToolRegistryShape } from "./ToolRegistry.ts"
 
 /** What `shouldStopAfterTurn` sees once a turn is over. */
@@ -486,7 +491,7 @@ const runToolBatch = <R>(
     : undefined
   // An aborted response's calls go through an aborted signal, so they settle as "not started".
   const signal = message.stopReason === "aborted" && !isAborted(run) ? AbortSignal.abort() : run.signal
-  const options = { ...run.config, signal, context: contextOf(run, systemPrompt) }
+  const options = new BatchOptions(run.config, signal, contextOf(run, systemPrompt))
   return Telemetry.inTurn(
     run.trace,
     executeToolCalls(message, skipReason === undefined ? options : skipping(options, skipReason))
@@ -612,18 +617,15 @@ const runMasked = Effect.fnUntraced(function*<R>(
   const sink = yield* EventSink.EventSink
   const registry = yield* ToolRegistry
   const trace = yield* Telemetry.runTrace
-  const run: Run<R> = {
+  const run = makeRun(
     config,
-    model: Telemetry.observeModel(trace, yield* Model),
+    Telemetry.observeModel(trace, yield* Model),
     registry,
-    tools: toolSpecs(registry),
-    emit: loopEmit(sink),
+    loopEmit(sink),
     signal,
-    transcript: new Growing(context.messages),
-    dropped: 0,
-    newMessages: new Growing(),
+    new Growing(context.messages),
     trace
-  }
+  )
   for (const message of context.messages) if (!isMessage(message)) run.dropped++
   for (const prompt of prompts) append(run, prompt)
   const body = runBody(run, prompts, context.systemPrompt)
@@ -633,6 +635,70 @@ const runMasked = Effect.fnUntraced(function*<R>(
     : Effect.ensuring(work, Effect.sync(() => outer!.removeEventListener("abort", forward)))
   return run.newMessages.snapshot()
 })
+
+/** A run's state. The one place its object is made, so that the one kept below has the same hidden class. */
+function makeRun<R>(
+  config: AgentLoopConfig<R>,
+  model: ModelShape,
+  registry: ToolRegistryShape,
+  emit: (event: AgentEvent) => Effect.Effect<void>,
+  signal: AbortSignal,
+  transcript: Growing<AgentMessage>,
+  trace: Telemetry.RunTrace | undefined
+): Run<R> {
+  return {
+    config,
+    model,
+    registry,
+    tools: toolSpecs(registry),
+    emit,
+    signal,
+    transcript,
+    dropped: 0,
+    newMessages: new Growing(),
+    trace
+  }
+}
+
+/**
+ * The executeToolCalls options of a batch: always the same fields, so that their hidden class is one (a
+ * spread of the caller's config would give each config shape its own), kept alive by the instance below.
+ */
+class BatchOptions<R> implements ToolExecutionOptions<R> {
+  readonly toolExecution: AgentLoopConfig<R>["toolExecution"]
+  readonly concurrency: AgentLoopConfig<R>["concurrency"]
+  readonly beforeToolCall: AgentLoopConfig<R>["beforeToolCall"]
+  readonly afterToolCall: AgentLoopConfig<R>["afterToolCall"]
+  readonly timeout: AgentLoopConfig<R>["timeout"]
+  readonly abandonAfter: AgentLoopConfig<R>["abandonAfter"]
+  readonly signal: AbortSignal | undefined
+  readonly context: AgentContext
+  constructor(config: AgentLoopConfig<R>, signal: AbortSignal | undefined, context: AgentContext) {
+    this.toolExecution = config.toolExecution
+    this.concurrency = config.concurrency
+    this.beforeToolCall = config.beforeToolCall
+    this.afterToolCall = config.afterToolCall
+    this.timeout = config.timeout
+    this.abandonAfter = config.abandonAfter
+    this.signal = signal
+    this.context = context
+  }
+}
+
+// A run's objects, one of each made up and kept: a major collection that finds none alive drops their
+// hidden classes and deoptimizes the loop's code that depends on them (see `internal/shapes.ts`).
+keepAll([
+  makeRun(
+    {},
+    { info: { api: "", provider: "", model: "" }, stream: () => Stream.empty },
+    { tools: [] } as unknown as ToolRegistryShape,
+    () => Effect.void,
+    keptSignal,
+    new Growing(),
+    undefined
+  ),
+  new BatchOptions({}, keptSignal, new LaterContext("", () => []))
+])
 
 const runBody = Effect.fnUntraced(function*<R>(
   run: Run<R>,
