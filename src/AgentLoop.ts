@@ -636,6 +636,42 @@ const runMasked = Effect.fnUntraced(function*<R>(
   return run.newMessages.snapshot()
 })
 
+/**
+ * The caller's config as the run reads it: copied once into fields of one fixed class. The loop's code
+ * reads it every turn, and a caller that makes its config per run (a literal) would otherwise give that
+ * code a hidden class that a major collection between runs drops, deoptimizing it.
+ */
+class RunConfig<R> implements AgentLoopConfig<R> {
+  readonly toolExecution: AgentLoopConfig<R>["toolExecution"]
+  readonly concurrency: AgentLoopConfig<R>["concurrency"]
+  readonly beforeToolCall: AgentLoopConfig<R>["beforeToolCall"]
+  readonly afterToolCall: AgentLoopConfig<R>["afterToolCall"]
+  readonly timeout: AgentLoopConfig<R>["timeout"]
+  readonly abandonAfter: AgentLoopConfig<R>["abandonAfter"]
+  readonly convertToLlm: AgentLoopConfig<R>["convertToLlm"]
+  readonly transformContext: AgentLoopConfig<R>["transformContext"]
+  readonly getSteeringMessages: AgentLoopConfig<R>["getSteeringMessages"]
+  readonly getFollowUpMessages: AgentLoopConfig<R>["getFollowUpMessages"]
+  readonly shouldStopAfterTurn: AgentLoopConfig<R>["shouldStopAfterTurn"]
+  readonly modelOptions: AgentLoopConfig<R>["modelOptions"]
+  readonly signal: AgentLoopConfig<R>["signal"]
+  constructor(config: AgentLoopConfig<R>) {
+    this.toolExecution = config.toolExecution
+    this.concurrency = config.concurrency
+    this.beforeToolCall = config.beforeToolCall
+    this.afterToolCall = config.afterToolCall
+    this.timeout = config.timeout
+    this.abandonAfter = config.abandonAfter
+    this.convertToLlm = config.convertToLlm
+    this.transformContext = config.transformContext
+    this.getSteeringMessages = config.getSteeringMessages
+    this.getFollowUpMessages = config.getFollowUpMessages
+    this.shouldStopAfterTurn = config.shouldStopAfterTurn
+    this.modelOptions = config.modelOptions
+    this.signal = config.signal
+  }
+}
+
 /** A run's state. The one place its object is made, so that the one kept below has the same hidden class. */
 function makeRun<R>(
   config: AgentLoopConfig<R>,
@@ -647,7 +683,7 @@ function makeRun<R>(
   trace: Telemetry.RunTrace | undefined
 ): Run<R> {
   return {
-    config,
+    config: new RunConfig(config),
     model,
     registry,
     tools: toolSpecs(registry),
@@ -697,7 +733,11 @@ keepAll([
     new Growing(),
     undefined
   ),
-  new BatchOptions({}, keptSignal, new LaterContext("", () => []))
+  new BatchOptions({}, keptSignal, new LaterContext("", () => [])),
+  // Fields that take numbers or objects hold both kinds from the start, so that a caller's first number
+  // there does not deprecate the kept hidden class.
+  new BatchOptions({ concurrency: 1, timeout: 1, abandonAfter: 1 }, keptSignal, new LaterContext("", () => [])),
+  new RunConfig({ concurrency: 1, timeout: 1, abandonAfter: 1 })
 ])
 
 const runBody = Effect.fnUntraced(function*<R>(
