@@ -71,10 +71,8 @@ const plan = (n: number): Plan => {
     return { ...perCallRuns(n, QUICK ? 2000 : CALLS_PER_SAMPLE), warm: 1, reps, budgetUs: 10e6 }
   }
   if (n <= 10_000) return { iters: 1, rewarm: 1, warm: 0, reps: QUICK ? 2 : 3, budgetUs: 5e6 }
-  // N = 100 000: the median of three runs per side (pi's parallel run alone takes about half a minute), each
-  // after the full GC and one untimed run, as at N = 10 000: without it the timed run was the first after
-  // the GC and paid V8's compiling again of what the GC dropped, which the rows it is compared with do not.
-  return { iters: 1, rewarm: 1, warm: 0, reps: QUICK ? 1 : 3, budgetUs: QUICK ? 0 : 120e6 }
+  // N = 100 000: the median of three runs per side (pi's parallel run alone takes about half a minute).
+  return { iters: 1, rewarm: 0, warm: 0, reps: QUICK ? 1 : 3, budgetUs: QUICK ? 0 : 120e6 }
 }
 
 const fmt = (x: number) => (Math.abs(x) >= 100 ? x.toFixed(0) : Math.abs(x) >= 10 ? x.toFixed(1) : x.toFixed(2))
