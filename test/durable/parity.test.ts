@@ -108,7 +108,8 @@ describe("durable run parity", () => {
           tool: Tool.make("own", {
             description: "hangs; has its own timeout",
             parameters: Schema.Struct({}),
-            timeout: "20 millis"
+            // Long enough for `add`'s durable step to end first even on a loaded machine (20 ms was not).
+            timeout: "150 millis"
           }),
           handler: () => Effect.never
         }
@@ -131,7 +132,7 @@ describe("durable run parity", () => {
           ScriptedModel.say("done")
         ]
         // Far apart, so the calls end in the same order on both sides even on a loaded machine.
-        const config = { timeout: "300 millis", abandonAfter: "50 millis" } as const
+        const config = { timeout: "450 millis", abandonAfter: "50 millis" } as const
         const plain = yield* runLoop({ script: script(), tools, config })
         const durable = yield* runDurable({ script: script(), tools, config })
         const details = plain.messages.flatMap((
