@@ -2119,38 +2119,78 @@ describe("TE 8 abort and interruption", () => {
       assertBatchInvariants(rec.events, calls, result.messages)
     }))
 
-  it.effect("TE 8 an abandoned tool emits nothing after the batch's last message", () =>
+  for (const mode of ["parallel", "sequential"] as const) {
+    it.effect(`TE 8 an abandoned tool emits nothing after the batch's last message, and is never finalized (${mode})`, () =>
+      Effect.gen(function*() {
+        const rec = makeRecorder()
+        const gates = makeGates()
+        const controller = new AbortController()
+        const afterCalls: Array<string> = []
+        const tool: Script = (_args, ctx) =>
+          Effect.uninterruptible(
+            rec.mark("exec:1").pipe(
+              Effect.andThen(gates.wait("wake")),
+              Effect.andThen(ctx.update({ content: [], details: "zombie update" })),
+              Effect.andThen(rec.mark("zombie-done")),
+              Effect.as({ content: [], details: {} })
+            )
+          )
+        const calls = [toolCall("1", "z")]
+        const fiber = yield* Effect.forkChild(
+          runBatch(assistantMessage(...calls), [scripted("z", tool)], rec.sink, {
+            signal: controller.signal,
+            abandonAfter: "1 second",
+            toolExecution: mode,
+            afterToolCall: (c) => Effect.sync(() => void afterCalls.push(c.toolCall.id))
+          })
+        )
+        yield* within(rec.reached("exec:1"), "executing")
+        yield* settleFibers
+        yield* Effect.sync(() => controller.abort())
+        yield* settleFibers
+        yield* TestClock.adjust("1 second")
+        const result = yield* within(Fiber.join(fiber), "the aborted batch")
+        const count = rec.events.length
+        yield* gates.open("wake")
+        yield* within(rec.reached("zombie-done"), "the abandoned tool finishing")
+        yield* settleFibers
+        assert.strictEqual(rec.events.length, count, "no event after the batch")
+        assert.deepStrictEqual(afterCalls, [], "afterToolCall never runs for an abandoned call")
+        assertBatchInvariants(rec.events, calls, result.messages)
+      }).pipe(unblockOnExit))
+  }
+
+  // Sequential mode runs a tool in the batch's work fiber: abandoning it abandons that fiber, and no later
+  // call starts.
+  it.effect("TE 8 a tool that ignores cancellation is abandoned after the grace period (sequential)", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const gates = makeGates()
       const controller = new AbortController()
-      const tool: Script = (_args, ctx) =>
-        Effect.uninterruptible(
-          rec.mark("exec:1").pipe(
-            Effect.andThen(gates.wait("wake")),
-            Effect.andThen(ctx.update({ content: [], details: "zombie update" })),
-            Effect.andThen(rec.mark("zombie-done")),
-            Effect.as({ content: [], details: {} })
-          )
-        )
-      const calls = [toolCall("1", "z")]
+      const calls = [toolCall("1", "stubborn"), toolCall("2", "c")]
       const fiber = yield* Effect.forkChild(
-        runBatch(assistantMessage(...calls), [scripted("z", tool)], rec.sink, {
-          signal: controller.signal,
-          abandonAfter: "1 second"
-        })
+        runBatch(
+          assistantMessage(...calls),
+          [scripted("stubborn", stubborn(rec)), scripted("c", cooperative(rec, gates))],
+          rec.sink,
+          { signal: controller.signal, toolExecution: "sequential" }
+        )
       )
       yield* within(rec.reached("exec:1"), "executing")
       yield* settleFibers
       yield* Effect.sync(() => controller.abort())
       yield* settleFibers
-      yield* TestClock.adjust("1 second")
+      yield* TestClock.adjust("1999 millis")
+      assert.isUndefined(fiber.pollUnsafe(), "waits for the default grace period of 2 seconds")
+      yield* TestClock.adjust("1 millis")
       const result = yield* within(Fiber.join(fiber), "the aborted batch")
-      const count = rec.events.length
-      yield* gates.open("wake")
-      yield* within(rec.reached("zombie-done"), "the abandoned tool finishing")
-      yield* settleFibers
-      assert.strictEqual(rec.events.length, count, "no event after the batch")
+      assert.isTrue(result.aborted)
+      assert.notInclude(rec.trace, "exec:2")
+      assert.deepStrictEqual(result.messages.map(textOf), [
+        `${interruptedText("stubborn")} It did not stop when cancelled and was abandoned.`,
+        notStartedText("c")
+      ])
+      assert.deepStrictEqual(result.messages[0]!.details, { aborted: true, started: true, abandoned: true })
       assertBatchInvariants(rec.events, calls, result.messages)
     }).pipe(unblockOnExit))
 })
