@@ -637,17 +637,32 @@ const runMasked = Effect.fnUntraced(function*<R>(
 })
 
 /**
- * The caller's config as the run reads it: copied once into fields of one fixed class. The loop's code
- * reads it every turn, and a caller that makes its config per run (a literal) would otherwise give that
- * code a hidden class that a major collection between runs drops, deoptimizing it.
+ * The settings of the caller's config that a tool batch takes, copied into fixed fields. Both classes below
+ * build on it: the run's copy of the config, and a batch's options.
  */
-class RunConfig<R> implements AgentLoopConfig<R> {
+class ToolSettings<R> {
   readonly toolExecution: AgentLoopConfig<R>["toolExecution"]
   readonly concurrency: AgentLoopConfig<R>["concurrency"]
   readonly beforeToolCall: AgentLoopConfig<R>["beforeToolCall"]
   readonly afterToolCall: AgentLoopConfig<R>["afterToolCall"]
   readonly timeout: AgentLoopConfig<R>["timeout"]
   readonly abandonAfter: AgentLoopConfig<R>["abandonAfter"]
+  constructor(config: ToolExecutionConfig<R>) {
+    this.toolExecution = config.toolExecution
+    this.concurrency = config.concurrency
+    this.beforeToolCall = config.beforeToolCall
+    this.afterToolCall = config.afterToolCall
+    this.timeout = config.timeout
+    this.abandonAfter = config.abandonAfter
+  }
+}
+
+/**
+ * The caller's config as the run reads it: copied once into fields of one fixed class. The loop's code
+ * reads it every turn, and a caller that makes its config per run (a literal) would otherwise give that
+ * code a hidden class that a major collection between runs drops, deoptimizing it.
+ */
+class RunConfig<R> extends ToolSettings<R> implements AgentLoopConfig<R> {
   readonly convertToLlm: AgentLoopConfig<R>["convertToLlm"]
   readonly transformContext: AgentLoopConfig<R>["transformContext"]
   readonly getSteeringMessages: AgentLoopConfig<R>["getSteeringMessages"]
@@ -656,12 +671,7 @@ class RunConfig<R> implements AgentLoopConfig<R> {
   readonly modelOptions: AgentLoopConfig<R>["modelOptions"]
   readonly signal: AgentLoopConfig<R>["signal"]
   constructor(config: AgentLoopConfig<R>) {
-    this.toolExecution = config.toolExecution
-    this.concurrency = config.concurrency
-    this.beforeToolCall = config.beforeToolCall
-    this.afterToolCall = config.afterToolCall
-    this.timeout = config.timeout
-    this.abandonAfter = config.abandonAfter
+    super(config)
     this.convertToLlm = config.convertToLlm
     this.transformContext = config.transformContext
     this.getSteeringMessages = config.getSteeringMessages
@@ -700,22 +710,11 @@ function makeRun<R>(
  * The executeToolCalls options of a batch: always the same fields, so that their hidden class is one (a
  * spread of the caller's config would give each config shape its own), kept alive by the instance below.
  */
-class BatchOptions<R> implements ToolExecutionOptions<R> {
-  readonly toolExecution: AgentLoopConfig<R>["toolExecution"]
-  readonly concurrency: AgentLoopConfig<R>["concurrency"]
-  readonly beforeToolCall: AgentLoopConfig<R>["beforeToolCall"]
-  readonly afterToolCall: AgentLoopConfig<R>["afterToolCall"]
-  readonly timeout: AgentLoopConfig<R>["timeout"]
-  readonly abandonAfter: AgentLoopConfig<R>["abandonAfter"]
+class BatchOptions<R> extends ToolSettings<R> implements ToolExecutionOptions<R> {
   readonly signal: AbortSignal | undefined
   readonly context: AgentContext
-  constructor(config: AgentLoopConfig<R>, signal: AbortSignal | undefined, context: AgentContext) {
-    this.toolExecution = config.toolExecution
-    this.concurrency = config.concurrency
-    this.beforeToolCall = config.beforeToolCall
-    this.afterToolCall = config.afterToolCall
-    this.timeout = config.timeout
-    this.abandonAfter = config.abandonAfter
+  constructor(config: ToolExecutionConfig<R>, signal: AbortSignal | undefined, context: AgentContext) {
+    super(config)
     this.signal = signal
     this.context = context
   }
