@@ -682,6 +682,11 @@ class RunConfig<R> extends ToolSettings<R> implements AgentLoopConfig<R> {
   }
 }
 
+// Every field of the caller's config is copied: one added to AgentLoopConfig and not to RunConfig fails to
+// compile here instead of being dropped silently.
+type Uncopied = Exclude<keyof AgentLoopConfig<unknown>, keyof RunConfig<unknown>>
+true satisfies ([Uncopied] extends [never] ? true : Uncopied)
+
 /** A run's state. The one place its object is made, so that the one kept below has the same hidden class. */
 function makeRun<R>(
   config: AgentLoopConfig<R>,
