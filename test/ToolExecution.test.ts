@@ -2383,4 +2383,42 @@ describe("TE 9 bad input and faults", () => {
       assertBatchInvariants(rec.events, calls, result.messages)
     }).pipe(Effect.ensuring(gates.open("test over")), unblockOnExit)
   })
+
+  // TE 9.5: however many calls complete at once, other fibers run while the batch executes. A ticker fiber
+  // counts its turns; the first and the last call's handlers read the count.
+  for (const mode of ["parallel", "sequential"] as const) {
+    for (const shape of ["succeed", "sync", "sync with both hooks"] as const) {
+      it.effect(`TE 9.5 a batch of 5000 instant calls (Effect.${shape}, ${mode}) lets other fibers run while it executes`, () =>
+        Effect.gen(function*() {
+          const n = 5000
+          let ticks = 0
+          const seen: Array<number> = []
+          const ticker = yield* Effect.forkChild(Effect.forever(Effect.andThen(
+            Effect.yieldNow,
+            Effect.sync(() => {
+              ticks++
+            })
+          )))
+          const result = { content: [{ type: "text" as const, text: "ok" }], details: {} }
+          const instant: Script = (_args, ctx) => {
+            if (ctx.toolCallId === "c0" || ctx.toolCallId === `c${n - 1}`) seen.push(ticks)
+            return shape === "succeed" ? Effect.succeed(result) : Effect.sync(() => result)
+          }
+          const hooks = shape === "sync with both hooks"
+            ? { beforeToolCall: () => Effect.sync(() => undefined), afterToolCall: () => Effect.sync(() => undefined) }
+            : {}
+          const calls = Array.from({ length: n }, (_, i) => toolCall(`c${i}`, "t"))
+          const batch = yield* runBatch(
+            assistantMessage(...calls),
+            [scripted("t", instant)],
+            EventSink.fromCallback(() => {}),
+            { toolExecution: mode, ...hooks }
+          )
+          yield* Fiber.interrupt(ticker)
+          assert.strictEqual(batch.messages.length, n)
+          assert.strictEqual(seen.length, 2)
+          assert.isAbove(seen[1]!, seen[0]!, "the ticker ran between the first and the last call's execution")
+        }))
+    }
+  }
 })

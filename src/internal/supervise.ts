@@ -191,21 +191,22 @@ class Pool<P extends { readonly call: Call }, R> {
       const effect = this.run(p)
       if (Exit.isExit(effect)) {
         if (Exit.isFailure(effect)) return effect
-        // A huge batch of instant calls must not starve the other fibers.
-        if ((this.index & 2047) === 0) return Effect.flatMap(Effect.yieldNow, this.next)
-        continue
-      }
-      const fiber = this.fork(effect)
-      const exit = fiber.pollUnsafe()
-      if (exit === undefined) {
-        running.set(fiber, p.call)
-        fiber.addObserver(this.settled.bind(this, fiber, p.call))
-        // Let the first timers and I/O of the started calls through while the later ones start.
-        if ((++this.forked & 63) === 0) return Effect.flatMap(Effect.yieldNow, this.next)
       } else {
+        const fiber = this.fork(effect)
+        const exit = fiber.pollUnsafe()
+        if (exit === undefined) {
+          running.set(fiber, p.call)
+          fiber.addObserver(this.settled.bind(this, fiber, p.call))
+          // Let the first timers and I/O of the started calls through while the later ones start.
+          if ((++this.forked & 63) === 0) return Effect.flatMap(Effect.yieldNow, this.next)
+          continue
+        }
+        // Complete already (an `Effect.sync` handler): counted with the instant calls below.
         keepFiber("call", fiber)
         this.record(p.call, exit)
       }
+      // TE 9.5: a huge batch of calls that complete at once must not starve the other fibers.
+      if ((this.index & 2047) === 0) return Effect.flatMap(Effect.yieldNow, this.next)
     }
     return Effect.andThen(Effect.suspend(() => this.stopAll()), Effect.failCause(this.failure))
   }
