@@ -1,7 +1,7 @@
 // What outlives the young generation on a loop workload: with --trace-gc-nvp, the bytes V8 promoted per
 // scavenge; with PROFILE=1, an allocation profile of what outlived a scavenge (objects a minor GC collected
 // left out) on stdout for heapself.mjs, runs on stderr.
-// npx node [--trace-gc-nvp] scratchpad/promoted.ts <baseline|calls> <iterate|callback> <ours|pi> [N] [seconds]
+// npx node [--trace-gc-nvp] scratchpad/promoted.ts <baseline|calls> <iterate|callback> <ours|pi> [N] [seconds]; MODE=seq for sequential calls
 import { baselineWork, type Consumer, makeOurs, makePi } from "../bench/loop.ts"
 import { allocationProfile, callWorkload } from "./workload.ts"
 
@@ -9,7 +9,7 @@ const [kind, consumer, who, ns, secs] = process.argv.slice(2) as [string, Consum
 const side = who === "pi" ? makePi("succeed") : makeOurs("succeed")
 const work = kind === "baseline"
   ? baselineWork("parallel", false)
-  : callWorkload("succeed", "par", "none", Number(ns ?? 10)).work
+  : callWorkload("succeed", process.env.MODE ?? "par", "none", Number(ns ?? 10)).work
 const once = () => side.loop(work, consumer)
 const seconds = Number(secs ?? 2)
 if (process.env.PROFILE === "1") {
