@@ -227,7 +227,7 @@ const doneEvent = (message: AssistantMessage) =>
  * A model that answers each call with the next scripted message, as one `done` event. Like pi's stream
  * function below, it takes the next message when called and returns a stream that holds it.
  */
-const ourModel = (script: ReadonlyArray<AssistantMessage>): ModelShape => {
+export const ourModel = (script: ReadonlyArray<AssistantMessage>): ModelShape => {
   let step = 0
   return {
     info: { api: "bench", provider: "bench", model: "bench" },

@@ -4,12 +4,11 @@
 // through agentLoopAsyncIterable, after a few warm runs.
 // npx node --expose-gc scratchpad/batchheap.ts <parallel|sequential> N out.heapsnapshot, then
 // npx node scratchpad/snapsum.mjs out.heapsnapshot out.first.heapsnapshot: what the batch holds per call
-import { Effect, Layer, Schema, Stream } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import * as v8 from "node:v8"
-import { callsMessage, FINAL, PROMPT } from "../bench/loop.ts"
+import { callsMessage, FINAL, ourModel, PROMPT } from "../bench/loop.ts"
 import { agentLoopAsyncIterable } from "../src/AgentLoop.ts"
-import type { AssistantMessage } from "../src/Message.ts"
-import { Model, type ModelShape } from "../src/Model.ts"
+import { Model } from "../src/Model.ts"
 import * as Tool from "../src/Tool.ts"
 import { entry, ToolRegistry } from "../src/ToolRegistry.ts"
 
@@ -28,22 +27,8 @@ const registry = ToolRegistry.fromEntries([entry(tool, (args: { readonly x: numb
     }
     return { content: [{ type: "text" as const, text: "ok" }], details: { x: args.x } }
   }))])
-const modelOf = (script: ReadonlyArray<AssistantMessage>): ModelShape => {
-  let step = 0
-  return {
-    info: { api: "b", provider: "b", model: "b" },
-    stream: () => {
-      const message = script[Math.min(step++, script.length - 1)]!
-      return Stream.succeed({
-        type: "done" as const,
-        reason: message.stopReason === "toolUse" ? "toolUse" as const : "stop" as const,
-        message
-      })
-    }
-  }
-}
 const run = async () => {
-  const layer = Layer.merge(Layer.succeed(Model, modelOf([callsMessage(n), FINAL])), registry)
+  const layer = Layer.merge(Layer.succeed(Model, ourModel([callsMessage(n), FINAL])), registry)
   for await (
     const _ of agentLoopAsyncIterable([PROMPT], { systemPrompt: "", messages: [] }, { toolExecution: mode }, layer)
   ) {

@@ -2,12 +2,11 @@
 // through agentLoopAsyncIterable, with `promise` handlers and no hook, only beforeToolCall, only
 // afterToolCall, or both (each `Effect.promise(async () => { await null })`).
 // Then the cost of one wait alone. npx node scratchpad/hookcost.ts [parallel|sequential] [seconds per case]
-import { Effect, Layer, Schema, Stream } from "effect"
-import { callsMessage, FINAL, PROMPT } from "../bench/loop.ts"
+import { Effect, Layer, Schema } from "effect"
+import { callsMessage, FINAL, ourModel, PROMPT } from "../bench/loop.ts"
 import { cpuNow } from "../bench/measure.ts"
 import { agentLoopAsyncIterable, type AgentLoopConfig } from "../src/AgentLoop.ts"
-import type { AssistantMessage } from "../src/Message.ts"
-import { Model, type ModelShape } from "../src/Model.ts"
+import { Model } from "../src/Model.ts"
 import * as Tool from "../src/Tool.ts"
 import { entry, ToolRegistry } from "../src/ToolRegistry.ts"
 
@@ -30,23 +29,9 @@ const cases: Record<string, Partial<AgentLoopConfig>> = {
   after: { afterToolCall: hook },
   both: { beforeToolCall: hook, afterToolCall: hook }
 }
-const modelOf = (script: ReadonlyArray<AssistantMessage>): ModelShape => {
-  let step = 0
-  return {
-    info: { api: "b", provider: "b", model: "b" },
-    stream: () => {
-      const message = script[Math.min(step++, script.length - 1)]!
-      return Stream.succeed({
-        type: "done" as const,
-        reason: message.stopReason === "toolUse" ? "toolUse" as const : "stop" as const,
-        message
-      })
-    }
-  }
-}
 const run = async (n: number, config: Partial<AgentLoopConfig>) => {
   const script = [callsMessage(n), FINAL]
-  const layer = Layer.merge(Layer.succeed(Model, modelOf(script)), registry)
+  const layer = Layer.merge(Layer.succeed(Model, ourModel(script)), registry)
   for await (
     const _ of agentLoopAsyncIterable(
       [PROMPT],
