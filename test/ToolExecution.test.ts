@@ -2384,15 +2384,24 @@ describe("TE 9 bad input and faults", () => {
     }).pipe(Effect.ensuring(gates.open("test over")), unblockOnExit)
   })
 
-  // TE 9.5: however many calls complete at once, other fibers run while the batch executes. A ticker fiber
-  // counts its turns; the first and the last call's handlers read the count.
+  // TE 9.5: however many calls complete at once, other fibers run while the batch works. A ticker fiber
+  // counts its turns; each step reads the count at the first and the last call: the handler (execute), the
+  // `beforeToolCall` hook when there is one (prepare), and the subscriber at each `message_end` (results).
   for (const mode of ["parallel", "sequential"] as const) {
     for (const shape of ["succeed", "sync", "sync with both hooks"] as const) {
-      it.effect(`TE 9.5 a batch of 5000 instant calls (Effect.${shape}, ${mode}) lets other fibers run while it executes`, () =>
+      it.effect(`TE 9.5 a batch of 5000 instant calls (Effect.${shape}, ${mode}) lets other fibers run in every step`, () =>
         Effect.gen(function*() {
           const n = 5000
+          const last = `c${n - 1}`
           let ticks = 0
-          const seen: Array<number> = []
+          const seen: Record<"execute" | "prepare" | "results", Array<number>> = {
+            execute: [],
+            prepare: [],
+            results: []
+          }
+          const read = (step: keyof typeof seen, id: string) => {
+            if (id === "c0" || id === last) seen[step].push(ticks)
+          }
           const ticker = yield* Effect.forkChild(Effect.forever(Effect.andThen(
             Effect.yieldNow,
             Effect.sync(() => {
@@ -2401,23 +2410,39 @@ describe("TE 9 bad input and faults", () => {
           )))
           const result = { content: [{ type: "text" as const, text: "ok" }], details: {} }
           const instant: Script = (_args, ctx) => {
-            if (ctx.toolCallId === "c0" || ctx.toolCallId === `c${n - 1}`) seen.push(ticks)
+            read("execute", ctx.toolCallId)
             return shape === "succeed" ? Effect.succeed(result) : Effect.sync(() => result)
           }
           const hooks = shape === "sync with both hooks"
-            ? { beforeToolCall: () => Effect.sync(() => undefined), afterToolCall: () => Effect.sync(() => undefined) }
+            ? {
+              beforeToolCall: (ctx: BeforeToolCallContext) => Effect.sync(() => read("prepare", ctx.toolCall.id)),
+              afterToolCall: () => Effect.sync(() => undefined)
+            }
             : {}
           const calls = Array.from({ length: n }, (_, i) => toolCall(`c${i}`, "t"))
           const batch = yield* runBatch(
             assistantMessage(...calls),
             [scripted("t", instant)],
-            EventSink.fromCallback(() => {}),
+            EventSink.fromCallback((event) => {
+              if (event.type === "message_end" && event.message.role === "toolResult") {
+                read("results", (event.message as ToolResultMessage).toolCallId)
+              }
+            }),
             { toolExecution: mode, ...hooks }
           )
           yield* Fiber.interrupt(ticker)
           assert.strictEqual(batch.messages.length, n)
-          assert.strictEqual(seen.length, 2)
-          assert.isAbove(seen[1]!, seen[0]!, "the ticker ran between the first and the last call's execution")
+          const steps = shape === "sync with both hooks"
+            ? (["execute", "prepare", "results"] as const)
+            : (["execute", "results"] as const)
+          for (const step of steps) {
+            assert.strictEqual(seen[step].length, 2, step)
+            assert.isAbove(
+              seen[step][1]!,
+              seen[step][0]!,
+              `the ticker ran between the first and the last call (${step})`
+            )
+          }
         }))
     }
   }
