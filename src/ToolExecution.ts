@@ -998,7 +998,7 @@ const runSequential = <R>(batch: Batch<R>, calls: ReadonlyArray<Call>): Effect.E
 // The steps of a sequential call are module functions, continued by bound functions only where something
 // is pending (see `startNow`).
 
-/** The calls from `from` on; complete calls chained in a plain loop (yielding every 2048 calls). */
+/** The calls from `from` on; complete calls chained in a plain loop (yielding every 2048 calls, TE 9.5). */
 function sequentialFrom<R>(batch: Batch<R>, calls: ReadonlyArray<Call>, from: number): Effect.Effect<void, never, R> {
   for (let i = from; i < calls.length; i++) {
     const effect = sequentialCall(batch, calls[i]!)

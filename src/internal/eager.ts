@@ -17,7 +17,7 @@ export const callUser = <A, E, R>(f: () => Effect.Effect<A, E, R>): Effect.Effec
 
 /**
  * Runs `f` over `items` in order. Complete results are chained in a plain loop (yielding to the scheduler
- * every 2048 items so a huge batch never starves other fibers); the first pending one continues in the
+ * every 2048 items so a huge batch never starves other fibers, TE 9.5); the first pending one continues in the
  * runtime. Must be called while running (inside a `suspend` or a continuation), never to build an effect.
  */
 export const forEachEager = <A, R>(
