@@ -648,11 +648,7 @@ function succeededThen<A, R>(
   then: (executed: Finalized) => Effect.Effect<A, never, R>,
   value: ToolResult
 ): Effect.Effect<A, never, R> {
-  if (batch.toolInWork) {
-    batch.toolInWork = false
-    if (isAborted(batch)) return Effect.interrupt
-  }
-  return then(executedResult(tool, Exit.succeed(value)))
+  return stoppedInWork(batch) ? Effect.interrupt : then(executedResult(tool, Exit.succeed(value)))
 }
 
 function failedThen<A, R>(
@@ -661,11 +657,14 @@ function failedThen<A, R>(
   then: (executed: Finalized) => Effect.Effect<A, never, R>,
   cause: Cause.Cause<unknown>
 ): Effect.Effect<A, never, R> {
-  if (batch.toolInWork) {
-    batch.toolInWork = false
-    if (isAborted(batch)) return Effect.interrupt
-  }
-  return then(executedResult(tool, Exit.failCause(cause)))
+  return stoppedInWork(batch) ? Effect.interrupt : then(executedResult(tool, Exit.failCause(cause)))
+}
+
+/** The tool in the work fiber (if any) has ended; whether the batch is stopping, so that it goes no further. */
+function stoppedInWork(batch: Batch<any>): boolean {
+  if (!batch.toolInWork) return false
+  batch.toolInWork = false
+  return isAborted(batch)
 }
 
 /**

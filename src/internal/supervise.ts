@@ -232,8 +232,8 @@ keepAll([
  * stop. While `toolInWork()` (a tool runs in the work fiber) the interruption is sent a microtask later:
  * an abort raised by the tool's own first steps then reaches it at its first wait rather than between two
  * of its steps, as it would a tool in a fiber of its own (one that ends first must not go on: see the
- * batch's `succeededThen`). Work that does not stop in time (a tool that ignores cancellation, a subscriber that never returns)
- * is abandoned: `abandon` drops its later events. Returns how the work ended.
+ * batch's `stoppedInWork`). Work that does not stop in time (a tool that ignores cancellation, a
+ * subscriber that never returns) is abandoned: `abandon` drops its later events. Returns how the work ended.
  */
 export const supervise = <R>(
   work: Effect.Effect<void, never, R>,

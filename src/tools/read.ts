@@ -16,7 +16,6 @@ import { formatBytes, looksBinary, truncateToBytes, utf8Length } from "./interna
 import { ToolLimits } from "./limits.ts"
 import { shownPath, Workspace } from "./Workspace.ts"
 
-/** The parameters of `read`. */
 /**
  * At most `size` bytes from the start of the file at `path`, read on one opened descriptor. A module
  * function, not a generator made per read: one made per call would keep what it read alive in the old
@@ -44,6 +43,7 @@ const readAtMost = Effect.fnUntraced(
   Effect.scoped
 )
 
+/** The parameters of `read`. */
 export const ReadParameters = Schema.Struct({
   path: Schema.NonEmptyString.annotate({
     description: "Path of the file to read, relative to the workspace root (or absolute inside it)"
