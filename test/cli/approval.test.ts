@@ -4,16 +4,16 @@
  * key typed while no question is on screen must not answer a later question.
  */
 import { execFileSync } from "node:child_process"
-import { existsSync, readFileSync } from "node:fs"
+import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { SAMPLE_FILES } from "../../src/cli/Demo.ts"
+import { needs, script } from "../support/components.ts"
 import {
   defaultSessionFiles,
   loadSessionOrThrow,
   plainText,
   RUN_TIMEOUT_MS,
-  SCRIPT,
   spawnOnTerminal,
   tempDir,
   TEST_TIMEOUT_MS
@@ -125,7 +125,8 @@ const stateBecomes = async (pid: number, state: string, ms: number): Promise<boo
 const EDIT_QUESTION = /\? Allow edit \{[\s\S]*\(y\/N\)/
 const BASH_QUESTION = /\? Allow bash \{[\s\S]*"command": "for i in[\s\S]*\(y\/N\)/
 
-describe.skipIf(!existsSync(SCRIPT))("approvals on a terminal (no --yes)", () => {
+describe("approvals on a terminal (no --yes)", () => {
+  needs(script)
   it("asks before edit and bash: y runs the edit, n blocks the check", async () => {
     const ws = tempDir("approve")
     try {

@@ -8,6 +8,7 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
+import { needs, script } from "../support/components.ts"
 import {
   defaultSessionFiles,
   endedMessages,
@@ -20,7 +21,6 @@ import {
   RUN_TIMEOUT_MS,
   runCliInProcess,
   runProcess,
-  SCRIPT,
   sessionFolder,
   shellQuote,
   spawnOnTerminal,
@@ -88,35 +88,38 @@ describe("sessions: words as the task, context files, --continue, the picker, --
     expect(defaultSessionFiles(ws.dir)).toEqual([first])
   }, TEST_TIMEOUT_MS)
 
-  it.skipIf(!existsSync(SCRIPT))(
-    "CLI 7.3: a bare --resume on a terminal opens the picker; Enter continues the latest",
-    async () => {
-      const before = (await loadSessionOrThrow(first)).length
-      const child = spawnOnTerminal(["--resume", "-y", "-w", ws.dir, "Third task"])
-      let raw = ""
-      let answered = false
-      const timer = setTimeout(() => child.kill("SIGKILL"), RUN_TIMEOUT_MS)
-      child.stdout.setEncoding("utf8")
-      child.stdout.on("data", (chunk: string) => {
-        raw += chunk
+  describe("on a terminal", () => {
+    needs(script)
+    it(
+      "CLI 7.3: a bare --resume on a terminal opens the picker; Enter continues the latest",
+      async () => {
+        const before = (await loadSessionOrThrow(first)).length
+        const child = spawnOnTerminal(["--resume", "-y", "-w", ws.dir, "Third task"])
+        let raw = ""
+        let answered = false
+        const timer = setTimeout(() => child.kill("SIGKILL"), RUN_TIMEOUT_MS)
+        child.stdout.setEncoding("utf8")
+        child.stdout.on("data", (chunk: string) => {
+          raw += chunk
+          const text = plainText(raw)
+          // The picker lists the session with its first prompt: pick it.
+          if (!answered && text.includes("Pick a session") && text.includes("msg  Fix the a")) {
+            answered = true
+            child.stdin.write("\r")
+          }
+        })
+        const code = await new Promise<number | null>((resolve) => child.on("close", (c) => resolve(c)))
+        clearTimeout(timer)
         const text = plainText(raw)
-        // The picker lists the session with its first prompt: pick it.
-        if (!answered && text.includes("Pick a session") && text.includes("msg  Fix the a")) {
-          answered = true
-          child.stdin.write("\r")
-        }
-      })
-      const code = await new Promise<number | null>((resolve) => child.on("close", (c) => resolve(c)))
-      clearTimeout(timer)
-      const text = plainText(raw)
-      expect(answered, text.slice(-2000)).toBe(true)
-      expect(code, text.slice(-2000)).toBe(0)
-      expect(text).toContain(`session:   ${first} (resumed, ${before} messages)`)
-      const after = await loadSessionOrThrow(first)
-      expect(textOfMessage(after[before])).toBe("Third task")
-    },
-    TEST_TIMEOUT_MS
-  )
+        expect(answered, text.slice(-2000)).toBe(true)
+        expect(code, text.slice(-2000)).toBe(0)
+        expect(text).toContain(`session:   ${first} (resumed, ${before} messages)`)
+        const after = await loadSessionOrThrow(first)
+        expect(textOfMessage(after[before])).toBe("Third task")
+      },
+      TEST_TIMEOUT_MS
+    )
+  })
 
   it("CLI 7.3: without a terminal a bare --resume is refused with one line, and nothing is written", async () => {
     const size = readFileSync(first, "utf8")

@@ -17,6 +17,7 @@ import {
   runCli,
   runCliInProcess,
   type RunResult,
+  stderrBesidesSandboxNotice,
   tempDir,
   TEST_TIMEOUT_MS
 } from "./support.ts"
@@ -150,7 +151,7 @@ describe("demo --json --yes", () => {
   afterAll(() => ws.cleanup())
 
   it("exits 0 with nothing on stderr, and prints only JSON lines", () => {
-    expect(run.stderr.trim()).toBe("")
+    expect(stderrBesidesSandboxNotice(run.stderr)).toBe("")
     expect(run.code).toBe(0)
     expect(events.length).toBe(run.stdout.split("\n").filter((l) => l.trim() !== "").length)
     for (const event of events) expect(typeof event.type).toBe("string")
@@ -223,7 +224,7 @@ describe("demo --json without --yes and without a terminal", () => {
   afterAll(() => ws.cleanup())
 
   it("still completes the run with exit code 0", () => {
-    expect(run.stderr.trim()).toBe("")
+    expect(stderrBesidesSandboxNotice(run.stderr)).toBe("")
     expect(run.code).toBe(0)
     assertRunShape(events)
   })

@@ -9,7 +9,15 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, symlinkSync } from "n
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import * as Demo from "../../src/cli/Demo.ts"
-import { NODE, parseJsonLines, ROOT, runProcess, tempDir, TEST_TIMEOUT_MS } from "./support.ts"
+import {
+  NODE,
+  parseJsonLines,
+  ROOT,
+  runProcess,
+  stderrBesidesSandboxNotice,
+  tempDir,
+  TEST_TIMEOUT_MS
+} from "./support.ts"
 
 effectDescribe("Demo.temporaryWorkspace", () => {
   effectIt.layer(NodeServices.layer)((it) => {
@@ -72,7 +80,7 @@ describe("bin/effect-agent.js in a clone without dist/", () => {
       const run = await runProcess(NODE, [join(clone.dir, "bin", "effect-agent.js"), "--json", "--yes"], {
         env: { TMPDIR: tmp.dir }
       })
-      expect(run.stderr).toBe("")
+      expect(stderrBesidesSandboxNotice(run.stderr)).toBe("")
       expect(run.code).toBe(0)
       const events = parseJsonLines(run.stdout)
       expect(events.at(-1).type).toBe("agent_end")

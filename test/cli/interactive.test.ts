@@ -5,6 +5,7 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { needs, tmux } from "../support/components.ts"
 import { lastUserText, openScreen, type Screen, startStub, type Stub } from "./interactiveSupport.ts"
 import { loadSessionOrThrow, processesIn, tempDir, TEST_TIMEOUT_MS } from "./support.ts"
 
@@ -35,6 +36,7 @@ const respond = (body: any) => {
 }
 
 describe("interactive mode in a pseudo-terminal", () => {
+  needs(tmux)
   const home = tempDir("tui-home")
   const historyHome = tempDir("tui-history")
   const workspace = tempDir("tui-ws")

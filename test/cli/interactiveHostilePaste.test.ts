@@ -5,10 +5,12 @@
 import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { needs, tmux } from "../support/components.ts"
 import { lastUserText, openScreen, type Screen, startStub, type Stub } from "./interactiveSupport.ts"
 import { tempDir, TEST_TIMEOUT_MS } from "./support.ts"
 
 describe("a hostile paste", () => {
+  needs(tmux)
   const home = tempDir("paste-home")
   const workspace = tempDir("paste-ws")
   let stub: Stub

@@ -8,6 +8,7 @@ import { execFileSync } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { needs, tmux } from "../support/components.ts"
 import { lastUserText, openScreen, type Screen, startStub, type Stub } from "./interactiveSupport.ts"
 import { defaultSessionFiles, tempDir, TEST_TIMEOUT_MS } from "./support.ts"
 
@@ -97,7 +98,9 @@ const observe = async (signal: NodeJS.Signals, phase: Phase): Promise<Observed> 
 }
 
 const observations = new Map<string, Promise<Observed>>()
+const hasTmux = needs(tmux)
 beforeAll(async () => {
+  if (!hasTmux) return
   stub = await startStub(respond)
   for (const [signal] of SIGNALS) {
     for (const phase of PHASES) {

@@ -4,7 +4,8 @@
  * pseudo-terminal by tmux, with keys sent in and the screen read back with `capture-pane`.
  *
  * Every tmux session runs on its own server socket, so tests never touch another tmux; `stop` kills it.
- * tmux must be installed (`.ci/run` installs it): without it these tests fail, they are not skipped.
+ * The tests that use it declare `needs(tmux)` (test/support/components.ts): skipped where tmux is missing,
+ * failing under `CI=true`.
  */
 import { execFileSync } from "node:child_process"
 import * as http from "node:http"

@@ -5,12 +5,12 @@
 import { assert, describe as effectDescribe, it as effectIt } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
-import { existsSync } from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { AgentEvent } from "../../src/AgentEvent.ts"
 import * as LiveView from "../../src/cli/LiveView.ts"
 import * as Usage from "../../src/cli/Usage.ts"
 import { type AssistantMessage, emptyUsage, type ToolResultMessage } from "../../src/Message.ts"
+import { needs, SCRIPT, script } from "../support/components.ts"
 import {
   assistantMessage,
   MAIN,
@@ -19,9 +19,9 @@ import {
   runCliInProcess,
   runProcess,
   type RunResult,
-  SCRIPT,
   sessionFolder,
   shellQuote,
+  stderrBesidesSandboxNotice,
   stripAnsi,
   tempDir,
   TEST_TIMEOUT_MS
@@ -63,10 +63,12 @@ const assertDemoRendering = (output: string) => {
   expect(rest.at(-1)).toMatch(/^session saved: .*\.jsonl$/)
 }
 
-describe.skipIf(!existsSync(SCRIPT))("live view on a pseudo-terminal (script)", () => {
+describe("live view on a pseudo-terminal (script)", () => {
+  const hasScript = needs(script)
   const ws = tempDir("live-pty")
   let run: RunResult
   beforeAll(async () => {
+    if (!hasScript) return
     const command = [NODE, MAIN, "--workspace", ws.dir, "--yes"].map(shellQuote).join(" ")
     // -q quiet, -f flush, -e child's exit code, -c command; the typescript goes to /dev/null and the
     // session to our stdout.
@@ -76,7 +78,7 @@ describe.skipIf(!existsSync(SCRIPT))("live view on a pseudo-terminal (script)", 
 
   it("exits 0 and renders with ANSI sequences (colours, in-place redraws)", () => {
     expect(run.code).toBe(0)
-    expect(run.stderr).toBe("")
+    expect(stderrBesidesSandboxNotice(run.stderr)).toBe("")
     expect(run.stdout).toContain(ESC + "[")
     expect(run.stdout).toContain(`${ESC}[32m✓${ESC}[0m`) // green tick
     expect(run.stdout).toContain(`${ESC}[31m✗${ESC}[0m`) // red cross
@@ -98,7 +100,7 @@ describe("live view forced with EFFECT_AGENT_LIVE=1 (no terminal)", () => {
   afterAll(() => ws.cleanup())
 
   it("exits 0, redraws lanes with ANSI sequences, and ends with the timeline and the summary", () => {
-    expect(run.stderr.trim()).toBe("")
+    expect(stderrBesidesSandboxNotice(run.stderr)).toBe("")
     expect(run.code).toBe(0)
     expect(run.stdout).toMatch(/\x1b\[\d+A\r\x1b\[J/)
     expect(run.stdout).toContain(`${ESC}[36m█`) // a cyan bar in a timeline
@@ -116,7 +118,7 @@ describe("plain lines without a terminal", () => {
   afterAll(() => ws.cleanup())
 
   it("exits 0 and writes no escape codes", () => {
-    expect(run.stderr.trim()).toBe("")
+    expect(stderrBesidesSandboxNotice(run.stderr)).toBe("")
     expect(run.code).toBe(0)
     expect(run.stdout).not.toContain(ESC)
     expect(run.stdout).not.toContain("\r")

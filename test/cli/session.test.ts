@@ -18,6 +18,7 @@ import {
   parseJsonLines,
   runCliInProcess,
   type RunResult,
+  stderrBesidesSandboxNotice,
   tempDir,
   TEST_TIMEOUT_MS
 } from "./support.ts"
@@ -38,7 +39,7 @@ describe("--session and --resume", () => {
   afterAll(() => ws.cleanup())
 
   it("--session FILE writes the transcript there (creating its folder), and nowhere else", async () => {
-    expect(first.stderr.trim()).toBe("")
+    expect(stderrBesidesSandboxNotice(first.stderr)).toBe("")
     expect(first.code).toBe(0)
     expect(existsSync(sessionFile)).toBe(true)
     expect(defaultSessionFiles(ws.dir)).toEqual([])
@@ -60,7 +61,7 @@ describe("--session and --resume", () => {
       "--prompt",
       "Again please"
     ])
-    expect(run.stderr.trim()).toBe("")
+    expect(stderrBesidesSandboxNotice(run.stderr)).toBe("")
     expect(run.code).toBe(0)
     const events = parseJsonLines(run.stdout)
     const added = endedMessages(events)
@@ -182,7 +183,7 @@ describe("--session and --resume", () => {
     writeFileSync(file, kept + lines[5].slice(0, 40))
     const run = await runCliInProcess(["--json", "--yes", "--workspace", ws.dir, "--resume", file, "-p", "go on"])
     expect(run.code).toBe(0)
-    expect(run.stderr.trim()).toBe(
+    expect(stderrBesidesSandboxNotice(run.stderr)).toBe(
       `effect-agent: warning: Session file ${file}, line 6: the last line was cut short (a crash while it was written) and was dropped (40 characters).`
     )
     const added = endedMessages(parseJsonLines(run.stdout))

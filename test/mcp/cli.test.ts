@@ -10,7 +10,14 @@ import { randomUUID } from "node:crypto"
 import { approvalHook, NEEDS_APPROVAL } from "../../src/cli/Approval.ts"
 import { httpServer, mcpServers, stdioServer } from "../../src/cli/mcp.ts"
 import { emptyUsage } from "../../src/Message.ts"
-import { parseJsonLines, resultText, runCliInProcess, shellQuote, tempDir } from "../cli/support.ts"
+import {
+  parseJsonLines,
+  resultText,
+  runCliInProcess,
+  shellQuote,
+  stderrBesidesSandboxNotice,
+  tempDir
+} from "../cli/support.ts"
 import { chunk, openAiSse, openAiTextStream, usageChunk } from "../providers/support/fixtures.ts"
 import { startServer } from "../providers/support/server.ts"
 import { EVERYTHING, NODE } from "./support.ts"
@@ -164,7 +171,7 @@ describe("effect-agent --mcp", () => {
         assert.strictEqual(run.code, 1)
         assert.strictEqual(run.stdout, "")
         assert.strictEqual(
-          run.stderr.trim(),
+          stderrBesidesSandboxNotice(run.stderr),
           `effect-agent: MCP server "/nonexistent/mcp-server --stdio" could not be started: Cannot spawn MCP server: NotFound: ChildProcess.spawn (/nonexistent/mcp-server --stdio)`
         )
         assert.strictEqual(endpoint.requests.length, 0)

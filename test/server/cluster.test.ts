@@ -13,7 +13,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { crashedCallText } from "../../src/durable/DurableAgent.ts"
 import { childEnv, NODE, ROOT } from "../cli/support.ts"
-import { findPostgresBin, freePort, type Postgres, startPostgres } from "./postgres.ts"
+import { needs, postgresql } from "../support/components.ts"
+import { freePort, type Postgres, startPostgres } from "./postgres.ts"
 
 const RUNNER = join(ROOT, "test", "server", "runner.ts")
 const TOKEN = "cluster-token"
@@ -72,10 +73,9 @@ const api = async (runner: Runner, method: string, path: string, body?: unknown)
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
+const hasPostgres = needs(postgresql)
 beforeAll(async () => {
-  if (findPostgresBin() === undefined) {
-    throw new Error("PostgreSQL is not installed: .ci/run installs the Debian package postgresql")
-  }
+  if (!hasPostgres) return
   work = mkdtempSync(join(tmpdir(), "effect-agent-serve-cluster-"))
   pg = await startPostgres()
 }, 40_000)

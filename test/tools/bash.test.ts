@@ -7,6 +7,7 @@ import { type BashDetails } from "../../src/tools/bash.ts"
 import { CommandFailed, CommandTimedOut } from "../../src/tools/errors.ts"
 import { bash, BashSandbox, defaultSandboxSettings, SandboxUnavailable } from "../../src/tools/index.ts"
 import { type ToolLimitsShape } from "../../src/tools/limits.ts"
+import { bubblewrap, needs } from "../support/components.ts"
 import { aliveInGroup, isAlive, platform, sandbox, textOf } from "./helpers.ts"
 
 /**
@@ -202,6 +203,8 @@ const uniqueSleep = Effect.acquireRelease(
 )
 
 describe("bash sandbox (issue 16, item 5)", () => {
+  needs(bubblewrap)
+
   it.live("the file system is read-only outside the workspace, which stays writable", () =>
     Effect.gen(function*() {
       const box = yield* confined()
@@ -288,7 +291,9 @@ describe("bash sandbox (issue 16, item 5)", () => {
       yield* Fiber.interrupt(fiber)
       assert.deepStrictEqual(processesWith(`sleep ${seconds}`), [])
     }).pipe(Effect.provide(platform)))
+})
 
+describe("bash sandbox without bubblewrap (issue 16, item 5)", () => {
   it.live("without a working bubblewrap it says so once and runs unconfined, or refuses when required", () =>
     Effect.gen(function*() {
       const logs: Array<string> = []
