@@ -70,7 +70,7 @@ const serveFlags = {
     Flag.withDefault("127.0.0.1")
   ),
   runnerPort: Flag.Int("runner-port").pipe(
-    Flag.withDescription("The port this runner listens on for the other runners (cluster only)."),
+    Flag.withDescription("The port this runner listens on for the other runners (cluster only; 0: any free port)."),
     Flag.withDefault(34431)
   ),
   name: Flag.String("name").pipe(

@@ -16,5 +16,29 @@ export const errorMessage = (error: unknown): string => {
   }
 }
 
+/**
+ * An error and the errors that caused it, outermost first, as one line: `what failed: why: the system's
+ * reason (CODE)`. Wrappers often say only what failed ("PgConnection: Failed to connect") while the reason
+ * sits a few `cause`s down (`connect ECONNREFUSED 127.0.0.1:5432`); a line naming one without the other sends
+ * the reader to a debugger. Repeated messages are said once; the walk stops after four levels.
+ */
+export const errorChainText = (error: unknown): string => {
+  const parts: Array<string> = []
+  let current: unknown = error
+  for (let depth = 0; depth < 4 && current !== undefined && current !== null; depth++) {
+    if (typeof current === "object") {
+      const code = "code" in current && typeof current.code === "string" ? current.code : undefined
+      const message = "message" in current && typeof current.message === "string" ? current.message : undefined
+      const text = code && message && !message.includes(code) ? `${message} (${code})` : message ?? code
+      if (text !== undefined && text !== "" && !parts.includes(text)) parts.push(text)
+      current = "cause" in current ? current.cause : undefined
+    } else {
+      parts.push(String(current))
+      break
+    }
+  }
+  return parts.join(": ") || "unknown cause"
+}
+
 /** The message of a failure or defect cause. */
 export const causeMessage = (cause: Cause.Cause<unknown>): string => errorMessage(Cause.squash(cause))

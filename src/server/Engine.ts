@@ -23,10 +23,12 @@ import * as RpcServer from "effect/rpc/RpcServer"
 import * as SqlClient from "effect/sql/SqlClient"
 import type * as SqlError from "effect/sql/SqlError"
 import type * as WorkflowEngine from "effect/workflow/WorkflowEngine"
-import * as DurableStore from "../durable/DurableStore.ts"
+import { createServer } from "node:net"
+import { engine } from "../durable/internal/engine.ts"
 import type { RunIndex, StartLedger } from "../durable/RunState.ts"
 import { createTables } from "./internal/ddl.ts"
 import * as StallWatch from "./internal/stallWatch.ts"
+import { cannotListen, cannotUseStore, explainedBy, type StartError } from "./StartError.ts"
 import { type ClusterTimings, defaultTimings } from "./timings.ts"
 
 export { type ClusterTimings, defaultTimings } from "./timings.ts"
@@ -44,7 +46,10 @@ export interface ClusterOptions {
   readonly url: string
   /** The host other runners reach this one at (default 127.0.0.1). */
   readonly runnerHost?: string | undefined
-  /** The port this runner's socket server listens on for the other runners. */
+  /**
+   * The port this runner's socket server listens on for the other runners. 0: a free port, chosen when the
+   * layer is built (asked of the system and released again just before the runner listens on it).
+   */
   readonly runnerPort: number
   readonly timings?: Partial<ClusterTimings> | undefined
   /** The PostgreSQL connection pool's size (default 20). */
@@ -64,7 +69,14 @@ export interface ClusterOptions {
  * runners by shard, and a dead runner's shards (with their runs) move to the others. Runners send each
  * other messages over sockets (effect's `RunnerServer` with binary RPC serialization).
  */
-export const cluster = (options: ClusterOptions): Layer.Layer<EngineServices, unknown> => {
+export const cluster = (options: ClusterOptions): Layer.Layer<EngineServices, StartError | SqlError.SqlError> => {
+  if (options.runnerPort === 0) {
+    const host = options.runnerHost ?? "127.0.0.1"
+    return Layer.unwrap(Effect.map(
+      Effect.mapError(freePort(host), cannotListen("--runner-port", "for the other runners", host, 0)),
+      (runnerPort) => cluster({ ...options, runnerPort })
+    ))
+  }
   const { runnerHealthCheckInterval, ...timings } = { ...defaultTimings, ...options.timings }
   const address = RunnerAddress.make(options.runnerHost ?? "127.0.0.1", options.runnerPort)
   const serialization = RpcSerialization.layerSchemaBinary()
@@ -76,8 +88,8 @@ export const cluster = (options: ClusterOptions): Layer.Layer<EngineServices, un
     Layer.provide(RpcServer.layerProtocolSocketServer),
     Layer.provide(NodeClusterSocket.layerSocketServer),
     Layer.provide(serialization),
-    // A port in use or not allowed: the runner cannot start.
-    Layer.orDie
+    // A port in use or not allowed: the runner cannot start (SV 5.3).
+    explainedBy(cannotListen("--runner-port", "for the other runners", address.host, address.port))
   )
   // Runners starting together race to create the durable runs' own tables (PostgreSQL can fail one of two
   // concurrent CREATE TABLE IF NOT EXISTS with a unique violation on its catalog): created here first, under
@@ -90,8 +102,11 @@ export const cluster = (options: ClusterOptions): Layer.Layer<EngineServices, un
       sql`CREATE TABLE IF NOT EXISTS effect_agent_runs (
         run_id TEXT PRIMARY KEY, started_at BIGINT NOT NULL, title TEXT NOT NULL)`
     ])
-  }))
-  return DurableStore.engine({
+  })).pipe(
+    // The runner's first statement: where an unreachable server, an unknown role or database shows (SV 5.3).
+    explainedBy(cannotUseStore(options.url))
+  )
+  return engine({
     runnerAddress: address,
     timings,
     runners,
@@ -109,9 +124,27 @@ export const cluster = (options: ClusterOptions): Layer.Layer<EngineServices, un
     Layer.provideMerge(
       PgClient.layer({ url: Redacted.make(options.url), maxConnections: options.maxConnections ?? 20 })
     )
-  ) as Layer.Layer<EngineServices, unknown>
+  )
 }
 
-/** One runner on the embedded SQLite store in `filename` (`:memory:` for nothing on disk). */
+/** A port no process listens on at `host` now: the system picks one for a server that is closed at once. */
+const freePort = (host: string): Effect.Effect<number, Error> =>
+  Effect.callback<number, Error>((resume) => {
+    const server = createServer()
+    server.once("error", (error) => resume(Effect.fail(error)))
+    server.listen(0, host, () => {
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      server.close(() => resume(Effect.succeed(port)))
+    })
+  })
+
+/**
+ * One runner on the embedded SQLite store in `filename` (`:memory:` for nothing on disk). The store's module
+ * is loaded when the layer is built (`node:sqlite` warns on stderr when loaded, which a cluster runner need not).
+ */
 export const single = (filename: string): Layer.Layer<EngineServices, SqlError.SqlError> =>
-  DurableStore.layer({ filename })
+  Layer.unwrap(
+    Effect.map(Effect.promise(() => import("../durable/DurableStore.ts")), (DurableStore) =>
+      DurableStore.layer({ filename }))
+  )

@@ -23,7 +23,7 @@ import * as Effect from "effect/Effect"
 import * as Sse from "effect/encoding/Sse"
 import * as Exit from "effect/Exit"
 import * as HttpRouter from "effect/http/HttpRouter"
-import type * as HttpServer from "effect/http/HttpServer"
+import * as HttpServer from "effect/http/HttpServer"
 import * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Layer from "effect/Layer"
@@ -56,6 +56,7 @@ import {
 } from "./Api.ts"
 import type { EngineServices } from "./Engine.ts"
 import { type ServerRun, ServerStore, type StoredEvent } from "./ServerStore.ts"
+import { cannotListen } from "./StartError.ts"
 
 /** How a run may treat tools that need approval; chosen per run by `POST /runs`. */
 export type ApproveMode = "all" | "none"
@@ -491,6 +492,18 @@ export const routes = Layer.mergeAll(
 // The runner
 // ---------------------------------------------------------------------------------------------------------
 
+/** Node's HTTP server on `host:port`; a port it cannot listen on is a {@link StartError} (SV 5.3). */
+const httpServer = (host: string, port: number) =>
+  Layer.merge(
+    Layer.effect(
+      HttpServer.HttpServer,
+      NodeHttpServer.make(createServer, { port, host }).pipe(
+        Effect.mapError(cannotListen("--port", "for HTTP", host, port))
+      )
+    ),
+    NodeHttpServer.layerHttpServices
+  )
+
 /**
  * A runner of `serve`: the engine, the durable run workflow (with per-run workspaces and approvals, events
  * stored for every runner to serve, aborts read from the store every poll interval) and the HTTP server. Closing its scope stops
@@ -530,7 +543,7 @@ export const layer = (options: ServeOptions): Layer.Layer<HttpServer.HttpServer,
     Layer.provideMerge(options.engine)
   )
   const http = HttpRouter.serve(routes, { disableListenLog: true, disableLogger: options.httpLog === false }).pipe(
-    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: options.port, host: options.host ?? "127.0.0.1" }))
+    Layer.provideMerge(httpServer(options.host ?? "127.0.0.1", options.port))
   )
   return Layer.provide(http, runtime) as Layer.Layer<HttpServer.HttpServer, unknown>
 }

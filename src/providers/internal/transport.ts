@@ -21,6 +21,7 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { AssistantMessageEvent } from "../../AssistantMessageEvent.ts"
+import { errorChainText } from "../../internal/errorText.ts"
 import type { AssistantMessage } from "../../Message.ts"
 import { ModelError, type ModelInfo, type ModelRequest, type ModelShape } from "../../Model.ts"
 import type { ResponseBuilder } from "./builder.ts"
@@ -180,27 +181,9 @@ export const retryAfterOf = (
   return Number.isNaN(date) ? undefined : Duration.millis(Math.max(0, date - now))
 }
 
-const describeCause = (cause: unknown): string => {
-  const parts: Array<string> = []
-  let current: unknown = cause
-  for (let depth = 0; depth < 4 && current !== undefined && current !== null; depth++) {
-    if (typeof current === "object") {
-      const code = "code" in current && typeof current.code === "string" ? current.code : undefined
-      const message = "message" in current && typeof current.message === "string" ? current.message : undefined
-      const text = code && message && !message.includes(code) ? `${message} (${code})` : message ?? code
-      if (text !== undefined && !parts.includes(text)) parts.push(text)
-      current = "cause" in current ? current.cause : undefined
-    } else {
-      parts.push(String(current))
-      break
-    }
-  }
-  return parts.join(": ") || "unknown cause"
-}
-
 /** A failure of the HTTP client: connection refused, reset, lost mid-body. */
 const networkFailure = (label: string, what: string, error: HttpClientError.HttpClientError, scrub: Scrub) =>
-  failure("network", scrub(`${label}: ${what} (${describeCause(error.reason.cause ?? error.reason)})`), {
+  failure("network", scrub(`${label}: ${what} (${errorChainText(error.reason.cause ?? error.reason)})`), {
     retryable: true
   })
 
