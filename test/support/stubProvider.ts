@@ -91,18 +91,11 @@ export const startStub = (respond: (body: any) => StubReply): Promise<Stub> =>
         })
         if (gone) return
         res.write(sseChunk({}, (reply.toolCalls ?? []).length > 0 ? "tool_calls" : "stop"))
-        res.write(
-          `data: ${
-            JSON.stringify({
-              id: "stub",
-              object: "chat.completion.chunk",
-              created: 1,
-              model: "stub-model",
-              choices: [],
-              usage: { prompt_tokens: 1200, completion_tokens: 34, total_tokens: 1234 }
-            })
-          }\n\n`
-        )
+        // The usage chunk of `stream_options.include_usage`: no choices.
+        res.write(sseChunk({}, null, {
+          choices: [],
+          usage: { prompt_tokens: 1200, completion_tokens: 34, total_tokens: 1234 }
+        }))
         res.end("data: [DONE]\n\n")
       })
     })
