@@ -86,3 +86,10 @@ export const errorResult = (text: string, details: unknown = {}): Finalized => (
   result: { content: [{ type: "text", text }], details },
   isError: true
 })
+
+/** The result message of a call; every call of a batch that returns has one (a missing one is a bug). */
+export const messageOf = (call: Call): ToolResultMessage => {
+  const state = call.state
+  if (state._tag === "Done" || state._tag === "Announcing") return state.message
+  throw new Error(`effect-agent: tool call ${call.toolCall.id} left the batch in state ${state._tag}`)
+}

@@ -1,12 +1,21 @@
 /**
- * Supervision of a tool batch and its settling after an abort (docs/tool-execution.md, TE 8): the work
- * phase in a fiber that a signal or an interruption stops, running tools stopped (signal first, then
- * interruption) within a grace period and abandoned if they ignore it, and the honest end of every call the
- * abort caught.
+ * How a batch stops (docs/tool-execution.md, TE 8), in ten lines:
+ *
+ * 1. The batch's work (every call's phases, {@link supervise}) runs in a fiber of its own while the batch's
+ *    fiber waits for it, for the run's signal, or for its own interruption, whichever comes first.
+ * 2. On abort (signal or interruption) the batch first says it is stopping, so no tool starts after that
+ *    (TE 8.1), then aborts the signal of every running tool and interrupts the work.
+ * 3. Each pending tool runs in a fiber of its own ({@link runTool}). Interrupted, its call aborts the tool's
+ *    signal, interrupts its fiber and waits at most the grace period: a tool that stops is `Stopped`, one
+ *    that ignores cancellation is `Abandoned` and left running, with nothing of the batch waiting on it.
+ * 4. A timeout (TE 3.5) stops a tool the same way, and its call goes on with a timeout result.
+ * 5. Work that does not stop within the grace period (a hook or subscriber that never returns) is abandoned
+ *    too: its later events are dropped, and every call still busy is marked abandoned.
+ * 6. Then {@link settleRemaining} gives every call the abort caught its missing events (TE 8.3).
  */
 import * as Cause from "effect/Cause"
-import * as Context from "effect/Context"
-import * as Duration from "effect/Duration"
+import type * as Context from "effect/Context"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
@@ -24,8 +33,7 @@ import {
   wasAbandoned,
   wasStarted
 } from "./callState.ts"
-import { keepAll, keepFiber } from "./shapes.ts"
-import { type Restore, uninterruptibleInFiber } from "./uninterruptible.ts"
+import type { Restore } from "./uninterruptible.ts"
 
 /** Aborts the signal of a call whose tool is running (so cleanup that waits on it can finish). */
 const abortRunning = (call: Call): void => {
@@ -38,384 +46,132 @@ const abandonBusy = (calls: Iterable<Call>): void => {
 }
 
 /**
- * Stops one tool running in a fiber of its own (a timeout, or an abort reaching a call that runs apart):
- * aborts its signal first, then interrupts its fiber, waiting at most the grace period. Returns whether it
- * stopped; one that did not is abandoned (its fiber detached, nothing waits on it).
+ * Stops a tool running in a fiber of its own: aborts its signal first, then interrupts its fiber, waiting at
+ * most the grace period. Returns whether it stopped.
  */
-export const stopTool = (
-  fiber: Fiber.Fiber<unknown, unknown>,
-  abortSignal: () => void,
-  grace: Duration.Duration
-): Effect.Effect<boolean> =>
-  Effect.sync(abortSignal).pipe(
+const stopTool = (fiber: Fiber.Fiber<unknown, unknown>, abort: () => void, grace: Duration.Duration) =>
+  Effect.sync(abort).pipe(
     Effect.andThen(Effect.interruptible(Fiber.interrupt(fiber))),
     Effect.timeoutOption(grace),
     Effect.map(Option.isSome)
   )
 
-/**
- * The execute phase of parallel mode (TE 6.2, TE 8.1): starts each prepared call, in source order, once a
- * slot is free (at most `concurrency` at once). `isStopping` is checked at the very moment a call would
- * start, so an abort raised by an earlier call (its tool, its hook, a subscriber of its events) stops every
- * later one.
- *
- * A call whose handler and hooks return already-complete Effects needs no fiber; any other runs in one fiber
- * of its own, started and registered in the same uninterruptible step, so that interrupting this phase
- * always reaches every started call. The calls are started in a plain loop inside that step (one step of
- * this fiber per run of the loop, not per call), and this fiber waits only when it must: for a free slot,
- * for the last call, or for a failure; never once per settled call. A call's fiber that ends interrupted
- * while its tool is running gets its signal aborted and is marked stopped. Stopping gives the calls the grace
- * period together; a call whose tool ignores cancellation is then abandoned, alone: its fiber is detached,
- * so nothing of the batch waits on it, and being interrupted it never goes on to finalize.
- */
-export const executeAll = <P extends { readonly call: Call }, R>(
-  prepared: ReadonlyArray<P>,
-  run: (p: P) => Effect.Effect<void, never, R>,
-  concurrency: number | "unbounded",
-  isStopping: () => boolean,
-  grace: Duration.Duration
-): Effect.Effect<void, never, R> =>
-  uninterruptibleInFiber(startPool<P, R>, { prepared, run, concurrency, isStopping, grace })
-
-/** What {@link executeAll} hands the pool. */
-interface PoolInput<P, R> {
-  readonly prepared: ReadonlyArray<P>
-  readonly run: (p: P) => Effect.Effect<void, never, R>
-  readonly concurrency: number | "unbounded"
-  readonly isStopping: () => boolean
-  readonly grace: Duration.Duration
-}
-
-function startPool<P extends { readonly call: Call }, R>(
-  input: PoolInput<P, R>,
-  restore: Restore,
-  parent: Fiber.Fiber<unknown, unknown>
-): Effect.Effect<void, never, R> {
-  const pool = new Pool(input.prepared, input.run, input.concurrency, input.isStopping, input.grace, parent, restore)
-  return Effect.onInterrupt(pool.loop(), pool.stopAll.bind(pool))
-}
-
-/**
- * The state of {@link executeAll}. A class whose methods do the work, with bound methods as the callbacks
- * (one per call for its fiber's observer): a closure made per call or per batch loses its optimized code at
- * every major GC once none of it is alive, and the next batch would compile it again.
- */
-class Pool<P extends { readonly call: Call }, R> {
-  readonly prepared: ReadonlyArray<P>
-  readonly run: (p: P) => Effect.Effect<void, never, R>
-  readonly limit: number
-  readonly isStopping: () => boolean
-  readonly grace: Duration.Duration
-  readonly restore: Restore
-  readonly running = new Map<Fiber.Fiber<void, never>, Call>()
-  readonly fork: (effect: Effect.Effect<void, never, R>) => Fiber.Fiber<void, never>
-  failure: Cause.Cause<never> | undefined = undefined
-  wake: (() => void) | undefined = undefined
-  index = 0
-  forked = 0
-  draining = false
-  readonly next: () => Effect.Effect<void, never, R>
-  /** Only one waiter at a time: the loop, or the stop once the loop is interrupted. */
-  readonly change: Effect.Effect<void>
-  constructor(
-    prepared: ReadonlyArray<P>,
-    run: (p: P) => Effect.Effect<void, never, R>,
-    concurrency: number | "unbounded",
-    isStopping: () => boolean,
-    grace: Duration.Duration,
-    parent: Fiber.Fiber<unknown, unknown>,
-    restore: Restore
-  ) {
-    this.prepared = prepared
-    this.run = run
-    this.limit = concurrency === "unbounded" ? Number.POSITIVE_INFINITY : Math.max(1, concurrency)
-    this.isStopping = isStopping
-    this.grace = grace
-    this.restore = restore
-    // The fibers run with the batch's services: `run` is typed with `R`, which the caller provides.
-    this.fork = Effect.runForkWith(parent.context as Context.Context<R>)
-    this.next = this.loop.bind(this)
-    // One parameter: no AbortController.
-    this.change = Effect.callback<void>(this.register.bind(this))
-  }
-  /** Whether the waiting fiber has something to do: start the next call or finish; once stopping, finish. */
-  needed(): boolean {
-    return this.draining
-      ? this.running.size === 0
-      : this.failure !== undefined || this.running.size === 0 ||
-        (this.index < this.prepared.length && this.running.size < this.limit)
-  }
-  register(resume: (effect: Effect.Effect<void>) => void): void {
-    if (this.needed()) return resume(Effect.void)
-    this.wake = () => resume(Effect.void)
-  }
-  record(call: Call, exit: Exit.Exit<void, never>): void {
-    if (Exit.isSuccess(exit)) return
-    if (Cause.hasInterrupts(exit.cause)) {
-      // Its own cleanup is done: the tool stopped (TE 8.2), it is not abandoned.
-      const state = call.state
-      if (state._tag === "Running") {
-        state.abort()
-        call.state = Stopped
-      }
-    }
-    if (!Cause.hasInterruptsOnly(exit.cause)) this.failure ??= exit.cause
-  }
-  settled(fiber: Fiber.Fiber<void, never>, call: Call, exit: Exit.Exit<void, never>): void {
-    this.running.delete(fiber)
-    keepFiber("call", fiber)
-    this.record(call, exit)
-    if (this.wake === undefined || !this.needed()) return
-    const resume = this.wake
-    this.wake = undefined
-    resume()
-  }
-  stopAll(): Effect.Effect<void> {
-    this.draining = true
-    for (const [fiber, call] of this.running) {
-      abortRunning(call)
-      fiber.interruptUnsafe()
-    }
-    return Effect.map(Effect.timeoutOption(Effect.interruptible(this.change), this.grace), (stopped) => {
-      if (Option.isNone(stopped)) abandonBusy(this.running.values())
-    })
-  }
-  loop(): Effect.Effect<void, never, R> {
-    const { prepared, running } = this
-    while (this.failure === undefined) {
-      if (this.index === prepared.length || running.size >= this.limit) {
-        return running.size === 0 ? Effect.void : Effect.flatMap(this.restore(this.change), this.next)
-      }
-      if (this.isStopping()) return Effect.interrupt
-      const p = prepared[this.index++]!
-      const effect = this.run(p)
-      if (Exit.isExit(effect)) {
-        if (Exit.isFailure(effect)) return effect
-      } else {
-        const fiber = this.fork(effect)
-        const exit = fiber.pollUnsafe()
-        if (exit === undefined) {
-          running.set(fiber, p.call)
-          fiber.addObserver(this.settled.bind(this, fiber, p.call))
-          // Let the first timers and I/O of the started calls through while the later ones start.
-          if ((++this.forked & 63) === 0) return Effect.flatMap(Effect.yieldNow, this.next)
-          continue
-        }
-        // Complete already (an `Effect.sync` handler): counted with the instant calls below.
-        keepFiber("call", fiber)
-        this.record(p.call, exit)
-      }
-      // TE 9.5: a huge batch of calls that complete at once must not starve the other fibers.
-      if ((this.index & 2047) === 0) return Effect.flatMap(Effect.yieldNow, this.next)
-    }
-    return Effect.andThen(Effect.suspend(() => this.stopAll()), Effect.failCause(this.failure))
+/** A tool that did not finish within its timeout; `stopped` says whether it then stopped when cancelled. */
+export class TimedOut {
+  readonly stopped: boolean
+  constructor(stopped: boolean) {
+    this.stopped = stopped
   }
 }
 
-// One instance kept, so that a major GC between batches does not drop the class's map (see `shapes.ts`).
-keepAll([
-  new Pool(
-    [],
-    () => Effect.void,
-    1,
-    () => false,
-    Duration.zero,
-    { context: Context.empty() } as Fiber.Fiber<unknown, unknown>,
-    (effect) => effect
-  )
-])
-
 /**
- * Runs the work phase in its own fiber until it finishes, the signal fires, or this fiber is interrupted
- * (TE 8). On abort `stop` is called (no tool may start after it), the running tools' signals are aborted
- * (so cleanup that waits on them can finish), then the work is interrupted and given the grace period to
- * stop. While `toolInWork()` (a tool runs in the work fiber) the interruption is sent a microtask later:
- * an abort raised by the tool's own first steps then reaches it at its first wait rather than between two
- * of its steps, as it would a tool in a fiber of its own (one that ends first must not go on: see the
- * batch's `stoppedInWork`). Work that does not stop in time (a tool that ignores cancellation, a
- * subscriber that never returns) is abandoned: `abandon` drops its later events. Returns how the work ended.
+ * Runs a tool's Effect in a fiber of its own, started at once, and waits for it (at most `timeout`). A tool
+ * that ends synchronously is done without any waiting. Interrupting the wait stops the tool (see the module)
+ * and then interrupts the caller; a call still `Running` by then becomes `Stopped` or `Abandoned`.
  */
-export const supervise = <R>(
-  work: Effect.Effect<void, never, R>,
-  calls: ReadonlyArray<Call>,
-  signal: AbortSignal | undefined,
+export const runTool = <A, E>(
+  tool: Effect.Effect<A, E>,
+  call: Call,
+  abort: () => void,
   grace: Duration.Duration,
-  stop: () => void,
-  toolInWork: () => boolean,
-  abandon: () => void,
-  restore: Restore
-): Effect.Effect<Exit.Exit<void, never>, never, R> =>
-  Effect.withFiber(
-    startSupervision.bind(undefined, work, calls, signal, grace, stop, toolInWork, abandon, restore) as (
-      parent: Fiber.Fiber<unknown, unknown>
-    ) => Effect.Effect<Exit.Exit<void, never>, never, R>
+  timeout: Duration.Duration | undefined
+): Effect.Effect<Exit.Exit<A, E> | TimedOut> =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.flatMap(Effect.forkDetach(tool, { startImmediately: true }), (fiber) => {
+      const done = fiber.pollUnsafe()
+      if (done !== undefined) return Effect.succeed(done)
+      const stop = Effect.map(stopTool(fiber, abort, grace), (stopped) => {
+        // The supervisor may have abandoned and settled the call meanwhile: its settled state stands.
+        if (call.state._tag === "Running") call.state = stopped ? Stopped : Abandoned
+        return stopped
+      })
+      const waited = timeout === undefined
+        ? Effect.asSome(Fiber.await(fiber))
+        : Effect.timeoutOption(Fiber.await(fiber), timeout)
+      return Effect.flatMap(
+        Effect.onInterrupt(restore(waited), () => stop),
+        (exit): Effect.Effect<Exit.Exit<A, E> | TimedOut> =>
+          Option.isSome(exit) ? Effect.succeed(exit.value) : Effect.map(stop, (stopped) => new TimedOut(stopped))
+      )
+    })
   )
 
-/**
- * One supervision. Its steps are module functions bound to it, not closures: it is made per batch, and a
- * closure's optimized code is dropped by a major collection once none of its instances is alive.
- *
- * The work starts on a microtask, once the batch's fiber waits (no trip through the scheduler, no turn of
- * the event loop), in a detached fiber (a child would be awaited when this one exits, and abandoned work
- * must not hold it). Since the batch's fiber is then waiting, an interruption arriving while the work runs
- * synchronously reaches it at once, and `stop` is called before the work can start another tool (TE 8.1).
- */
-class Supervision<R> {
-  /** The work fiber, once started. */
-  fiber: Fiber.Fiber<void, never> | undefined = undefined
-  /** The work must no longer start (or be waited for). */
-  cancelled = false
-  resume: ((effect: Effect.Effect<Exit.Exit<void, never> | undefined>) => void) | undefined = undefined
-  removeObserver: (() => void) | undefined = undefined
-  readonly work: Effect.Effect<void, never, R>
+/** What {@link supervise} needs besides the work. */
+export interface SuperviseOptions {
   readonly calls: ReadonlyArray<Call>
   readonly signal: AbortSignal | undefined
   readonly grace: Duration.Duration
-  readonly stop: () => void
-  readonly toolInWork: () => boolean
-  readonly abandon: () => void
-  readonly parent: Fiber.Fiber<unknown, unknown>
-  readonly onAbort: () => void
-  readonly startWork: () => void
-  readonly recordFiber: (self: Fiber.Fiber<unknown, unknown>) => Effect.Effect<void, never, R>
-  readonly onWorkExit: (exit: Exit.Exit<void, never>) => void
-  readonly interruptWork: () => void
-  readonly afterWait: (first: Exit.Exit<Exit.Exit<void, never> | undefined>) => Effect.Effect<Exit.Exit<void, never>>
-  constructor(
-    work: Effect.Effect<void, never, R>,
-    calls: ReadonlyArray<Call>,
-    signal: AbortSignal | undefined,
-    grace: Duration.Duration,
-    stop: () => void,
-    toolInWork: () => boolean,
-    abandon: () => void,
-    parent: Fiber.Fiber<unknown, unknown>
-  ) {
-    this.work = work
-    this.calls = calls
-    this.signal = signal
-    this.grace = grace
-    this.stop = stop
-    this.toolInWork = toolInWork
-    this.abandon = abandon
-    this.parent = parent
-    this.onAbort = supervisedAbort.bind(undefined, this)
-    this.startWork = startSupervisedWork.bind(undefined, this)
-    this.recordFiber = recordWorkFiber.bind(undefined, this) as (
-      self: Fiber.Fiber<unknown, unknown>
-    ) => Effect.Effect<void, never, R>
-    this.onWorkExit = supervisedWorkExit.bind(undefined, this)
-    this.interruptWork = interruptSupervisedWork.bind(undefined, this)
-    this.afterWait = afterSupervisedWait.bind(undefined, this)
-  }
-}
-
-keepAll([
-  new Supervision(Effect.void, [], undefined, Duration.zero, () => {}, () => false, () => {}, {
-    context: Context.empty()
-  } as Fiber.Fiber<unknown, unknown>)
-])
-
-function startSupervision<R>(
-  work: Effect.Effect<void, never, R>,
-  calls: ReadonlyArray<Call>,
-  signal: AbortSignal | undefined,
-  grace: Duration.Duration,
-  stop: () => void,
-  toolInWork: () => boolean,
-  abandon: () => void,
-  restore: Restore,
-  parent: Fiber.Fiber<unknown, unknown>
-): Effect.Effect<Exit.Exit<void, never>> {
-  const supervision = new Supervision(work, calls, signal, grace, stop, toolInWork, abandon, parent)
-  const wait = Effect.callback<Exit.Exit<void, never> | undefined>(
-    registerSupervision.bind(undefined, supervision) as (
-      resume: (effect: Effect.Effect<Exit.Exit<void, never> | undefined>) => void
-    ) => Effect.Effect<void> | undefined
-  )
-  return Effect.flatMap(Effect.exit(restore(wait)), supervision.afterWait)
+  /** Called first on abort: no tool may start from then on (TE 8.1). */
+  readonly onStop: () => void
+  /** The work did not stop within the grace period: drop its later events. */
+  readonly onAbandon: () => void
 }
 
 /**
- * Starts the work and waits for its exit, or for the signal (`undefined`), whichever comes first: one
- * listener and one observer, removed by whichever fires or by an interruption (no racing fibers).
+ * Runs the work in a detached fiber until it finishes, the signal fires, or this fiber is interrupted, and
+ * returns how the work ended (see the module). The work starts on a microtask, once this fiber waits: an
+ * interruption raised by the work's own synchronous steps (a tool, a hook, a subscriber) then reaches this
+ * waiting fiber at once, and stops the batch before the work can start another tool. Detached, not a child:
+ * abandoned work must not hold this fiber when it exits.
  */
-function registerSupervision(
-  supervision: Supervision<unknown>,
-  resume: (effect: Effect.Effect<Exit.Exit<void, never> | undefined>) => void
-): Effect.Effect<void> | undefined {
-  const signal = supervision.signal
-  if (signal?.aborted) {
-    resume(Effect.succeed(undefined))
-    return undefined
-  }
-  supervision.resume = resume
-  signal?.addEventListener("abort", supervision.onAbort, { once: true })
-  queueMicrotask(supervision.startWork)
-  return Effect.sync(cancelSupervisedWait.bind(undefined, supervision))
-}
-
-function supervisedAbort(supervision: Supervision<unknown>): void {
-  supervision.cancelled = true
-  supervision.removeObserver?.()
-  supervision.resume!(Effect.succeed(undefined))
-}
-
-function cancelSupervisedWait(supervision: Supervision<unknown>): void {
-  supervision.cancelled = true
-  supervision.signal?.removeEventListener("abort", supervision.onAbort)
-  supervision.removeObserver?.()
-}
-
-function startSupervisedWork<R>(supervision: Supervision<R>): void {
-  if (supervision.cancelled) return
-  // The work needs `R`, which the batch's fiber context provides. It records its fiber before anything
-  // else: what it runs synchronously may interrupt the batch's fiber, which must then find it.
-  const fiber = Effect.runForkWith(supervision.parent.context as Context.Context<R>)(
-    Effect.withFiber(supervision.recordFiber)
-  )
-  supervision.removeObserver = fiber.addObserver(supervision.onWorkExit)
-}
-
-function recordWorkFiber<R>(supervision: Supervision<R>, self: Fiber.Fiber<unknown, unknown>) {
-  supervision.fiber = self as Fiber.Fiber<void, never>
-  return Effect.interruptible(supervision.work)
-}
-
-function supervisedWorkExit(supervision: Supervision<unknown>, exit: Exit.Exit<void, never>): void {
-  keepFiber("work", supervision.fiber!)
-  supervision.signal?.removeEventListener("abort", supervision.onAbort)
-  supervision.resume!(Effect.succeed(exit))
-}
-
-function interruptSupervisedWork(supervision: Supervision<unknown>): void {
-  supervision.fiber!.interruptUnsafe()
-}
-
-function afterSupervisedWait(
-  supervision: Supervision<unknown>,
-  first: Exit.Exit<Exit.Exit<void, never> | undefined>
-): Effect.Effect<Exit.Exit<void, never>> {
-  if (Exit.isSuccess(first) && first.value !== undefined) return Effect.succeed(first.value)
-  return stopSupervisedWork(supervision)
-}
-
-/** The abort path: stop, interrupt the work, wait at most the grace period, abandon what is left. */
-const stopSupervisedWork = Effect.fnUntraced(function*(supervision: Supervision<unknown>) {
-  supervision.stop()
-  supervision.cancelled = true
-  const fiber = supervision.fiber
-  // Stopped before the work started: no call was reached.
-  if (fiber === undefined) return Exit.interrupt()
-  for (const call of supervision.calls) abortRunning(call)
-  if (supervision.toolInWork()) queueMicrotask(supervision.interruptWork)
-  else fiber.interruptUnsafe()
-  const stopped = yield* Effect.timeoutOption(Effect.interruptible(Fiber.await(fiber)), supervision.grace)
-  if (Option.isSome(stopped)) return stopped.value
-  abandonBusy(supervision.calls)
-  supervision.abandon()
-  return Exit.interrupt()
-})
+export const supervise = <R>(
+  work: Effect.Effect<void, never, R>,
+  options: SuperviseOptions,
+  restore: Restore
+): Effect.Effect<Exit.Exit<void>, never, R> =>
+  Effect.withFiber((parent) => {
+    const { signal } = options
+    let fiber: Fiber.Fiber<void> | undefined = undefined
+    let cancelled = false
+    const firstOf = Effect.callback<Exit.Exit<void> | undefined>((resume) => {
+      if (signal?.aborted) return resume(Effect.succeed(undefined))
+      let removeObserver: (() => void) | undefined = undefined
+      const onAbort = () => {
+        cancelled = true
+        removeObserver?.()
+        resume(Effect.succeed(undefined))
+      }
+      signal?.addEventListener("abort", onAbort, { once: true })
+      queueMicrotask(() => {
+        if (cancelled) return
+        // The work records its fiber before anything else: what it runs may interrupt this fiber at once.
+        const started = Effect.runForkWith(parent.context as Context.Context<R>)(Effect.withFiber((self) => {
+          fiber = self as Fiber.Fiber<void>
+          return Effect.interruptible(work)
+        }))
+        removeObserver = started.addObserver((exit) => {
+          signal?.removeEventListener("abort", onAbort)
+          resume(Effect.succeed(exit))
+        })
+      })
+      return Effect.sync(() => {
+        cancelled = true
+        signal?.removeEventListener("abort", onAbort)
+        removeObserver?.()
+      })
+    })
+    const stopWork = Effect.suspend((): Effect.Effect<Exit.Exit<void>> => {
+      options.onStop()
+      cancelled = true
+      // Stopped before the work started: no call was reached.
+      if (fiber === undefined) return Effect.succeed(Exit.interrupt())
+      for (const call of options.calls) abortRunning(call)
+      const work = fiber
+      // A microtask later: the abort may come from the first steps of a call the work is still starting, and
+      // `Effect.forEach` registers a call's fiber (which its interruption reaches) only once those are done.
+      queueMicrotask(() => work.interruptUnsafe())
+      return Effect.map(Effect.timeoutOption(Effect.interruptible(Fiber.await(work)), options.grace), (stopped) => {
+        if (Option.isSome(stopped)) return stopped.value
+        abandonBusy(options.calls)
+        options.onAbandon()
+        return Exit.interrupt()
+      })
+    })
+    return Effect.flatMap(
+      Effect.exit(restore(firstOf)),
+      (first) => Exit.isSuccess(first) && first.value !== undefined ? Effect.succeed(first.value) : stopWork
+    )
+  })
 
 /** The honest result of a call the abort caught before it ended (TE 8.3). */
 const interruptedResult = (call: Call, reason: string): Finalized => {
@@ -465,3 +221,7 @@ export const settleRemaining = (
       Effect.andThen(Effect.forEach(calls, message, { discard: true }))
     )
 }
+
+/** Whether an exit of the work says the batch was aborted rather than broken. */
+export const wasInterrupted = (exit: Exit.Exit<void>): boolean =>
+  Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)

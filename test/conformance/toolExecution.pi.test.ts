@@ -842,11 +842,12 @@ const DIFFERENCES: ReadonlyArray<Difference> = [
         expect(endOf(run, id).isError).toBe(true)
         expect(textOf(endOf(run, id).result)).toBe("Tool num was not executed: the run was aborted before it started.")
       }
-      // The abort lands while a's hook is awaited: the batch settles every call in the parallel order.
+      // The abort lands in a's hook: a's prepare sees it once the hook returns, and b's before its own
+      // checks, so each call ends as an immediate outcome in the preflight's order (TE 6.2.1).
       expect(labels(run.events)).toStrictEqual([
         "start:a",
-        "start:b",
         "end:a",
+        "start:b",
         "end:b",
         "msg_start:a",
         "msg_end:a",

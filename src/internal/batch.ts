@@ -1,0 +1,70 @@
+/**
+ * What the phases of one tool batch share (docs/tool-execution.md): the batch's inputs, its sink, whether it
+ * is stopping, and the few steps every phase uses.
+ */
+import type * as Clock from "effect/Clock"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import type { AgentContext } from "../AgentContext.ts"
+import type { AgentEvent } from "../AgentEvent.ts"
+import type { AssistantMessage } from "../Message.ts"
+import type { ToolExecutionConfig } from "../ToolBatch.ts"
+import type { RegisteredTool, ToolRegistryShape } from "../ToolRegistry.ts"
+import type { Call } from "./callState.ts"
+import * as Telemetry from "./telemetry.ts"
+
+/** Everything the phases of one batch share. */
+export interface Batch {
+  readonly assistantMessage: AssistantMessage
+  readonly context: AgentContext
+  readonly registry: ToolRegistryShape
+  /** Delivers an event to the sink (see `internal/emitter.ts`). */
+  readonly emit: (event: AgentEvent) => Effect.Effect<void>
+  /** A delivery `emit` starts can never be cut half-way, so it needs no uninterruptible region. */
+  readonly direct: boolean
+  readonly signal: AbortSignal | undefined
+  /** The hooks; their services (`R`) are the batch's fiber's, where the work runs. */
+  readonly before: ToolExecutionConfig["beforeToolCall"]
+  readonly after: ToolExecutionConfig["afterToolCall"]
+  readonly timeout: Duration.Duration | undefined
+  /** How long a stopped tool or a subscriber gets before it is abandoned (TE 8.2, TE 8.5). */
+  readonly grace: Duration.Duration
+  /** The calls whose id an earlier call of the batch already has (TE 9.1). */
+  readonly duplicates: ReadonlySet<Call> | undefined
+  /** Set by the loop for a response that cannot be trusted: every call ends with this text (AL 2.10). */
+  readonly skipReason: string | undefined
+  readonly clock: Clock.Clock
+  /** The batch's spans and metrics; `undefined` when nothing is recorded (docs/telemetry.md OT 1.2). */
+  readonly trace: Telemetry.BatchTrace | undefined
+  /** Set when the batch is being stopped (signal or interruption): no tool may start after it (TE 8.1). */
+  stopping: boolean
+  /** The timestamp of the latest result message: they never go back in time (TE 5.2). */
+  lastTimestamp: number
+}
+
+/** A call that passed prepare: its tool and the arguments it will get. */
+export interface Prepared {
+  readonly call: Call
+  readonly entry: RegisteredTool
+  readonly args: unknown
+}
+
+export const isStopping = (batch: Batch): boolean => batch.stopping || batch.signal?.aborted === true
+
+/**
+ * Moves a call's state and emits its event as one step an abort cannot split, so a call is never in a state
+ * without its event (or the reverse). A sink whose delivery cannot be cut needs no uninterruptible region.
+ */
+export const atomically = (batch: Batch, step: () => Effect.Effect<void>): Effect.Effect<void> =>
+  batch.direct ? step() : Effect.uninterruptible(Effect.suspend(step))
+
+/** TE 9.5: a batch lets other fibers run at least every 2048 calls, however many complete at once. */
+export const breather = (index: number): Effect.Effect<void> => (index & 2047) === 2047 ? Effect.yieldNow : Effect.void
+
+/** Runs `phase` as a span of the call when the batch is traced (docs/telemetry.md OT 2.4), as is otherwise. */
+export const traced = <A, E, R>(
+  batch: Batch,
+  call: Call,
+  name: Telemetry.ToolPhase,
+  phase: () => Effect.Effect<A, E, R>
+) => Telemetry.toolPhase(batch.trace, call, name, phase)
