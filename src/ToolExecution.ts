@@ -29,7 +29,15 @@ import { type Emitter, makeEmitter } from "./internal/emitter.ts"
 import { causeMessage } from "./internal/errorText.ts"
 import * as Outcome from "./internal/outcomes.ts"
 import { skipReasonOf } from "./internal/skip.ts"
-import { runTool, settleRemaining, supervise, TimedOut, wasInterrupted } from "./internal/supervise.ts"
+import {
+  abandonBusy,
+  runApart,
+  runHere,
+  settleRemaining,
+  supervise,
+  TimedOut,
+  wasInterrupted
+} from "./internal/supervise.ts"
 import * as Telemetry from "./internal/telemetry.ts"
 import { applyOverride, executedResult } from "./internal/toolResult.ts"
 import type { Restore } from "./internal/uninterruptible.ts"
@@ -120,9 +128,14 @@ const prepare = Effect.fnUntracedEager(function*(batch: Batch, call: Call) {
   return { call, entry, args } satisfies Prepared
 })
 
+/** A tool stopped apart: its call, if still running, is stopped, or abandoned if it did not stop (TE 8.2). */
+const stopCall = (call: Call, stopped: boolean): void => {
+  if (call.state._tag === "Running") call.state = stopped ? State.Stopped : State.Abandoned
+}
+
 /**
- * Phase 2 (TE 3): calls the handler and runs the Effect it returns (in a fiber of its own unless it is
- * already complete, see `runTool`). Whether the call may start is decided right before the handler is
+ * Phase 2 (TE 3): calls the handler and runs the Effect it returns in the call's fiber, or apart with a
+ * timeout (see `internal/supervise.ts`). Whether the call may start is decided right before the handler is
  * called and again once it has returned: an abort fired by anything before, or by the handler itself,
  * stops it (TE 8.1). A call whose tool ends while the batch is stopping goes no further.
  */
@@ -133,15 +146,21 @@ const execute = Effect.fnUntracedEager(function*(batch: Batch, { call, entry, ar
   call.state = { _tag: "Running", abort }
   const handled = callUser(() => entry.handler(args, context))
   const timeout = entry.tool.timeout ?? batch.timeout
-  const run = Exit.isExit(handled) || isStopping(batch)
-    ? handled
-    : yield* runTool(handled, call, abort, batch.grace, timeout)
+  let run: Exit.Exit<ToolResult, unknown> | TimedOut = handled as Exit.Exit<ToolResult, unknown>
+  if (!Exit.isExit(handled) && !isStopping(batch)) {
+    run = timeout === undefined
+      ? yield* runHere(handled, call, abort)
+      : yield* runApart(
+        handled,
+        { abort, grace: batch.grace, onStopped: (stopped) => stopCall(call, stopped) },
+        timeout
+      )
+  }
   if (isStopping(batch)) {
     abort()
     return yield* Effect.interrupt
   }
-  if (!(run instanceof TimedOut)) return executedResult(entry.tool, run as Exit.Exit<ToolResult, unknown>)
-  if (!run.stopped && call.state._tag === "Running") call.state = State.Abandoned
+  if (!(run instanceof TimedOut)) return executedResult(entry.tool, run)
   const abandoned = run.stopped ? "" : " and was abandoned: it did not stop when cancelled"
   return errorResult(`Tool ${entry.tool.name} timed out after ${Duration.format(timeout!)}${abandoned}`, {
     timedOut: true,
@@ -245,12 +264,25 @@ const runSequential = Effect.fnUntraced(function*(batch: Batch, calls: ReadonlyA
     const prepared = yield* prepareOrEnd(batch, call)
     if (prepared !== undefined) yield* executeAndEnd(batch, prepared)
     yield* announce(batch, call)
-    yield* breather(i)
+    if (breather(i)) yield* Effect.yieldNow
   }
 })
 
 /** Calls executed together; a larger batch runs in consecutive waves of this many (TE 6.2, TE 9.5). */
 const WAVE = 2048
+
+/** TE 6.2.2: the prepared calls executed together with `Effect.forEach`, each ending once it is finalized. */
+const executeAll = Effect.fnUntraced(function*(
+  batch: Batch,
+  prepared: ReadonlyArray<Prepared>,
+  concurrency: number | "unbounded"
+) {
+  for (let from = 0; from < prepared.length; from += WAVE) {
+    if (from > 0) yield* Effect.yieldNow
+    const wave = prepared.length <= WAVE ? prepared : prepared.slice(from, from + WAVE)
+    yield* Effect.forEach(wave, (call) => executeAndEnd(batch, call), { concurrency, discard: true })
+  }
+})
 
 /**
  * TE 6.2: preflight (start and prepare, one call at a time, in source order), then every prepared call
@@ -267,16 +299,18 @@ const runParallel = Effect.fnUntraced(function*(
     yield* emitStart(batch, calls[i]!)
     const ready = yield* prepareOrEnd(batch, calls[i]!)
     if (ready !== undefined) prepared.push(ready)
-    yield* breather(i)
+    if (breather(i)) yield* Effect.yieldNow
   }
-  for (let from = 0; from < prepared.length; from += WAVE) {
-    if (from > 0) yield* Effect.yieldNow
-    const wave = prepared.length <= WAVE ? prepared : prepared.slice(from, from + WAVE)
-    yield* Effect.forEach(wave, (call) => executeAndEnd(batch, call), { concurrency, discard: true })
-  }
+  // Apart, so that a tool ignoring cancellation holds only its own call's fiber (TE 8.2, TE 9.3).
+  const executed = yield* runApart(executeAll(batch, prepared, concurrency), {
+    abort: () => {},
+    grace: batch.grace,
+    onStopped: (stopped) => stopped || abandonBusy(prepared.map((p) => p.call))
+  })
+  if (Exit.isExit(executed) && Exit.isFailure(executed)) return yield* executed
   for (let i = 0; i < calls.length; i++) {
     yield* announce(batch, calls[i]!)
-    yield* breather(i)
+    if (breather(i)) yield* Effect.yieldNow
   }
 })
 

@@ -58,8 +58,11 @@ export const isStopping = (batch: Batch): boolean => batch.stopping || batch.sig
 export const atomically = (batch: Batch, step: () => Effect.Effect<void>): Effect.Effect<void> =>
   batch.direct ? step() : Effect.uninterruptible(Effect.suspend(step))
 
-/** TE 9.5: a batch lets other fibers run at least every 2048 calls, however many complete at once. */
-export const breather = (index: number): Effect.Effect<void> => (index & 2047) === 2047 ? Effect.yieldNow : Effect.void
+/**
+ * TE 9.5: whether the loop at `index` must let other fibers run: a batch does at least every 2048 calls,
+ * however many complete at once (a generator passes complete Effects on without the runtime's own yield).
+ */
+export const breather = (index: number): boolean => (index & 2047) === 2047
 
 /** Runs `phase` as a span of the call when the batch is traced (docs/telemetry.md OT 2.4), as is otherwise. */
 export const traced = <A, E, R>(

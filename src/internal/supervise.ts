@@ -5,12 +5,13 @@
  *    fiber waits for it, for the run's signal, or for its own interruption, whichever comes first.
  * 2. On abort (signal or interruption) the batch first says it is stopping, so no tool starts after that
  *    (TE 8.1), then aborts the signal of every running tool and interrupts the work.
- * 3. Each pending tool runs in a fiber of its own ({@link runTool}). Interrupted, its call aborts the tool's
- *    signal, interrupts its fiber and waits at most the grace period: a tool that stops is `Stopped`, one
- *    that ignores cancellation is `Abandoned` and left running, with nothing of the batch waiting on it.
- * 4. A timeout (TE 3.5) stops a tool the same way, and its call goes on with a timeout result.
- * 5. Work that does not stop within the grace period (a hook or subscriber that never returns) is abandoned
- *    too: its later events are dropped, and every call still busy is marked abandoned.
+ * 3. A tool runs in the fiber of its call ({@link runHere}: `Effect.forEach`'s fiber for it in parallel mode,
+ *    the work's in sequential mode), so the interruption meets it at its next wait; it is then `Stopped`.
+ * 4. What must be given up on alone runs apart ({@link runApart}): a tool with a timeout (TE 3.5), stopped
+ *    when its time is up, and the parallel execute step, so that a tool ignoring cancellation holds only
+ *    its own call's fiber. Stopped, it is interrupted and, after the grace period, left running.
+ * 5. Work that does not stop within the grace period (a tool that ignores cancellation, a hook or subscriber
+ *    that never returns) is abandoned: its later events are dropped, every call still busy is `Abandoned`.
  * 6. Then {@link settleRemaining} gives every call the abort caught its missing events (TE 8.3).
  */
 import * as Cause from "effect/Cause"
@@ -40,23 +41,7 @@ const abortRunning = (call: Call): void => {
   if (call.state._tag === "Running") call.state.abort()
 }
 
-/** Marks every call whose work may still be going on as abandoned (TE 8.2). */
-const abandonBusy = (calls: Iterable<Call>): void => {
-  for (const call of calls) if (isBusy(call.state)) call.state = Abandoned
-}
-
-/**
- * Stops a tool running in a fiber of its own: aborts its signal first, then interrupts its fiber, waiting at
- * most the grace period. Returns whether it stopped.
- */
-const stopTool = (fiber: Fiber.Fiber<unknown, unknown>, abort: () => void, grace: Duration.Duration) =>
-  Effect.sync(abort).pipe(
-    Effect.andThen(Effect.interruptible(Fiber.interrupt(fiber))),
-    Effect.timeoutOption(grace),
-    Effect.map(Option.isSome)
-  )
-
-/** A tool that did not finish within its timeout; `stopped` says whether it then stopped when cancelled. */
+/** Work that did not finish within its timeout; `stopped` says whether it then stopped when cancelled. */
 export class TimedOut {
   readonly stopped: boolean
   constructor(stopped: boolean) {
@@ -64,37 +49,67 @@ export class TimedOut {
   }
 }
 
+/** How {@link runApart} stops what it runs. */
+export interface Stopping {
+  /** Called first (a tool's signal, so that cleanup waiting on it can finish). */
+  readonly abort: () => void
+  readonly grace: Duration.Duration
+  /** Called once stopping is over: `false` when the fiber was left running after the grace period. */
+  readonly onStopped: (stopped: boolean) => void
+}
+
 /**
- * Runs a tool's Effect in a fiber of its own, started at once, and waits for it (at most `timeout`). A tool
- * that ends synchronously is done without any waiting. Interrupting the wait stops the tool (see the module)
- * and then interrupts the caller; a call still `Running` by then becomes `Stopped` or `Abandoned`.
+ * Runs `effect` in a detached fiber of its own, started at once, and waits for it (at most `timeout`). When
+ * the wait is interrupted or the time is up, it aborts, interrupts the fiber and waits at most the grace
+ * period; a fiber that has not stopped by then is left running, with nothing waiting on it (TE 8.2). An
+ * interrupted wait then interrupts the caller.
  */
-export const runTool = <A, E>(
-  tool: Effect.Effect<A, E>,
-  call: Call,
-  abort: () => void,
-  grace: Duration.Duration,
-  timeout: Duration.Duration | undefined
+export const runApart = <A, E>(
+  effect: Effect.Effect<A, E>,
+  stopping: Stopping,
+  timeout?: Duration.Duration
 ): Effect.Effect<Exit.Exit<A, E> | TimedOut> =>
   Effect.uninterruptibleMask((restore) =>
-    Effect.flatMap(Effect.forkDetach(tool, { startImmediately: true }), (fiber) => {
+    Effect.flatMap(Effect.forkDetach(effect, { startImmediately: true }), (fiber) => {
       const done = fiber.pollUnsafe()
       if (done !== undefined) return Effect.succeed(done)
-      const stop = Effect.map(stopTool(fiber, abort, grace), (stopped) => {
-        // The supervisor may have abandoned and settled the call meanwhile: its settled state stands.
-        if (call.state._tag === "Running") call.state = stopped ? Stopped : Abandoned
-        return stopped
-      })
-      const waited = timeout === undefined
-        ? Effect.asSome(Fiber.await(fiber))
-        : Effect.timeoutOption(Fiber.await(fiber), timeout)
+      const stop = () =>
+        Effect.sync(stopping.abort).pipe(
+          Effect.andThen(Effect.interruptible(Fiber.interrupt(fiber))),
+          Effect.timeoutOption(stopping.grace),
+          Effect.map((stopped) => {
+            stopping.onStopped(Option.isSome(stopped))
+            return Option.isSome(stopped)
+          })
+        )
+      if (timeout === undefined) return Effect.onInterrupt(restore(Fiber.await(fiber)), stop)
       return Effect.flatMap(
-        Effect.onInterrupt(restore(waited), () => stop),
+        Effect.onInterrupt(restore(Effect.timeoutOption(Fiber.await(fiber), timeout)), stop),
         (exit): Effect.Effect<Exit.Exit<A, E> | TimedOut> =>
-          Option.isSome(exit) ? Effect.succeed(exit.value) : Effect.map(stop, (stopped) => new TimedOut(stopped))
+          Option.isSome(exit) ? Effect.succeed(exit.value) : Effect.map(stop(), (stopped) => new TimedOut(stopped))
       )
     })
   )
+
+/**
+ * Runs a tool's Effect in the fiber of its call. Interrupting that fiber interrupts the tool at its next wait;
+ * once the tool's own finalizers are done its signal is aborted and its call, if still running, stopped.
+ */
+export const runHere = <A, E>(
+  tool: Effect.Effect<A, E>,
+  call: Call,
+  abort: () => void
+): Effect.Effect<Exit.Exit<A, E>> =>
+  Effect.exit(Effect.onInterrupt(tool, () =>
+    Effect.sync(() => {
+      abort()
+      if (call.state._tag === "Running") call.state = Stopped
+    })))
+
+/** Marks every call whose work may still be going on as abandoned (TE 8.2). */
+export const abandonBusy = (calls: Iterable<Call>): void => {
+  for (const call of calls) if (isBusy(call.state)) call.state = Abandoned
+}
 
 /** What {@link supervise} needs besides the work. */
 export interface SuperviseOptions {
