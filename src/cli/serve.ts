@@ -95,7 +95,7 @@ const serveFlags = {
   healthCheck: millis("health-check", "How often runners are pinged", defaultTimings.runnerHealthCheckInterval),
   stallExit: Flag.Int("stall-exit").pipe(
     Flag.withDescription(
-      "Exit with code 75 once a forced shard release has been reported pending this many milliseconds (reported after the lock expiration, then every 30 s; the runner cannot recover by itself: restart it). 0: only log it. Default 60000."
+      "Exit with code 75 once a forced shard release has been reported pending this many milliseconds (reported after the lock expiration, then every 30 s), or shards have been in release for longer than the lock expiration plus 1 s: the runner cannot recover by itself (restart it). 0: never exit. Default 60000."
     ),
     Flag.withDefault(60_000)
   )
@@ -168,7 +168,7 @@ export const makeCommand = (shared: SharedFlags) =>
             // a file, a pipe or a terminal before returning on Linux, so the line is out before the exit. (Not
             // through the logger: `Logger.consoleJson` writes stdout whatever `LogToStderr` says.)
             Effect.runSyncWith(context)(Console.error(JSON.stringify({
-              message: "runner stalled in a forced shard release; exiting so its shards can move",
+              message: "runner stalled in a shard release; exiting so its shards can move",
               level: "FATAL",
               timestamp: new Date().toISOString(),
               pendingForMs: Duration.toMillis(pendingFor)

@@ -12,7 +12,7 @@ import * as RunnerAddress from "effect/cluster/RunnerAddress"
 import * as RunnerHealth from "effect/cluster/RunnerHealth"
 import * as Runners from "effect/cluster/Runners"
 import * as RunnerServer from "effect/cluster/RunnerServer"
-import type * as Duration from "effect/Duration"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
@@ -55,13 +55,21 @@ export interface ClusterOptions {
   /** The PostgreSQL connection pool's size (default 20). */
   readonly maxConnections?: number | undefined
   /**
-   * Called (once) when a forced shard release has been pending for `stallBound` (SV 4.5, see
-   * `internal/stallWatch.ts`): this runner cannot recover its shards by itself; the caller should end the
-   * process so its locks go and the runs continue elsewhere. Default: none (the stall is only logged).
+   * Called (once) when a forced shard release has been pending for `stallBound` (SV 4.5), or this runner has
+   * had shards in release for longer than `releaseBound` (SV 4.6; see `internal/stallWatch.ts`): this runner
+   * cannot recover its shards by itself; the caller should end the process so its locks go and the runs
+   * continue elsewhere. Default: none (a forced release's stall is only logged by effect).
    */
   readonly onStall?: ((pendingFor: Duration.Duration) => void) | undefined
   /** How long a forced shard release may be reported pending before `onStall` (default 60 s). */
   readonly stallBound?: Duration.Input | undefined
+  /**
+   * How long this runner may have shards in release without a pause before `onStall` (SV 4.6). Default: the
+   * lock expiration plus the entity termination timeout (8.5 s with the default timings): a release that
+   * completes drains its entities within the termination timeout, and by the lock expiration another runner
+   * would have taken the shard from a dead one.
+   */
+  readonly releaseBound?: Duration.Input | undefined
 }
 
 /**
@@ -106,13 +114,24 @@ export const cluster = (options: ClusterOptions): Layer.Layer<EngineServices, St
     // The runner's first statement: where an unreachable server, an unknown role or database shows (SV 5.3).
     explainedBy(cannotUseStore(options.url))
   )
-  return engine({
-    runnerAddress: address,
-    timings,
-    runners,
-    runnerServer,
-    shardingConfig: { runnerListenAddress: Option.some(address), runnerHealthCheckInterval }
-  }).pipe(
+  const onStall = options.onStall
+  // In the engine's layer graph, so that it reads the metric registry `Sharding` reports to.
+  const releaseWatch = onStall === undefined ? Layer.empty : Layer.effectDiscard(Effect.forkScoped(
+    StallWatch.releaseWatch({
+      bound: options.releaseBound ?? Duration.sum(timings.shardLockExpiration, timings.entityTerminationTimeout),
+      onStall
+    })
+  ))
+  return Layer.merge(
+    engine({
+      runnerAddress: address,
+      timings,
+      runners,
+      runnerServer,
+      shardingConfig: { runnerListenAddress: Option.some(address), runnerHealthCheckInterval }
+    }),
+    releaseWatch
+  ).pipe(
     Layer.provide(tables),
     Layer.provide(
       options.onStall === undefined

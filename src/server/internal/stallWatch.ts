@@ -1,5 +1,5 @@
 /**
- * A bound on a cluster runner stalled in a forced shard release (SV 4.5).
+ * Bounds on a cluster runner stalled in a shard release (SV 4.5, SV 4.6).
  *
  * When a shard-lock operation outlasts the lock refresh interval, effect's `Sharding` marks its locks
  * unhealthy and force-releases every shard: it interrupts the shards' entities and waits for them to stop.
@@ -15,8 +15,13 @@
  * The only signal effect gives is that warning (module `effect/cluster/Sharding`), logged first once the
  * release has been pending for the lock expiration, then every 30 s while it still is.
  */
+import * as Clock from "effect/Clock"
+import * as ClusterMetrics from "effect/cluster/ClusterMetrics"
 import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import * as Logger from "effect/Logger"
+import * as Metric from "effect/Metric"
+import * as Schedule from "effect/Schedule"
 
 /** The warning effect's `Sharding` logs while a forced shard release is pending. */
 export const pendingMessage = "Forced shard release is still pending"
@@ -46,3 +51,49 @@ export const logger = (bound: Duration.Input, onStall: (pendingFor: Duration.Dur
     }
   })
 }
+
+/**
+ * Calls `onStall` (once) when this runner has had shards in release for longer than `bound` without a pause
+ * (SV 4.6), as effect's gauge `effect_cluster_shards_releasing` reports them, read every `interval`; a
+ * release that ends, even for one reading, starts the count again. Returns once it has called `onStall`;
+ * runs forever otherwise (fork it in the runner's scope).
+ *
+ * Why a second watch: a rebalance (a runner joining or leaving) releases shards without forcing, and
+ * effect 4.1 can wait forever there with no warning at all, so {@link logger} never fires. The release
+ * waits for the shard's entities to close; a workflow's `run` request is uninterruptible, so the entity
+ * waits for it; `run` waits for the reply of an activity it sent to its own entity on the same shard; and
+ * that activity is served by nobody, since a shard in release is skipped by the storage read loop and
+ * refused by local delivery. The lock is still refreshed meanwhile, so no other runner takes the shard.
+ * The gauge counts a shard from the moment it stops being acquired until its lock is released, so it
+ * stays above 0 for as long as that cycle lasts.
+ *
+ * The gauge is read from the metric registry of the context this runs in, which must be the one the
+ * cluster's `Sharding` was built in (the same layer graph).
+ */
+export const releaseWatch = Effect.fn("StallWatch.releaseWatch")(function*(options: {
+  readonly bound: Duration.Input
+  readonly interval?: Duration.Input | undefined
+  readonly onStall: (pendingFor: Duration.Duration) => void
+}) {
+  const boundMillis = Duration.toMillis(Duration.fromInputUnsafe(options.bound))
+  let since: number | undefined
+  const stalled = Effect.gen(function*() {
+    const releasing = (yield* Metric.value(ClusterMetrics.shardsReleasing)).value
+    const now = yield* Clock.currentTimeMillis
+    if (releasing <= 0n) {
+      since = undefined
+      return false
+    }
+    since ??= now
+    if (now - since <= boundMillis) return false
+    yield* Effect.logWarning("shards in release for longer than the bound").pipe(
+      Effect.annotateLogs({ shardsReleasing: Number(releasing), pendingForMs: now - since })
+    )
+    options.onStall(Duration.millis(now - since))
+    return true
+  })
+  yield* Effect.repeat(stalled, {
+    schedule: Schedule.spaced(options.interval ?? "1 second"),
+    until: (done) => done
+  })
+})
