@@ -23,7 +23,6 @@ import * as EventSink from "./EventSink.ts"
 import { abortOnInterrupt } from "./internal/abort.ts"
 import { contain } from "./internal/contain.ts"
 import { Growing } from "./internal/growing.ts"
-import { keepAll } from "./internal/shapes.ts"
 import { deliveringEagerly } from "./internal/syncSink.ts"
 import type { Restore } from "./internal/uninterruptible.ts"
 import type { AgentMessage, ImageContent, UserMessage } from "./Message.ts"
@@ -363,16 +362,6 @@ const updateNow = <A, B>(ref: SubscriptionRef.SubscriptionRef<A>, f: (a: A, b: B
   return true
 }
 
-/**
- * One instance of each object a run of the agent makes for itself and nothing else keeps between runs (see
- * `internal/shapes.ts`: a major collection while the agent idles would otherwise drop their hidden classes and
- * deoptimize its delivery code): a set of pending tool calls (the HashSet's nodes) and a run's eager sink.
- */
-keepAll([
-  HashSet.add(HashSet.add(HashSet.empty<string>(), "a"), "b"),
-  deliveringEagerly(() => Effect.void, () => Effect.void)
-])
-
 const STREAMING: Partial<Plain> = { isStreaming: true, streamingMessage: undefined, errorMessage: undefined }
 const IDLE: Partial<Plain> = { isStreaming: false, streamingMessage: undefined }
 
@@ -470,8 +459,6 @@ export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentO
       ? held(event, signal, restore)
       : Effect.flatMap(restore(turn.take), () => held(event, signal, restore))
 
-  // Functions of the agent, bound per run and per event: closures made per run would lose their optimized
-  // code at every major collection between runs (see `internal/shapes.ts`).
   const deliverMasked = (
     event: AgentEvent,
     signal: AbortSignal,
@@ -558,9 +545,8 @@ export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentO
     }
   )
 
-  // The queues' polls, made once per agent rather than per run: the loop reads them every turn, and code
-  // made per run is compiled again after every major collection (see `internal/shapes.ts`). One run at a
-  // time, so one flag says whether this run's first poll of steering is to be skipped.
+  // The queues' polls, made once per agent. One run at a time, so one flag says whether this run's first
+  // poll of steering is to be skipped.
   let skipSteering = false
   const pollSteering = Effect.sync((): ReadonlyArray<AgentMessage> => {
     if (skipSteering) {
@@ -570,9 +556,7 @@ export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentO
     return steering.drain()
   })
   const pollFollowUps = Effect.sync(() => followUps.drain())
-  // One config for all of the agent's runs, its signal set as each starts (one run at a time): the loop's
-  // code reads it every turn, and a config made per run would give it a hidden class that a major
-  // collection between two prompts drops, deoptimizing that code (see `internal/shapes.ts`).
+  // One config for all of the agent's runs, its signal set as each starts (one run at a time).
   const runConfig: { -readonly [K in keyof AgentLoopConfig<R>]: AgentLoopConfig<R>[K] } = {
     ...options,
     signal: undefined,

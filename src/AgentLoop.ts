@@ -30,7 +30,6 @@ import { abortOnInterrupt, interruptOnAbort } from "./internal/abort.ts"
 import { makeEmitter } from "./internal/emitter.ts"
 import { causeMessage } from "./internal/errorText.ts"
 import { Growing } from "./internal/growing.ts"
-import { keepAll } from "./internal/shapes.ts"
 import { skipping } from "./internal/skip.ts"
 import * as Telemetry from "./internal/telemetry.ts"
 import type { Restore } from "./internal/uninterruptible.ts"
@@ -184,33 +183,6 @@ class LaterContext implements AgentContext {
 }
 
 /**
- * One instance of each object a run of the loop makes for itself, kept for the process's life (see
- * `internal/shapes.ts`: without a live instance a major collection, which happens while the process waits for the
- * model or a person, drops their hidden classes and deoptimizes the loop's code). Each is made up, empty: a
- * few hundred bytes in all. The abort listener is the shape of the one `interruptOnAbort` adds to the run's
- * signal while the model streams (Node's `EventTarget` listener record).
- */
-const keptSignal = new AbortController().signal
-keptSignal.addEventListener("abort", () => {}, { once: true })
-// A generator's `yield*` of an Effect goes through one of these, advanced to its end.
-const keptYield = Effect.void[Symbol.iterator]()
-keptYield.next(undefined as never)
-keptYield.next(undefined as never)
-// A fiber parked for good inside a generator: its stack holds the runtime's generator step. It waits on a
-// callback that is never resumed, holds no timer and nothing else, and keeps nothing alive but itself.
-const parked = Effect.runFork(Effect.gen(function*() {
-  yield* Effect.callback<void>(() => {})
-}))
-keepAll([
-  parked,
-  keptYield,
-  new LaterContext("", () => []),
-  new Growing<AgentMessage>(),
-  keptSignal,
-  EventSink.fromCallback(() => {})
-])
-
-/**
  * Delivery for the loop's own events: contained (a failing subscriber never ends a run), and never cut
  * half-way: a synchronous or eager sink's delivery cannot be (see `internal/syncSink.ts`), any other
  * effectful sink's runs uninterruptibly, so an abort waits for the event in flight.
@@ -285,12 +257,7 @@ const buildRequestWithHooks = Effect.fnUntraced(function*<R>(run: Run<R>, system
 const CONTINUE = Exit.succeed(true)
 const STOP = Exit.succeed(false)
 
-/**
- * One model call being read (AL 2.3): what has arrived so far. Its steps are module functions continued by
- * functions bound to it, not closures made per call: a closure's optimized code is dropped by a major
- * collection once none of its instances is alive, which is exactly the state between two turns (see
- * `internal/shapes.ts`).
- */
+/** One model call being read (AL 2.3): what has arrived so far, and the steps that read it. */
 class Response {
   partial: AssistantMessage | undefined = undefined
   final: AssistantMessage | undefined = undefined
@@ -316,18 +283,6 @@ class Response {
 
 /** The stream ended (a stream may end before its `done` event: `endResponse` closes such a call). */
 const endOfStream = (): Effect.Effect<void> => Effect.void
-
-/**
- * One made-up call of each kind kept (see `keepAll` above): its scope (a stream run's) and the Effects a call
- * builds (an exit of a pending Effect, a fork) that nothing else keeps between turns.
- */
-const keptResponse = new Response({ signal: keptSignal } as Run<any>)
-keepAll([
-  keptResponse,
-  Effect.exit(Effect.sync(() => undefined)),
-  Effect.forkChild(Effect.void, { startImmediately: true }),
-  Pull.catchDone(Effect.void, endOfStream)
-])
 
 /**
  * Announces one event of the stream and says whether to read on: the stream is read up to its `done` or
@@ -491,7 +446,17 @@ const runToolBatch = <R>(
     : undefined
   // An aborted response's calls go through an aborted signal, so they settle as "not started".
   const signal = message.stopReason === "aborted" && !isAborted(run) ? AbortSignal.abort() : run.signal
-  const options = new BatchOptions(run.config, signal, contextOf(run, systemPrompt))
+  const { abandonAfter, afterToolCall, beforeToolCall, concurrency, timeout, toolExecution } = run.config
+  const options: ToolExecutionOptions<R> = {
+    toolExecution,
+    concurrency,
+    beforeToolCall,
+    afterToolCall,
+    timeout,
+    abandonAfter,
+    signal,
+    context: contextOf(run, systemPrompt)
+  }
   return Telemetry.inTurn(
     run.trace,
     executeToolCalls(message, skipReason === undefined ? options : skipping(options, skipReason))
@@ -636,58 +601,7 @@ const runMasked = Effect.fnUntraced(function*<R>(
   return run.newMessages.snapshot()
 })
 
-/**
- * The settings of the caller's config that a tool batch takes, copied into fixed fields. Both classes below
- * build on it: the run's copy of the config, and a batch's options.
- */
-class ToolSettings<R> {
-  readonly toolExecution: AgentLoopConfig<R>["toolExecution"]
-  readonly concurrency: AgentLoopConfig<R>["concurrency"]
-  readonly beforeToolCall: AgentLoopConfig<R>["beforeToolCall"]
-  readonly afterToolCall: AgentLoopConfig<R>["afterToolCall"]
-  readonly timeout: AgentLoopConfig<R>["timeout"]
-  readonly abandonAfter: AgentLoopConfig<R>["abandonAfter"]
-  constructor(config: ToolExecutionConfig<R>) {
-    this.toolExecution = config.toolExecution
-    this.concurrency = config.concurrency
-    this.beforeToolCall = config.beforeToolCall
-    this.afterToolCall = config.afterToolCall
-    this.timeout = config.timeout
-    this.abandonAfter = config.abandonAfter
-  }
-}
-
-/**
- * The caller's config as the run reads it: copied once into fields of one fixed class. The loop's code
- * reads it every turn, and a caller that makes its config per run (a literal) would otherwise give that
- * code a hidden class that a major collection between runs drops, deoptimizing it.
- */
-class RunConfig<R> extends ToolSettings<R> implements AgentLoopConfig<R> {
-  readonly convertToLlm: AgentLoopConfig<R>["convertToLlm"]
-  readonly transformContext: AgentLoopConfig<R>["transformContext"]
-  readonly getSteeringMessages: AgentLoopConfig<R>["getSteeringMessages"]
-  readonly getFollowUpMessages: AgentLoopConfig<R>["getFollowUpMessages"]
-  readonly shouldStopAfterTurn: AgentLoopConfig<R>["shouldStopAfterTurn"]
-  readonly modelOptions: AgentLoopConfig<R>["modelOptions"]
-  readonly signal: AgentLoopConfig<R>["signal"]
-  constructor(config: AgentLoopConfig<R>) {
-    super(config)
-    this.convertToLlm = config.convertToLlm
-    this.transformContext = config.transformContext
-    this.getSteeringMessages = config.getSteeringMessages
-    this.getFollowUpMessages = config.getFollowUpMessages
-    this.shouldStopAfterTurn = config.shouldStopAfterTurn
-    this.modelOptions = config.modelOptions
-    this.signal = config.signal
-  }
-}
-
-// Every field of the caller's config is copied: one added to AgentLoopConfig and not to RunConfig fails to
-// compile here instead of being dropped silently.
-type Uncopied = Exclude<keyof AgentLoopConfig<unknown>, keyof RunConfig<unknown>>
-true satisfies ([Uncopied] extends [never] ? true : Uncopied)
-
-/** A run's state. The one place its object is made, so that the one kept below has the same hidden class. */
+/** A run's state. */
 function makeRun<R>(
   config: AgentLoopConfig<R>,
   model: ModelShape,
@@ -698,7 +612,7 @@ function makeRun<R>(
   trace: Telemetry.RunTrace | undefined
 ): Run<R> {
   return {
-    config: new RunConfig(config),
+    config,
     model,
     registry,
     tools: toolSpecs(registry),
@@ -710,39 +624,6 @@ function makeRun<R>(
     trace
   }
 }
-
-/**
- * The executeToolCalls options of a batch: always the same fields, so that their hidden class is one (a
- * spread of the caller's config would give each config shape its own), kept alive by the instance below.
- */
-class BatchOptions<R> extends ToolSettings<R> implements ToolExecutionOptions<R> {
-  readonly signal: AbortSignal | undefined
-  readonly context: AgentContext
-  constructor(config: ToolExecutionConfig<R>, signal: AbortSignal | undefined, context: AgentContext) {
-    super(config)
-    this.signal = signal
-    this.context = context
-  }
-}
-
-// A run's objects, one of each made up and kept: a major collection that finds none alive drops their
-// hidden classes and deoptimizes the loop's code that depends on them (see `internal/shapes.ts`).
-keepAll([
-  makeRun(
-    {},
-    { info: { api: "", provider: "", model: "" }, stream: () => Stream.empty },
-    { tools: [] } as unknown as ToolRegistryShape,
-    () => Effect.void,
-    keptSignal,
-    new Growing(),
-    undefined
-  ),
-  new BatchOptions({}, keptSignal, new LaterContext("", () => [])),
-  // Fields that take numbers or objects hold both kinds from the start, so that a caller's first number
-  // there does not deprecate the kept hidden class.
-  new BatchOptions({ concurrency: 1, timeout: 1, abandonAfter: 1 }, keptSignal, new LaterContext("", () => [])),
-  new RunConfig({ concurrency: 1, timeout: 1, abandonAfter: 1 })
-])
 
 const runBody = Effect.fnUntraced(function*<R>(
   run: Run<R>,
@@ -859,8 +740,7 @@ interface Waiter {
  * The iterator of {@link agentLoopAsyncIterable}. The run delivers into a plain buffer (no Effect, no fiber
  * per event); the iterator drains it and waits only when it is empty. Unbounded like the run's own transcript:
  * every event is kept until read. `next` is a plain method (no async frame per event): a buffered event is
- * handed out at once. A class with methods, not closures made per run, so that its code survives a major
- * collection between runs (see `internal/shapes.ts`).
+ * handed out at once.
  */
 class LoopIterator implements AsyncIterator<AgentEvent> {
   buffer: Array<AgentEvent | undefined> = []
@@ -970,9 +850,6 @@ class LoopIterator implements AsyncIterator<AgentEvent> {
     throw error
   }
 }
-
-// One kept, so that a major GC between runs does not drop the class's map (see `internal/shapes.ts`).
-keepAll([new LoopIterator([], { systemPrompt: "", messages: [] }, {}, undefined as unknown as RunLayer)])
 
 /**
  * A run as a Promise of the messages it added, for code without Effect; events go to `onEvent` (awaited

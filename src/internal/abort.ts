@@ -8,10 +8,9 @@
  * - interruption → signal: {@link abortOnInterrupt} (interrupting the caller aborts a controller and waits
  *   for the work to settle on it), {@link LazyAbort} (a signal handed to user code, created only if read).
  */
-import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
-import { type Restore, uninterruptibleInFiber } from "./uninterruptible.ts"
+import type { Restore } from "./uninterruptible.ts"
 
 /** Completes when the signal fires (at once if it has). Removes its listener when interrupted. */
 export const whenAborted = (signal: AbortSignal): Effect.Effect<void> =>
@@ -44,63 +43,23 @@ export const interruptOnAbort = <A, E, R>(
   signal: AbortSignal,
   options?: InterruptOnAbortOptions
 ): Effect.Effect<A, E, R> =>
-  // Module functions bound per use, not closures: it runs per model call, and a closure's optimized code is
-  // dropped by a major collection once none of its instances is alive (see `shapes.ts`).
-  options?.startImmediately === true
-    ? uninterruptibleInFiber(startNowOnAbort<A, E, R>, { work, signal })
-    : Effect.uninterruptibleMask(
-      (forkChildOnAbort<A, E, R>).bind(undefined, work, signal) as (restore: Restore) => Effect.Effect<A, E, R>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.flatMap(
+      Effect.forkChild(restore(work), { startImmediately: options?.startImmediately === true }),
+      (fiber) => {
+        // Work started at once may be over already: it needs no listener.
+        const done = fiber.pollUnsafe()
+        if (done !== undefined) return done
+        const onAbort = () => fiber.interruptUnsafe()
+        if (signal.aborted) onAbort()
+        else signal.addEventListener("abort", onAbort, { once: true })
+        return restore(Fiber.join(fiber)).pipe(
+          Effect.onInterrupt(() => Fiber.interrupt(fiber)),
+          Effect.ensuring(Effect.sync(() => signal.removeEventListener("abort", onAbort)))
+        )
+      }
     )
-
-function forkChildOnAbort<A, E, R>(
-  work: Effect.Effect<A, E, R>,
-  signal: AbortSignal,
-  restore: Restore
-): Effect.Effect<A, E, R> {
-  return Effect.flatMap(Effect.forkChild(restore(work)), (joinOnAbort<A, E>).bind(undefined, signal, false, restore))
-}
-
-/**
- * Started at once, in a fiber of its own with this fiber's services, as `forkChild` with `startImmediately`
- * would; not registered as this fiber's child, which it need not be: this fiber always waits for it, and
- * interrupts it if interrupted itself. (`forkChild` builds a closure per call, whose optimized code a major
- * collection drops; the fork used here is a function Effect keeps alive.)
- */
-function startNowOnAbort<A, E, R>(
-  input: { readonly work: Effect.Effect<A, E, R>; readonly signal: AbortSignal },
-  restore: Restore,
-  parent: Fiber.Fiber<unknown, unknown>
-): Effect.Effect<A, E> {
-  const fiber = Effect.runForkWith(parent.context as Context.Context<R>)(restore(input.work))
-  return joinOnAbort(input.signal, true, restore, fiber)
-}
-
-function joinOnAbort<A, E>(
-  signal: AbortSignal,
-  immediately: boolean,
-  restore: Restore,
-  fiber: Fiber.Fiber<A, E>
-): Effect.Effect<A, E> {
-  if (immediately) {
-    const exit = fiber.pollUnsafe()
-    if (exit !== undefined) return exit
-  }
-  const onAbort = interruptFiber.bind(undefined, fiber)
-  if (signal.aborted) onAbort()
-  else signal.addEventListener("abort", onAbort, { once: true })
-  return restore(Fiber.join(fiber)).pipe(
-    Effect.onInterrupt(Fiber.interrupt.bind(undefined, fiber)),
-    Effect.ensuring(Effect.sync(removeAbortListener.bind(undefined, signal, onAbort)))
   )
-}
-
-function interruptFiber(fiber: Fiber.Fiber<unknown, unknown>): void {
-  fiber.interruptUnsafe()
-}
-
-function removeAbortListener(signal: AbortSignal, onAbort: () => void): void {
-  signal.removeEventListener("abort", onAbort)
-}
 
 /**
  * Runs `work` in a child fiber (started at once) and waits for it. Interrupting the caller does not

@@ -10,7 +10,6 @@ import * as Exit from "effect/Exit"
 import type { AgentEvent } from "../AgentEvent.ts"
 import * as EventSink from "../EventSink.ts"
 import { contain } from "./contain.ts"
-import { keepAll } from "./shapes.ts"
 import { eagerDelivery, synchronousDelivery } from "./syncSink.ts"
 
 /** The batch's view of the sink. */
@@ -45,11 +44,7 @@ const warnThrown = (event: AgentEvent, error: unknown) =>
 const deliverContained = (sink: EventSink.EventSinkShape, event: AgentEvent): Effect.Effect<void> =>
   contain(`an event subscriber on ${event.type}`, () => sink.emit(event))
 
-/**
- * The emitters are classes whose functions are methods bound once per emitter, not closures: an emitter is
- * made per run and per batch, and a closure's optimized code is dropped by a major collection once none of
- * its instances is alive (see `shapes.ts`).
- */
+/** The emitters, one class per kind of sink; `emit`, `bounded` and `close` are bound so they can be passed on. */
 abstract class BaseEmitter implements Emitter {
   closed = false
   readonly emit: (event: AgentEvent) => Effect.Effect<void>
@@ -159,11 +154,3 @@ export const makeEmitter = (sink: EventSink.EventSinkShape): Emitter => {
   const emitEager = eagerDelivery(sink)
   return emitEager !== undefined ? new EagerEmitter(sink, emitEager) : new EffectEmitter(sink)
 }
-
-// One of each kept, so that a major GC between runs does not drop their maps (see `shapes.ts`).
-keepAll([
-  new DiscardEmitter(),
-  new SyncEmitter(() => {}),
-  new EffectEmitter(EventSink.discard),
-  new EagerEmitter(EventSink.discard, () => Effect.void)
-])
