@@ -1,5 +1,5 @@
 /**
- * What the interleaved A/B scripts share (`bench/ab.ts`, `scratchpad/callab.ts`, `scratchpad/turnab.ts`):
+ * What the interleaved A/B scripts share (`bench/ab.ts`, `scratchpad/turnab.ts`):
  * their command-line options, another git ref's `bench/loop.ts` loaded from a temporary copy of that ref's
  * `src/` and `bench/` (`git archive`), which shares this tree's node_modules and so the same `effect`, and
  * the comparison of two loops sampled as `run.ts` samples.

@@ -1,8 +1,8 @@
-// The turn workloads the profiling probes share (allocprof, deopts, heapgrowth, hops, postgc, turnprof): one
+// The turn workloads the profiling probes share (allocprof, heapgrowth, turnprof): one
 // run of a bench turn row, by name: `agent<turns>` (the stateful agent's prompt), `loop<turns>` (agentLoop,
 // iterated) or `cb<turns>` (agentLoop, callback sink), with `x20k` / `20k` for a 20 000-message transcript
-// (agent10, agent500, loop10, loop500, loop0, agent10x20k, cb500). Per-call workloads (callalloc, callpos,
-// callprof): see callWorkload; allocationProfile samples a workload for allocprof and callalloc.
+// (agent10, agent500, loop10, loop500, loop0, agent10x20k, cb500). Per-call workloads
+// (callprof): see callWorkload; allocationProfile samples a workload for allocprof.
 import {
   callsMessage,
   FINAL,
@@ -58,7 +58,7 @@ export const callWorkload = (
 
 /**
  * Runs `once` for `seconds` under V8's sampling heap profiler (collected objects included, one sample per
- * `interval` bytes) and returns the profile with the number of runs: what allocprof.ts and callalloc.ts print.
+ * `interval` bytes) and returns the profile with the number of runs: what allocprof.ts prints.
  */
 export const allocationProfile = async (
   once: () => Promise<unknown>,
