@@ -10,19 +10,17 @@
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
-import * as Channel from "effect/Channel"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Pull from "effect/Pull"
 import * as Queue from "effect/Queue"
 import * as Schema from "effect/Schema"
-import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { AgentContext } from "./AgentContext.ts"
 import type { AgentEvent } from "./AgentEvent.ts"
+import type { AgentLoopConfig, ShouldStopAfterTurnContext } from "./AgentLoopConfig.ts"
 import type { AssistantMessageEvent } from "./AssistantMessageEvent.ts"
 import * as EventSink from "./EventSink.ts"
 import { abortOnInterrupt, interruptOnAbort } from "./internal/abort.ts"
@@ -42,59 +40,11 @@ import {
   toolCallsOf,
   type ToolResultMessage
 } from "./Message.ts"
-import { Model, type ModelOptions, type ModelRequest, type ModelShape, type ToolSpec } from "./Model.ts"
-import {
-  executeToolCalls,
-  type ToolBatchResult,
-  type ToolExecutionConfig,
-  type ToolExecutionOptions
-} from "./ToolExecution.ts"
+import { Model, type ModelRequest, type ModelShape, type ToolSpec } from "./Model.ts"
+import { executeToolCalls, type ToolBatchResult, type ToolExecutionOptions } from "./ToolExecution.ts"
 import { ToolRegistry, type ToolRegistryShape } from "./ToolRegistry.ts"
 
-/** What `shouldStopAfterTurn` sees once a turn is over. */
-interface ShouldStopAfterTurnContext {
-  readonly message: AssistantMessage
-  readonly toolResults: ReadonlyArray<ToolResultMessage>
-  readonly context: AgentContext
-  readonly newMessages: ReadonlyArray<AgentMessage>
-}
-
-/**
- * How a run behaves. Hooks are Effects that may use services `R`; their failures are contained (see each
- * field).
- */
-export interface AgentLoopConfig<R = never> extends ToolExecutionConfig<R> {
-  /**
-   * Turns the transcript into the messages the model reads; application messages are dropped or converted
-   * here. Default: keep user, assistant and tool-result messages. A failure ends the turn with an `error`
-   * assistant message.
-   */
-  readonly convertToLlm?:
-    | ((messages: ReadonlyArray<AgentMessage>) => Effect.Effect<ReadonlyArray<Message>, unknown, R>)
-    | undefined
-  /**
-   * Rewrites the transcript before `convertToLlm` (pruning, injection). A failure ends the turn with an
-   * `error` assistant message.
-   */
-  readonly transformContext?:
-    | ((messages: ReadonlyArray<AgentMessage>) => Effect.Effect<ReadonlyArray<AgentMessage>, unknown, R>)
-    | undefined
-  /** Messages to inject after the current batch (read after each whole batch and its `turn_end`). */
-  readonly getSteeringMessages?: Effect.Effect<ReadonlyArray<AgentMessage>, never, R> | undefined
-  /** Messages to process when the agent would otherwise stop. */
-  readonly getFollowUpMessages?: Effect.Effect<ReadonlyArray<AgentMessage>, never, R> | undefined
-  /**
-   * Asked after each turn; `true` ends the run before steering and follow-ups are read. A failure is logged
-   * and ends the run the same way (stopping is the safe choice).
-   */
-  readonly shouldStopAfterTurn?:
-    | ((context: ShouldStopAfterTurnContext) => Effect.Effect<boolean, unknown, R>)
-    | undefined
-  /** Options passed to the model on every call. */
-  readonly modelOptions?: ModelOptions | undefined
-  /** Aborting it ends the run: the current response ends `aborted`, the batch settles, no model call follows. */
-  readonly signal?: AbortSignal | undefined
-}
+export type { AgentLoopConfig, ShouldStopAfterTurnContext } from "./AgentLoopConfig.ts"
 
 /** `continue` was asked of a transcript it cannot continue. */
 export class CannotContinue extends Schema.TaggedError<CannotContinue>()("CannotContinue", {
@@ -156,29 +106,14 @@ const appendAll = <R>(run: Run<R>, messages: ReadonlyArray<ToolResultMessage>) =
  * The context as of now. Its `messages` are taken only when read, so a batch or hook that never looks at the
  * transcript costs nothing; read later, they are still the messages of this moment.
  */
-const contextOf = <R>(run: Run<R>, systemPrompt: string): AgentContext =>
-  new LaterContext(systemPrompt, run.transcript.later())
-
-/**
- * A context whose `messages` are read when asked for: an own enumerable getter (a spread copy reads it),
- * defined from one shared descriptor (V8 builds an object literal with a getter through its runtime, several
- * times slower, and it is made once per turn).
- */
-class LaterContext implements AgentContext {
-  readonly systemPrompt: string
-  declare readonly messages: ReadonlyArray<AgentMessage>
-  readonly #messages: () => ReadonlyArray<AgentMessage>
-  static readonly messagesDescriptor: PropertyDescriptor = {
-    get(this: LaterContext) {
-      return this.#messages()
-    },
-    enumerable: true,
-    configurable: true
-  }
-  constructor(systemPrompt: string, messages: () => ReadonlyArray<AgentMessage>) {
-    this.systemPrompt = systemPrompt
-    this.#messages = messages
-    Object.defineProperty(this, "messages", LaterContext.messagesDescriptor)
+const contextOf = <R>(run: Run<R>, systemPrompt: string): AgentContext => {
+  const messages = run.transcript.later()
+  // An own enumerable getter: a spread copy of the context reads it.
+  return {
+    systemPrompt,
+    get messages() {
+      return messages()
+    }
   }
 }
 
@@ -187,22 +122,13 @@ class LaterContext implements AgentContext {
  * half-way: a synchronous or eager sink's delivery cannot be (see `internal/syncSink.ts`), any other
  * effectful sink's runs uninterruptibly, so an abort waits for the event in flight.
  */
-const loopEmit = (sink: EventSink.EventSinkShape) => {
+const loopEmit = (sink: EventSink.EventSinkShape): (event: AgentEvent) => Effect.Effect<void> => {
   const emitter = makeEmitter(sink)
-  return emitter.direct ? emitter.emit : emitUninterruptibly.bind(undefined, emitter.emit)
-}
-
-// Bound, not closures made per run and per event (see `Response`).
-function emitUninterruptibly(emit: (event: AgentEvent) => Effect.Effect<void>, event: AgentEvent): Effect.Effect<void> {
-  return Effect.uninterruptible(Effect.suspend(emit.bind(undefined, event)))
+  return emitter.direct ? emitter.emit : (event) => Effect.uninterruptible(Effect.suspend(() => emitter.emit(event)))
 }
 
 const announce = <R>(run: Run<R>, message: AgentMessage) =>
-  Effect.flatMapEager(run.emit({ type: "message_start", message }), emitMessageEnd.bind(undefined, run, message))
-
-function emitMessageEnd(run: Run<any>, message: AgentMessage): Effect.Effect<void> {
-  return run.emit({ type: "message_end", message })
-}
+  Effect.flatMapEager(run.emit({ type: "message_start", message }), () => run.emit({ type: "message_end", message }))
 
 /** A message from no model call: the run failed or was aborted before (or while) the model answered. */
 const closingMessage = (
@@ -254,181 +180,85 @@ const buildRequestWithHooks = Effect.fnUntraced(function*<R>(run: Run<R>, system
   return request
 })
 
-const CONTINUE = Exit.succeed(true)
-const STOP = Exit.succeed(false)
-
-/** One model call being read (AL 2.3): what has arrived so far, and the steps that read it. */
-class Response {
-  partial: AssistantMessage | undefined = undefined
-  final: AssistantMessage | undefined = undefined
-  started = false
-  /** The stream's pull, once opened; the stream's resources live in `scope`, closed when the call ends. */
-  pull: Pull.Pull<ReadonlyArray<AssistantMessageEvent>, unknown, unknown> | undefined = undefined
-  readonly scope: Scope.Closeable = Scope.makeUnsafe()
-  readonly run: Run<any>
-  readonly onPull: (
-    pull: Pull.Pull<ReadonlyArray<AssistantMessageEvent>, unknown, unknown>
-  ) => Effect.Effect<void, unknown>
-  readonly onChunk: (chunk: ReadonlyArray<AssistantMessageEvent>) => Effect.Effect<void, unknown>
-  readonly onExit: (exit: Exit.Exit<void, unknown>) => Effect.Effect<void>
-  readonly onEnd: (exit: Exit.Exit<void, unknown>) => Effect.Effect<AssistantMessage>
-  constructor(run: Run<any>) {
-    this.run = run
-    this.onPull = openedResponse.bind(undefined, this)
-    this.onChunk = readChunk.bind(undefined, this, 0)
-    this.onExit = closeScope.bind(undefined, this)
-    this.onEnd = endResponse.bind(undefined, this)
-  }
+/** One model call being read (AL 2.3): what has arrived so far. */
+interface Response {
+  partial: AssistantMessage | undefined
+  final: AssistantMessage | undefined
+  /** `message_start` went out. */
+  started: boolean
 }
-
-/** The stream ended (a stream may end before its `done` event: `endResponse` closes such a call). */
-const endOfStream = (): Effect.Effect<void> => Effect.void
 
 /**
  * Announces one event of the stream and says whether to read on: the stream is read up to its `done` or
  * `error` event and no further.
  */
-function onResponseEvent(response: Response, event: AssistantMessageEvent): Effect.Effect<boolean> {
-  const run = response.run
+const onResponseEvent = (run: Run<any>, response: Response, event: AssistantMessageEvent): Effect.Effect<boolean> => {
   // Aborted while the stream was delivering synchronously: stop here, as the signal's listener would.
   if (isAborted(run)) return Effect.interrupt
-  let handled: Effect.Effect<void>
   switch (event.type) {
+    case "done":
+      response.final = event.message
+      return Effect.succeed(false)
+    case "error":
+      response.final = event.error
+      return Effect.succeed(false)
     case "start":
       response.partial = event.partial
       response.started = true
-      handled = run.emit({ type: "message_start", message: event.partial })
-      break
-    case "done":
-      response.final = event.message
-      return STOP
-    case "error":
-      response.final = event.error
-      return STOP
-    default:
+      return Effect.as(run.emit({ type: "message_start", message: event.partial }), true)
+    default: {
       response.partial = event.partial
-      if (!response.started) {
-        response.started = true
-        handled = Effect.flatMapEager(
-          run.emit({ type: "message_start", message: event.partial }),
-          () => run.emit({ type: "message_update", message: event.partial, assistantMessageEvent: event })
-        )
-      } else {
-        handled = run.emit({ type: "message_update", message: event.partial, assistantMessageEvent: event })
-      }
+      const update = run.emit({ type: "message_update", message: event.partial, assistantMessageEvent: event })
+      if (response.started) return Effect.as(update, true)
+      response.started = true
+      return Effect.as(Effect.andThen(run.emit({ type: "message_start", message: event.partial }), update), true)
+    }
   }
-  // A delivery that completed (a synchronous sink) answers with a shared Exit, not a new Effect per event.
-  return Exit.isExit(handled) && Exit.isSuccess(handled) ? CONTINUE : Effect.as(handled, true)
 }
 
-/**
- * The model call: the request built, then the stream read through its pull, chunk by chunk, as plain code
- * while each event is delivered at once (`Stream.runForEachWhile` runs a loop of Effects per chunk). The
- * stream's scope is closed with the call's exit, as a stream run closes it.
- */
-function readResponse(response: Response, request: ModelRequest): Effect.Effect<void, unknown> {
-  const channel = Stream.toChannel(response.run.model.stream(request))
-  return Effect.onExit(
-    Pull.catchDone(Effect.flatMap(Channel.toPullScoped(channel, response.scope), response.onPull), endOfStream),
-    response.onExit
-  )
-}
-
-function openedResponse(
-  response: Response,
-  pull: Pull.Pull<ReadonlyArray<AssistantMessageEvent>, unknown, unknown>
-): Effect.Effect<void, unknown> {
-  response.pull = pull
-  return Effect.flatMap(pull, response.onChunk)
-}
-
-/** The events of one chunk from `start` on; then the next chunk, unless an event ended the reading. */
-function readChunk(
-  response: Response,
-  start: number,
-  chunk: ReadonlyArray<AssistantMessageEvent>
-): Effect.Effect<void, unknown> {
-  for (let i = start; i < chunk.length; i++) {
-    const handled = onResponseEvent(response, chunk[i]!)
-    if (handled === CONTINUE) continue
-    if (handled === STOP) return Effect.void
-    if (Exit.isExit(handled)) return Exit.isFailure(handled) || !handled.value ? Exit.asVoid(handled) : Effect.void
-    return Effect.flatMap(handled, resumeChunk.bind(undefined, response, chunk, i + 1))
-  }
-  return Effect.flatMap(response.pull!, response.onChunk)
-}
-
-function resumeChunk(
-  response: Response,
-  chunk: ReadonlyArray<AssistantMessageEvent>,
-  next: number,
-  more: boolean
-): Effect.Effect<void, unknown> {
-  return more ? readChunk(response, next, chunk) : Effect.void
-}
-
-// Runs as the finalizer of `Effect.onExit`, which is uninterruptible: the scope is closed right here and its
-// finalizers' Effect (if any) returned to run, without `Scope.close`'s closure per call.
-function closeScope(response: Response, exit: Exit.Exit<void, unknown>): Effect.Effect<void> {
-  return Scope.closeUnsafe(response.scope, exit) ?? Effect.void
-}
+/** The model call: the request built, then the stream read up to its final event. */
+const readResponse = Effect.fnUntraced(function*<R>(run: Run<R>, response: Response, systemPrompt: string) {
+  const request = yield* buildRequest(run, systemPrompt)
+  yield* Stream.runForEachWhile(run.model.stream(request), (event) => onResponseEvent(run, response, event))
+})
 
 /**
  * The message the call ended with: the model's own final message, or (a failure, an abort, a stream
- * without a final message) a closing one stamped now. Announced, then returned.
+ * without a final message) a closing one stamped now. Announced (`message_start` unless the stream did,
+ * then `message_end`), then returned.
  */
-function endResponse(response: Response, exit: Exit.Exit<void, unknown>): Effect.Effect<AssistantMessage> {
-  const run = response.run
-  if (Exit.isSuccess(exit) && !isAborted(run) && response.final !== undefined) {
-    return announceResponse(response, response.final)
+const endResponse = Effect.fnUntraced(function*(run: Run<any>, response: Response, exit: Exit.Exit<void, unknown>) {
+  let message = response.final
+  if (!Exit.isSuccess(exit) || isAborted(run) || message === undefined) {
+    const now = yield* Clock.currentTimeMillis
+    const { partial } = response
+    if (Exit.isSuccess(exit) && !isAborted(run)) {
+      message = closingMessage(run, partial, "error", "The model stream ended without a final message", now)
+    } else if (isAborted(run) || Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)) {
+      message = closingMessage(run, partial, "aborted", "Request was aborted", now)
+    } else {
+      message = closingMessage(run, partial, "error", Exit.isFailure(exit) ? causeMessage(exit.cause) : "", now)
+    }
   }
-  return Effect.flatMap(Clock.currentTimeMillis, closeResponse.bind(undefined, response, exit))
-}
-
-function closeResponse(
-  response: Response,
-  exit: Exit.Exit<void, unknown>,
-  now: number
-): Effect.Effect<AssistantMessage> {
-  const { partial, run } = response
-  let message: AssistantMessage
-  if (Exit.isSuccess(exit) && !isAborted(run)) {
-    message = closingMessage(run, partial, "error", "The model stream ended without a final message", now)
-  } else if (isAborted(run) || Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)) {
-    message = closingMessage(run, partial, "aborted", "Request was aborted", now)
-  } else {
-    message = closingMessage(run, partial, "error", Exit.isFailure(exit) ? causeMessage(exit.cause) : "", now)
-  }
-  return announceResponse(response, message)
-}
-
-/** `message_start` (unless the stream announced it) and `message_end` of the response; then the message. */
-function announceResponse(response: Response, message: AssistantMessage): Effect.Effect<AssistantMessage> {
-  const run = response.run
-  return response.started
-    ? announceEnd(run, message)
-    : Effect.flatMapEager(run.emit({ type: "message_start", message }), announceEnd.bind(undefined, run, message))
-}
-
-function announceEnd(run: Run<any>, message: AssistantMessage): Effect.Effect<AssistantMessage> {
-  const emitted = run.emit({ type: "message_end", message })
-  return Exit.isExit(emitted) && Exit.isSuccess(emitted) ? Exit.succeed(message) : Effect.as(emitted, message)
-}
+  if (!response.started) yield* run.emit({ type: "message_start", message })
+  yield* run.emit({ type: "message_end", message })
+  return message
+})
 
 /**
  * AL 2.3: streams one assistant response, announcing it (`message_start`, `message_update`s, `message_end`).
  * Always returns a message: failures become `stopReason: "error"` (AL 3.2), an abort `stopReason: "aborted"`
  * with whatever had arrived (AL 3.4).
  */
-const streamAssistantResponse = <R>(run: Run<R>, systemPrompt: string): Effect.Effect<AssistantMessage, never, R> => {
-  const response = new Response(run)
-  if (isAborted(run)) return endResponse(response, Exit.interrupt())
-  const call = Effect.flatMap(buildRequest(run, systemPrompt), readResponse.bind(undefined, response))
+const streamAssistantResponse = Effect.fnUntraced(function*<R>(run: Run<R>, systemPrompt: string) {
+  const response: Response = { partial: undefined, final: undefined, started: false }
+  if (isAborted(run)) return yield* endResponse(run, response, Exit.interrupt())
+  const call = readResponse(run, response, systemPrompt)
   // Started at once (no trip through the scheduler); an abort raised while the stream delivers
   // synchronously is caught by `onResponseEvent`, which stops at the next event.
   const read = run.signal ? interruptOnAbort(call, run.signal, { startImmediately: true }) : call
-  return Effect.flatMap(Effect.exit(read), response.onEnd)
-}
+  return yield* endResponse(run, response, yield* Effect.exit(read))
+})
 
 /**
  * AL 2.5: the tool batch of a response (TE), or the settled-but-not-run results of a response that cannot
@@ -558,11 +388,6 @@ const startRun = <R>(
 ): Effect.Effect<ReadonlyArray<AgentMessage>, never, Model | ToolRegistry | R> =>
   Effect.uninterruptibleMask((restore) => runMasked(context, config, prompts, restore))
 
-// The run's generators are module functions: a generator function made per run (`Effect.gen(function*...)`
-// inside a function) gets a hidden class of its own in the old generation the first time it is called, and
-// that class holds the function and so everything its scope holds. Until the next major collection, every
-// scavenge then keeps that run's objects alive and promotes them, a run after run: the young generation
-// stops working for the loop (each scavenge copied about 1.4 MB and cost several times pi's).
 const runMasked = Effect.fnUntraced(function*<R>(
   context: AgentContext,
   config: AgentLoopConfig<R>,
