@@ -507,7 +507,7 @@ export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentO
 
   // Made once per agent, not per prompt: a generator function made per call gets a hidden class of its own
   // in the old generation that keeps everything its scope holds alive through every scavenge until the next
-  // major collection (see `startRun` in AgentLoop.ts).
+  // major collection (the lint rule in tools/lint/eslint.config.mjs says why).
   const lifecycleMasked = Effect.fnUntraced(
     function*<E>(
       busy: string,

@@ -482,7 +482,7 @@ export const toolsFromToolkit = <Tools extends Record<string, AiTool.Any>>(
       const jsonSchema = AiTool.getJsonSchema(aiTool) as Tool.JsonSchema
       const bridged: Tool.Tool.Any = { ...tool, jsonSchema }
       const encode = Schema.encodeUnknownEffect(aiTool.parametersSchema as Schema.Codec<unknown, unknown>)
-      // Made once per tool, not per call (see `runMasked` in AgentLoop.ts).
+      // Made once per tool, not per call (the lint rule in tools/lint/eslint.config.mjs says why).
       const handle = Effect.fnUntraced(function*(args: unknown, context: Tool.ToolContext) {
         const encoded = yield* encode(args)
         const results = yield* withHandler.handle(aiTool.name as keyof Tools, encoded as never, context.toolCallId)

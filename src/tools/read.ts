@@ -19,7 +19,7 @@ import { shownPath, Workspace } from "./Workspace.ts"
 /**
  * At most `size` bytes from the start of the file at `path`, read on one opened descriptor. A module
  * function, not a generator made per read: one made per call would keep what it read alive in the old
- * generation until the next major collection (see `runMasked` in AgentLoop.ts).
+ * generation until the next major collection (the lint rule in tools/lint/eslint.config.mjs says why).
  */
 const readAtMost = Effect.fnUntraced(
   function*(fs: FileSystem.FileSystem, path: string, size: number) {

@@ -367,7 +367,7 @@ interface AttemptState {
 /**
  * One attempt of a model call: the request sent, and its events. A module generator, not one made per call:
  * a generator function made per call keeps what its scope holds (the call's whole response) alive through
- * every scavenge until the next major collection (see `runMasked` in AgentLoop.ts).
+ * every scavenge until the next major collection (the lint rule in tools/lint/eslint.config.mjs says why).
  */
 const sseAttempt = Effect.fnUntraced(function*(call: SseCall, state: AttemptState) {
   const { label, scrub, transport } = call
