@@ -10,7 +10,6 @@
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
-import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Layer from "effect/Layer"
@@ -21,26 +20,24 @@ import * as Stream from "effect/Stream"
 import type { AgentContext } from "./AgentContext.ts"
 import type { AgentEvent } from "./AgentEvent.ts"
 import type { AgentLoopConfig, ShouldStopAfterTurnContext } from "./AgentLoopConfig.ts"
-import type { AssistantMessageEvent } from "./AssistantMessageEvent.ts"
 import * as EventSink from "./EventSink.ts"
-import { abortOnInterrupt, interruptOnAbort } from "./internal/abort.ts"
-import { makeEmitter } from "./internal/emitter.ts"
-import { causeMessage } from "./internal/errorText.ts"
+import { abortOnInterrupt } from "./internal/abort.ts"
 import { EventIterator } from "./internal/eventIterator.ts"
 import { Growing } from "./internal/growing.ts"
+import { streamAssistantResponse } from "./internal/modelCall.ts"
+import { announce, append, appendAll, contextOf, isAborted, loopEmit, type Run } from "./internal/run.ts"
 import { skipping } from "./internal/skip.ts"
 import * as Telemetry from "./internal/telemetry.ts"
 import type { Restore } from "./internal/uninterruptible.ts"
 import {
   type AgentMessage,
   type AssistantMessage,
-  emptyUsage,
   isMessage,
   type Message,
   toolCallsOf,
   type ToolResultMessage
 } from "./Message.ts"
-import { Model, type ModelRequest, type ModelShape, type ToolSpec } from "./Model.ts"
+import { Model, type ModelShape, type ToolSpec } from "./Model.ts"
 import { executeToolCalls, type ToolBatchResult, type ToolExecutionOptions } from "./ToolExecution.ts"
 import { ToolRegistry, type ToolRegistryShape } from "./ToolRegistry.ts"
 
@@ -65,200 +62,6 @@ const NOT_RUN_AFTER_LENGTH =
 // ---------------------------------------------------------------------------------------------------------
 // One run
 // ---------------------------------------------------------------------------------------------------------
-
-interface Run<R> {
-  readonly config: AgentLoopConfig<R>
-  readonly model: ModelShape
-  readonly registry: ToolRegistryShape
-  /** The registry's tools as the model sees them, built once per run. */
-  readonly tools: ReadonlyArray<ToolSpec>
-  readonly emit: (event: AgentEvent) => Effect.Effect<void>
-  readonly signal: AbortSignal | undefined
-  /**
-   * The transcript so far. Appending costs the same at any length: snapshots handed out (to hooks, to the
-   * model) are immutable arrays, and the transcript copies itself only on the first append after one was
-   * actually taken (see `Growing`).
-   */
-  readonly transcript: Growing<AgentMessage>
-  /** How many messages of the transcript the default conversion drops (application messages). */
-  dropped: number
-  /** The messages this run added, kept the same way. */
-  readonly newMessages: Growing<AgentMessage>
-  /** The run's spans and metrics; `undefined` when nothing is recorded (docs/telemetry.md OT 1.2). */
-  readonly trace: Telemetry.RunTrace | undefined
-}
-
-const isAborted = (run: Run<any>) => run.signal?.aborted === true
-
-const append = <R>(run: Run<R>, message: AgentMessage) => {
-  run.transcript.append(message)
-  if (!isMessage(message)) run.dropped++
-  run.newMessages.append(message)
-}
-
-/** A batch's results, appended at once (tool results are messages: nothing to drop). */
-const appendAll = <R>(run: Run<R>, messages: ReadonlyArray<ToolResultMessage>) => {
-  run.transcript.appendAll(messages)
-  run.newMessages.appendAll(messages)
-}
-
-/**
- * The context as of now. Its `messages` are taken only when read, so a batch or hook that never looks at the
- * transcript costs nothing; read later, they are still the messages of this moment.
- */
-const contextOf = <R>(run: Run<R>, systemPrompt: string): AgentContext => {
-  const messages = run.transcript.later()
-  // An own enumerable getter: a spread copy of the context reads it.
-  return {
-    systemPrompt,
-    get messages() {
-      return messages()
-    }
-  }
-}
-
-/**
- * Delivery for the loop's own events: contained (a failing subscriber never ends a run), and never cut
- * half-way: a synchronous or eager sink's delivery cannot be (see `internal/syncSink.ts`), any other
- * effectful sink's runs uninterruptibly, so an abort waits for the event in flight.
- */
-const loopEmit = (sink: EventSink.EventSinkShape): (event: AgentEvent) => Effect.Effect<void> => {
-  const emitter = makeEmitter(sink)
-  return emitter.direct ? emitter.emit : (event) => Effect.uninterruptible(Effect.suspend(() => emitter.emit(event)))
-}
-
-const announce = <R>(run: Run<R>, message: AgentMessage) =>
-  Effect.flatMapEager(run.emit({ type: "message_start", message }), () => run.emit({ type: "message_end", message }))
-
-/** A message from no model call: the run failed or was aborted before (or while) the model answered. */
-const closingMessage = (
-  run: Run<any>,
-  partial: AssistantMessage | undefined,
-  stopReason: "error" | "aborted",
-  errorMessage: string,
-  timestamp: number
-): AssistantMessage => ({
-  ...(partial ?? {
-    role: "assistant" as const,
-    content: [],
-    api: run.model.info.api,
-    provider: run.model.info.provider,
-    model: run.model.info.model,
-    usage: emptyUsage,
-    timestamp
-  }),
-  stopReason,
-  errorMessage
-})
-
-/** AL 2.4: builds the model request: `transformContext`, then `convertToLlm`, then the tools' schemas. */
-const buildRequest = <R>(run: Run<R>, systemPrompt: string): Effect.Effect<ModelRequest, unknown, R> => {
-  const transform = run.config.transformContext
-  const convert = run.config.convertToLlm
-  if (transform === undefined && convert === undefined) {
-    // No hook to run: the request is built right here, without an Effect per step.
-    const messages = run.dropped === 0
-      ? run.transcript.snapshot() as ReadonlyArray<Message>
-      : defaultConvertToLlm(run.transcript.peek())
-    return Effect.succeed({ systemPrompt, messages, tools: run.tools, options: run.config.modelOptions })
-  }
-  return buildRequestWithHooks(run, systemPrompt)
-}
-
-// A module function, not a generator made per call (see `runMasked`).
-const buildRequestWithHooks = Effect.fnUntraced(function*<R>(run: Run<R>, systemPrompt: string) {
-  const transform = run.config.transformContext
-  const convert = run.config.convertToLlm
-  const transformed = transform ? yield* transform(run.transcript.snapshot()) : undefined
-  let messages: ReadonlyArray<Message>
-  if (convert !== undefined) messages = yield* convert(transformed ?? run.transcript.snapshot())
-  else if (transformed !== undefined) messages = defaultConvertToLlm(transformed)
-  // Nothing to drop: the model reads the transcript itself, with no filtering pass over it.
-  else if (run.dropped === 0) messages = run.transcript.snapshot() as ReadonlyArray<Message>
-  else messages = defaultConvertToLlm(run.transcript.peek())
-  const request: ModelRequest = { systemPrompt, messages, tools: run.tools, options: run.config.modelOptions }
-  return request
-})
-
-/** One model call being read (AL 2.3): what has arrived so far. */
-interface Response {
-  partial: AssistantMessage | undefined
-  final: AssistantMessage | undefined
-  /** `message_start` went out. */
-  started: boolean
-}
-
-/**
- * Announces one event of the stream and says whether to read on: the stream is read up to its `done` or
- * `error` event and no further.
- */
-const onResponseEvent = (run: Run<any>, response: Response, event: AssistantMessageEvent): Effect.Effect<boolean> => {
-  // Aborted while the stream was delivering synchronously: stop here, as the signal's listener would.
-  if (isAborted(run)) return Effect.interrupt
-  switch (event.type) {
-    case "done":
-      response.final = event.message
-      return Effect.succeed(false)
-    case "error":
-      response.final = event.error
-      return Effect.succeed(false)
-    case "start":
-      response.partial = event.partial
-      response.started = true
-      return Effect.as(run.emit({ type: "message_start", message: event.partial }), true)
-    default: {
-      response.partial = event.partial
-      const update = run.emit({ type: "message_update", message: event.partial, assistantMessageEvent: event })
-      if (response.started) return Effect.as(update, true)
-      response.started = true
-      return Effect.as(Effect.andThen(run.emit({ type: "message_start", message: event.partial }), update), true)
-    }
-  }
-}
-
-/** The model call: the request built, then the stream read up to its final event. */
-const readResponse = Effect.fnUntraced(function*<R>(run: Run<R>, response: Response, systemPrompt: string) {
-  const request = yield* buildRequest(run, systemPrompt)
-  yield* Stream.runForEachWhile(run.model.stream(request), (event) => onResponseEvent(run, response, event))
-})
-
-/**
- * The message the call ended with: the model's own final message, or (a failure, an abort, a stream
- * without a final message) a closing one stamped now. Announced (`message_start` unless the stream did,
- * then `message_end`), then returned.
- */
-const endResponse = Effect.fnUntraced(function*(run: Run<any>, response: Response, exit: Exit.Exit<void, unknown>) {
-  let message = response.final
-  if (!Exit.isSuccess(exit) || isAborted(run) || message === undefined) {
-    const now = yield* Clock.currentTimeMillis
-    const { partial } = response
-    if (Exit.isSuccess(exit) && !isAborted(run)) {
-      message = closingMessage(run, partial, "error", "The model stream ended without a final message", now)
-    } else if (isAborted(run) || Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)) {
-      message = closingMessage(run, partial, "aborted", "Request was aborted", now)
-    } else {
-      message = closingMessage(run, partial, "error", Exit.isFailure(exit) ? causeMessage(exit.cause) : "", now)
-    }
-  }
-  if (!response.started) yield* run.emit({ type: "message_start", message })
-  yield* run.emit({ type: "message_end", message })
-  return message
-})
-
-/**
- * AL 2.3: streams one assistant response, announcing it (`message_start`, `message_update`s, `message_end`).
- * Always returns a message: failures become `stopReason: "error"` (AL 3.2), an abort `stopReason: "aborted"`
- * with whatever had arrived (AL 3.4).
- */
-const streamAssistantResponse = Effect.fnUntraced(function*<R>(run: Run<R>, systemPrompt: string) {
-  const response: Response = { partial: undefined, final: undefined, started: false }
-  if (isAborted(run)) return yield* endResponse(run, response, Exit.interrupt())
-  const call = readResponse(run, response, systemPrompt)
-  // Started at once (no trip through the scheduler); an abort raised while the stream delivers
-  // synchronously is caught by `onResponseEvent`, which stops at the next event.
-  const read = run.signal ? interruptOnAbort(call, run.signal, { startImmediately: true }) : call
-  return yield* endResponse(run, response, yield* Effect.exit(read))
-})
 
 /**
  * AL 2.5: the tool batch of a response (TE), or the settled-but-not-run results of a response that cannot
