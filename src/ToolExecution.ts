@@ -305,7 +305,9 @@ const runParallel = Effect.fnUntraced(function*(
   const executed = yield* runApart(executeAll(batch, prepared, concurrency), {
     abort: () => {},
     grace: batch.grace,
-    onStopped: (stopped) => stopped || abandonBusy(prepared.map((p) => p.call))
+    onStopped: (stopped) => {
+      if (!stopped) abandonBusy(prepared.map((p) => p.call))
+    }
   })
   if (Exit.isExit(executed) && Exit.isFailure(executed)) return yield* executed
   for (let i = 0; i < calls.length; i++) {

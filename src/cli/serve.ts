@@ -95,7 +95,7 @@ const serveFlags = {
   healthCheck: millis("health-check", "How often runners are pinged", defaultTimings.runnerHealthCheckInterval),
   stallExit: Flag.Int("stall-exit").pipe(
     Flag.withDescription(
-      "Exit with code 75 once a forced shard release has been reported pending this many milliseconds (reported after the lock expiration, then every 30 s), or shards have been in release for longer than the lock expiration plus 1 s: the runner cannot recover by itself (restart it). 0: never exit. Default 60000."
+      "Exit with code 75 once a forced shard release has been reported pending this many milliseconds (reported after the lock expiration, then every 30 s), or shards have been in release for longer than the lock expiration plus the entity termination timeout (8.5 s by default): the runner cannot recover by itself (restart it). 0: never exit. Default 60000."
     ),
     Flag.withDefault(60_000)
   )
