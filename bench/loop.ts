@@ -15,7 +15,9 @@
  * - `sync`: ours `Effect.sync(() => result)`, hooks `Effect.sync`; pi the same `async` functions (pi has only
  *   one shape for a function that does not wait);
  * - `promise`: ours `Effect.promise(async () => { await null; return result })`; pi `async` functions with
- *   the same `await null` before returning.
+ *   the same `await null` before returning;
+ * - `immediate` (handlers only; hooks as `promise`): a handler that waits for one turn of the event loop
+ *   (`setImmediate`) before returning, as a tool doing I/O does; ours through `Effect.promise`.
  *
  * Both sides convert the transcript for the model with their default rule (keep user, assistant and tool
  * result messages): ours by leaving `convertToLlm` out, pi with the same filter its `Agent` uses by default.
@@ -38,7 +40,7 @@ import {
 } from "@mariozechner/pi-ai"
 import { Effect, Layer, Schema, Stream } from "effect"
 import type { AgentEvent } from "../src/AgentEvent.ts"
-import { agentLoopAsyncIterable, type AgentLoopConfig, runAgentLoop } from "../src/AgentLoop.ts"
+import { agentLoop, agentLoopAsyncIterable, type AgentLoopConfig, runAgentLoop } from "../src/AgentLoop.ts"
 import * as EventSink from "../src/EventSink.ts"
 import { type AgentMessage, type AssistantMessage, emptyUsage, type ToolCall } from "../src/Message.ts"
 import { Model, type ModelShape } from "../src/Model.ts"
@@ -48,8 +50,12 @@ import { entry, type RegisteredTool, ToolRegistry, type ToolRegistryShape } from
 import type { Runner } from "./measure.ts"
 
 export type Mode = "parallel" | "sequential"
-export type Shape = "succeed" | "sync" | "promise"
-export type Consumer = "iterate" | "callback"
+export type Shape = "succeed" | "sync" | "promise" | "immediate"
+/**
+ * How the events are read. `stream` is ours only (`agentLoop` read with `Stream.runForEach`, as an Effect
+ * application reads it); pi has no Stream, so its side of a `stream` row iterates its `EventStream`.
+ */
+export type Consumer = "iterate" | "callback" | "stream"
 
 /** The work of one run. */
 export interface Work {
@@ -183,8 +189,13 @@ const handlerOf = (shape: Shape, delayMs: number) => {
           await null
           return body(args.x)
         })
+    case "immediate":
+      return (args: { readonly x: number }) => Effect.promise(() => nextTurn(body(args.x)))
   }
 }
+
+/** Resolves with `value` after one turn of the event loop. */
+const nextTurn = <A>(value: A): Promise<A> => new Promise((resolve) => setImmediate(() => resolve(value)))
 
 const ourHooks = (shape: Shape): Pick<AgentLoopConfig, "beforeToolCall" | "afterToolCall"> => {
   switch (shape) {
@@ -193,6 +204,7 @@ const ourHooks = (shape: Shape): Pick<AgentLoopConfig, "beforeToolCall" | "after
     case "sync":
       return { beforeToolCall: () => Effect.sync(() => undefined), afterToolCall: () => Effect.sync(() => undefined) }
     case "promise":
+    case "immediate":
       return {
         beforeToolCall: () =>
           Effect.promise(async () => {
@@ -278,6 +290,15 @@ export const makeOurs = (shape: Shape, delayMs = 0): LoopSide => {
         return count
       }
       let count = 0
+      if (consumer === "stream") {
+        await Effect.runPromise(
+          Stream.runForEach(agentLoop([PROMPT], context, configOf(work)), () => Effect.sync(() => void count++)).pipe(
+            Effect.provideService(Model, model),
+            Effect.provideService(ToolRegistry, registry)
+          )
+        )
+        return count
+      }
       await Effect.runPromise(
         runAgentLoop([PROMPT], context, configOf(work)).pipe(
           Effect.provideService(EventSink.EventSink, EventSink.fromCallback(() => void count++)),
@@ -349,12 +370,14 @@ const piTool = (shape: Shape, delayMs: number): AgentTool<any> => {
         await null
         return body(params.x)
       }
+      : shape === "immediate"
+      ? (_id, params: any) => nextTurn(body(params.x))
       : async (_id, params: any) => body(params.x)
   }
 }
 
 const piHooks = (shape: Shape): Pick<PiLoopConfig, "beforeToolCall" | "afterToolCall"> =>
-  shape === "promise"
+  shape === "promise" || shape === "immediate"
     ? {
       beforeToolCall: async () => {
         await null
@@ -407,7 +430,7 @@ export const makePi = (shape: Shape, delayMs = 0): LoopSide => {
     loop: async (work, consumer, onEvent) => {
       const context = { systemPrompt: "", messages: work.context as Array<PiAgentMessage>, tools }
       const prompts = [PROMPT as PiAgentMessage]
-      if (consumer === "iterate") {
+      if (consumer !== "callback") {
         const stream = piAgentLoop(prompts, context, configOf(work), undefined, piStreamFn(work.script))
         let count = 0
         if (onEvent === undefined) { for await (const _ of stream as AsyncIterable<PiEvent>) count++ }

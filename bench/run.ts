@@ -179,6 +179,25 @@ const callbackRows = async (): Promise<Array<PerCallRow>> => {
   return rows
 }
 
+/**
+ * An Effect application's consumer (ours: `agentLoop` read with `Stream.runForEach`) against pi's iterated
+ * `EventStream`, and ours iterated, with handlers that wait one event-loop turn (and instant ones).
+ */
+const streamRows = async (): Promise<Array<PerCallRow>> => {
+  const rows: Array<PerCallRow> = []
+  for (const n of [10, 1000]) {
+    for (const mode of MODES) {
+      for (const shape of ["succeed", "immediate"] as const) {
+        for (const consumer of ["stream", "iterate"] as const) {
+          if (consumer === "iterate" && shape === "succeed") continue
+          rows.push(await perCall(n, mode, shape, false, consumer))
+        }
+      }
+    }
+  }
+  return rows
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // 2. executeToolCalls alone (ours) against pi's agentLoop, as the earlier benchmark measured it
 // ---------------------------------------------------------------------------------------------------------
@@ -544,6 +563,8 @@ const main = async () => {
   const rows = await perCallRows()
   console.log("per call, callback consumer on both sides:")
   const callback = await callbackRows()
+  console.log("per call, an Effect Stream consumer (ours) and tools that wait one event-loop turn:")
+  const stream = await streamRows()
   console.log("executeToolCalls alone (ours) vs pi's agentLoop:")
   const batch = await batchRows()
   console.log("tools that wait 10 ms (wall time):")
@@ -573,16 +594,17 @@ const main = async () => {
       per_call:
         "(mean time of `iters` back-to-back runs with N calls − mean time of the same side's run with no tool calls, taken right before it) / N; the no-call run has two model turns like the N-call run (a follow-up starts the second); median over samples; sides alternate; each sample starts with a full GC then untimed re-warm runs. N = 100 000: one run, fixed cost not subtracted.",
       ours:
-        "AgentLoop.agentLoopAsyncIterable (for await) with a scripted Model layer and a ToolRegistry; callback rows: runAgentLoop + EventSink.fromCallback",
+        "AgentLoop.agentLoopAsyncIterable (for await) with a scripted Model layer and a ToolRegistry; callback rows: runAgentLoop + EventSink.fromCallback; stream rows: AgentLoop.agentLoop read with Stream.runForEach",
       pi:
-        "agentLoop (for await over its EventStream) with a scripted streamFn; callback rows: runAgentLoop with an emit callback",
+        "agentLoop (for await over its EventStream) with a scripted streamFn; callback rows: runAgentLoop with an emit callback; stream rows: the same for await (pi has no Stream)",
       shapes:
-        "succeed: Effect.succeed / hooks Effect.void (pi: async fn returning at once); sync: Effect.sync (pi: the same async fn); promise: Effect.promise(async () => { await null; … }) (pi: async fn with the same await)",
+        "succeed: Effect.succeed / hooks Effect.void (pi: async fn returning at once); sync: Effect.sync (pi: the same async fn); promise: Effect.promise(async () => { await null; … }) (pi: async fn with the same await); immediate: a handler resolving after one setImmediate (both sides)",
       conversion:
         "both sides keep user/assistant/toolResult messages (ours: default convertToLlm; pi: the filter its Agent uses by default)"
     },
     rows,
     callback,
+    stream,
     execute_tool_calls: batch,
     wall,
     turns,
@@ -601,9 +623,9 @@ const main = async () => {
   console.log(
     "\n" + table(
       ["mode", "shape", "N", "hooks", "ours µs/call", "pi µs/call", "ours/pi"],
-      [...rows, ...callback].map((r) => [
+      [...rows, ...callback, ...stream].map((r) => [
         r.mode,
-        `${r.shape}${r.consumer === "callback" ? " (callback)" : ""}`,
+        `${r.shape}${r.consumer === "iterate" ? "" : ` (${r.consumer})`}`,
         String(r.n),
         r.hooks ? "yes" : "no",
         fmt(r.ours_us_per_call),

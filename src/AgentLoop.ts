@@ -14,15 +14,15 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Queue from "effect/Queue"
 import * as Schema from "effect/Schema"
-import * as Stream from "effect/Stream"
+import type * as Stream from "effect/Stream"
 import type { AgentContext } from "./AgentContext.ts"
 import type { AgentEvent } from "./AgentEvent.ts"
 import type { AgentLoopConfig, ShouldStopAfterTurnContext } from "./AgentLoopConfig.ts"
 import * as EventSink from "./EventSink.ts"
 import { abortOnInterrupt } from "./internal/abort.ts"
 import { EventIterator } from "./internal/eventIterator.ts"
+import { eventStream } from "./internal/eventStream.ts"
 import { Growing } from "./internal/growing.ts"
 import { streamAssistantResponse } from "./internal/modelCall.ts"
 import { announce, append, appendAll, contextOf, isAborted, loopEmit, type Run } from "./internal/run.ts"
@@ -300,19 +300,6 @@ export const runAgentLoopContinue = <R = never>(
   return startRun(context, config, [])
 }
 
-const toStream = <E, R>(
-  run: Effect.Effect<ReadonlyArray<AgentMessage>, E, R>
-): Stream.Stream<AgentEvent, E, R> =>
-  Stream.callback<AgentEvent, E, R>((queue) =>
-    run.pipe(
-      Effect.provideService(
-        EventSink.EventSink,
-        EventSink.fromCallback((event) => void Queue.offerUnsafe(queue, event))
-      ),
-      Effect.andThen(Queue.end(queue))
-    )
-  )
-
 /**
  * The events of a run from new prompts, as a Stream that ends after `agent_end` (whose `messages` are the
  * run's new messages). Stopping the stream early interrupts the run.
@@ -321,14 +308,14 @@ export const agentLoop = <R = never>(
   prompts: ReadonlyArray<AgentMessage>,
   context: AgentContext,
   config: AgentLoopConfig<R> = {}
-): Stream.Stream<AgentEvent, never, Model | ToolRegistry | R> => toStream(runAgentLoop(prompts, context, config))
+): Stream.Stream<AgentEvent, never, Model | ToolRegistry | R> => eventStream(runAgentLoop(prompts, context, config))
 
 /** The events of a continued run, as a Stream; see {@link runAgentLoopContinue}. */
 export const agentLoopContinue = <R = never>(
   context: AgentContext,
   config: AgentLoopConfig<R> = {}
 ): Stream.Stream<AgentEvent, CannotContinue, Model | ToolRegistry | R> =>
-  toStream(runAgentLoopContinue(context, config))
+  eventStream(runAgentLoopContinue(context, config))
 
 /** The messages a finished run added, read from its `agent_end` event. @internal */
 export const newMessagesOf = (events: ReadonlyArray<AgentEvent>): Option.Option<ReadonlyArray<AgentMessage>> => {

@@ -9,26 +9,21 @@
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
-import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as Queue from "effect/Queue"
-import * as Stream from "effect/Stream"
-import * as Context from "./AgentContext.ts"
+import type * as Stream from "effect/Stream"
 import type { ToolExecutionEvent } from "./AgentEvent.ts"
-import * as EventSink from "./EventSink.ts"
 import type { ImmediateOutcome } from "./ImmediateOutcome.ts"
-import { atomically, type Batch, breather, isStopping, type Prepared, traced } from "./internal/batch.ts"
+import { atomically, type Batch, breather, isStopping, makeBatch, type Prepared, traced } from "./internal/batch.ts"
 import { CallContext } from "./internal/callContext.ts"
 import * as State from "./internal/callState.ts"
 import { type Call, errorResult, type Finalized, messageOf } from "./internal/callState.ts"
-import { laterDuplicates } from "./internal/duplicates.ts"
 import { callUser } from "./internal/eager.ts"
-import { type Emitter, makeEmitter } from "./internal/emitter.ts"
+import type { Emitter } from "./internal/emitter.ts"
 import { causeMessage } from "./internal/errorText.ts"
+import { eventStream } from "./internal/eventStream.ts"
 import * as Outcome from "./internal/outcomes.ts"
-import { skipReasonOf } from "./internal/skip.ts"
 import {
   abandonBusy,
   runApart,
@@ -45,7 +40,7 @@ import { validatedArguments } from "./internal/validation.ts"
 import type { AssistantMessage, ToolCall, ToolResultMessage } from "./Message.ts"
 import { toolCallsOf } from "./Message.ts"
 import type { ExecutionMode, ToolResult } from "./Tool.ts"
-import type { ToolBatchResult, ToolExecutionConfig, ToolExecutionOptions } from "./ToolBatch.ts"
+import type { ToolBatchResult, ToolExecutionOptions } from "./ToolBatch.ts"
 import { ToolRegistry, type ToolRegistryShape } from "./ToolRegistry.ts"
 
 export {
@@ -75,10 +70,6 @@ export const chooseMode = (
   }
   return "parallel"
 }
-
-// ---------------------------------------------------------------------------------------------------------
-// One batch
-// ---------------------------------------------------------------------------------------------------------
 
 // ---------------------------------------------------------------------------------------------------------
 // The five phases
@@ -320,8 +311,6 @@ const runParallel = Effect.fnUntraced(function*(
 // Entry points
 // ---------------------------------------------------------------------------------------------------------
 
-const DEFAULT_GRACE = Duration.seconds(2)
-
 /** TE 7: the batch's result once every call has its message. */
 const resultOf = (calls: ReadonlyArray<Call>, aborted: boolean): ToolBatchResult => ({
   messages: calls.map(messageOf),
@@ -362,8 +351,8 @@ const settle = (
  * Guarantees, whatever happens (tool failures, defects, timeouts, invalid results, failing subscribers,
  * abort by signal or by interrupting this fiber): every call gets exactly one `tool_execution_start`, one
  * `tool_execution_end` and one result message, in the order rules of its mode, and no event follows the
- * last result message. No tool starts executing after the abort. Events go to the {@link EventSink.EventSink}
- * in the context.
+ * last result message. No tool starts executing after the abort. Events go to the `EventSink` in
+ * the context.
  */
 export const executeToolCalls = <R = never>(
   assistantMessage: AssistantMessage,
@@ -378,27 +367,9 @@ const runBatch = Effect.fnUntraced(function*<R>(
   restore: Restore
 ) {
   const registry = yield* ToolRegistry
-  const emitter = makeEmitter(yield* EventSink.EventSink)
   const toolCalls = toolCallsOf(assistantMessage)
   const calls: Array<Call> = toolCalls.map((toolCall) => ({ toolCall, state: State.Waiting }))
-  const batch: Batch = {
-    assistantMessage,
-    context: options.context ?? Context.empty,
-    registry,
-    emit: emitter.emit,
-    direct: emitter.direct,
-    signal: options.signal,
-    before: options.beforeToolCall as ToolExecutionConfig["beforeToolCall"],
-    after: options.afterToolCall as ToolExecutionConfig["afterToolCall"],
-    timeout: options.timeout === undefined ? undefined : Duration.fromInputUnsafe(options.timeout),
-    grace: options.abandonAfter === undefined ? DEFAULT_GRACE : Duration.fromInputUnsafe(options.abandonAfter),
-    duplicates: laterDuplicates(calls, (call) => call.toolCall.id),
-    skipReason: skipReasonOf(options),
-    clock: yield* Clock.Clock,
-    trace: yield* Telemetry.batchTrace,
-    stopping: false,
-    lastTimestamp: 0
-  }
+  const { batch, emitter } = yield* makeBatch(assistantMessage, calls, registry, options)
   const mode = chooseMode(toolCalls, registry, options.toolExecution)
   const work = mode === "sequential"
     ? runSequential(batch, calls)
@@ -423,12 +394,4 @@ export const toolExecutionEvents = <R = never>(
   assistantMessage: AssistantMessage,
   options: ToolExecutionOptions<R> = {}
 ): Stream.Stream<ToolExecutionEvent, never, ToolRegistry | R> =>
-  Stream.callback<ToolExecutionEvent, never, ToolRegistry | R>((queue) =>
-    executeToolCalls(assistantMessage, options).pipe(
-      Effect.provideService(
-        EventSink.EventSink,
-        EventSink.fromCallback((event) => void Queue.offerUnsafe(queue, event as ToolExecutionEvent))
-      ),
-      Effect.andThen(Queue.end(queue))
-    )
-  )
+  eventStream(executeToolCalls(assistantMessage, options))

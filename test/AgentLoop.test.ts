@@ -1149,6 +1149,48 @@ describe("AgentLoop", () => {
       )
     }))
 
+  it.effect("AL 3.8 reading a run as a Stream adds no scheduler task per event: one setImmediate per tool that waits for one", () =>
+    Effect.gen(function*() {
+      const calls = 20
+      const nextTurn = customTool(
+        "turn",
+        () => Effect.promise(() => new Promise((resolve) => setImmediate(() => resolve(ok))))
+      )
+      const ok = { content: [{ type: "text" as const, text: "ok" }], details: {} }
+      const model = yield* ScriptedModel.make([
+        callTools(Array.from({ length: calls }, (_, i) => call(`t${i}`, "turn"))),
+        say("done")
+      ])
+      const original = globalThis.setImmediate
+      let scheduled = 0
+      const counting = ((...args: Parameters<typeof setImmediate>) => {
+        scheduled++
+        return original(...args)
+      }) as typeof setImmediate
+      const ended: Array<string> = []
+      yield* Effect.acquireUseRelease(
+        Effect.sync(() => {
+          globalThis.setImmediate = counting
+        }),
+        () =>
+          provideRun(
+            Stream.runForEach(
+              agentLoop([user("hi")], emptyContext, { toolExecution: "sequential" }),
+              (event) => Effect.sync(() => void (event.type === "tool_execution_end" && ended.push(event.toolCallId)))
+            ),
+            model,
+            [nextTurn],
+            makeRecorder().sink
+          ),
+        () =>
+          Effect.sync(() => {
+            globalThis.setImmediate = original
+          })
+      )
+      assert.strictEqual(ended.length, calls)
+      assert.strictEqual(scheduled, calls)
+    }))
+
   // -------------------------------------------------------------------------------------------------------
   // Transcript and inputs
   // -------------------------------------------------------------------------------------------------------

@@ -2,15 +2,20 @@
  * What the phases of one tool batch share (docs/tool-execution.md): the batch's inputs, its sink, whether it
  * is stopping, and the few steps every phase uses.
  */
-import type * as Clock from "effect/Clock"
-import type * as Duration from "effect/Duration"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Context from "../AgentContext.ts"
 import type { AgentContext } from "../AgentContext.ts"
 import type { AgentEvent } from "../AgentEvent.ts"
+import * as EventSink from "../EventSink.ts"
 import type { AssistantMessage } from "../Message.ts"
-import type { ToolExecutionConfig } from "../ToolBatch.ts"
+import type { ToolExecutionConfig, ToolExecutionOptions } from "../ToolBatch.ts"
 import type { RegisteredTool, ToolRegistryShape } from "../ToolRegistry.ts"
 import type { Call } from "./callState.ts"
+import { laterDuplicates } from "./duplicates.ts"
+import { type Emitter, makeEmitter } from "./emitter.ts"
+import { skipReasonOf } from "./skip.ts"
 import * as Telemetry from "./telemetry.ts"
 
 /** Everything the phases of one batch share. */
@@ -41,6 +46,38 @@ export interface Batch {
   /** The timestamp of the latest result message: they never go back in time (TE 5.2). */
   lastTimestamp: number
 }
+
+/** How long a stopped tool or a subscriber gets when the options say nothing (TE 8.2). */
+const DEFAULT_GRACE = Duration.seconds(2)
+
+/** The batch of `calls` from the options, with the emitter its events go through (to the current sink). */
+export const makeBatch = Effect.fnUntraced(function*<R>(
+  assistantMessage: AssistantMessage,
+  calls: ReadonlyArray<Call>,
+  registry: ToolRegistryShape,
+  options: ToolExecutionOptions<R>
+) {
+  const emitter: Emitter = makeEmitter(yield* EventSink.EventSink)
+  const batch: Batch = {
+    assistantMessage,
+    context: options.context ?? Context.empty,
+    registry,
+    emit: emitter.emit,
+    direct: emitter.direct,
+    signal: options.signal,
+    before: options.beforeToolCall as ToolExecutionConfig["beforeToolCall"],
+    after: options.afterToolCall as ToolExecutionConfig["afterToolCall"],
+    timeout: options.timeout === undefined ? undefined : Duration.fromInputUnsafe(options.timeout),
+    grace: options.abandonAfter === undefined ? DEFAULT_GRACE : Duration.fromInputUnsafe(options.abandonAfter),
+    duplicates: laterDuplicates(calls, (call) => call.toolCall.id),
+    skipReason: skipReasonOf(options),
+    clock: yield* Clock.Clock,
+    trace: yield* Telemetry.batchTrace,
+    stopping: false,
+    lastTimestamp: 0
+  }
+  return { batch, emitter }
+})
 
 /** A call that passed prepare: its tool and the arguments it will get. */
 export interface Prepared {
