@@ -60,6 +60,24 @@ const ToolExecutionUpdate: Schema.Struct<{
 }).annotate({ identifier: "ToolExecutionUpdate" })
 interface ToolExecutionUpdate extends Schema.Schema.Type<typeof ToolExecutionUpdate> {}
 
+/**
+ * A tool call of a parallel batch waits for earlier calls of the batch that touch what it touches (TE 11),
+ * named by their ids; it starts executing once the last of them has ended. Between the call's start and
+ * end events, and only for a call that waits.
+ */
+const ToolExecutionWaiting: Schema.Struct<{
+  readonly type: Schema.Literal<"tool_execution_waiting">
+  readonly toolCallId: Schema.String
+  readonly toolName: Schema.String
+  readonly waitingFor: Schema.$Array<Schema.String>
+}> = Schema.Struct({
+  type: Schema.Literal("tool_execution_waiting"),
+  toolCallId: Schema.String,
+  toolName: Schema.String,
+  waitingFor: Schema.Array(Schema.String)
+}).annotate({ identifier: "ToolExecutionWaiting" })
+interface ToolExecutionWaiting extends Schema.Schema.Type<typeof ToolExecutionWaiting> {}
+
 /** A tool call has its final result (emitted exactly once per call). */
 const ToolExecutionEnd: Schema.Struct<{
   readonly type: Schema.Literal<"tool_execution_end">
@@ -145,6 +163,7 @@ export const ToolExecutionEvent: Schema.toTaggedUnion<
   readonly [
     typeof ToolExecutionStart,
     typeof ToolExecutionUpdate,
+    typeof ToolExecutionWaiting,
     typeof ToolExecutionEnd,
     typeof MessageStart,
     typeof MessageEnd
@@ -152,12 +171,19 @@ export const ToolExecutionEvent: Schema.toTaggedUnion<
 > = Schema.Union([
   ToolExecutionStart,
   ToolExecutionUpdate,
+  ToolExecutionWaiting,
   ToolExecutionEnd,
   MessageStart,
   MessageEnd
 ]).annotate({ identifier: "ToolExecutionEvent" }).pipe(Schema.toTaggedUnion("type"))
 /** @since 0.1.0 */
-export type ToolExecutionEvent = ToolExecutionStart | ToolExecutionUpdate | ToolExecutionEnd | MessageStart | MessageEnd
+export type ToolExecutionEvent =
+  | ToolExecutionStart
+  | ToolExecutionUpdate
+  | ToolExecutionWaiting
+  | ToolExecutionEnd
+  | MessageStart
+  | MessageEnd
 
 /** Every event of an agent run, discriminated by `type`. */
 export const AgentEvent: Schema.toTaggedUnion<
@@ -172,6 +198,7 @@ export const AgentEvent: Schema.toTaggedUnion<
     typeof MessageEnd,
     typeof ToolExecutionStart,
     typeof ToolExecutionUpdate,
+    typeof ToolExecutionWaiting,
     typeof ToolExecutionEnd
   ]
 > = Schema.Union([
@@ -184,6 +211,7 @@ export const AgentEvent: Schema.toTaggedUnion<
   MessageEnd,
   ToolExecutionStart,
   ToolExecutionUpdate,
+  ToolExecutionWaiting,
   ToolExecutionEnd
 ]).annotate({ identifier: "AgentEvent" }).pipe(Schema.toTaggedUnion("type"))
 /** @since 0.1.0 */
@@ -197,4 +225,5 @@ export type AgentEvent =
   | MessageEnd
   | ToolExecutionStart
   | ToolExecutionUpdate
+  | ToolExecutionWaiting
   | ToolExecutionEnd

@@ -26,10 +26,10 @@ export class ToolCallBlocked extends Schema.TaggedError<ToolCallBlocked>()("Tool
   terminate: Schema.Boolean
 }) {}
 
-/** `prepareArguments` or `beforeToolCall` failed or died. */
+/** `prepareArguments` or `beforeToolCall` failed or died, or the handler's `resources` died (TE 11). */
 export class PrepareFailed extends Schema.TaggedError<PrepareFailed>()("PrepareFailed", {
   ...call,
-  stage: Schema.Literals(["prepareArguments", "beforeToolCall"])
+  stage: Schema.Literals(["prepareArguments", "beforeToolCall", "resources"])
 }) {}
 
 /** The run was aborted before this call could execute; the tool never ran. */

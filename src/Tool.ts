@@ -13,6 +13,7 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { compileCoercion } from "./internal/coercion.ts"
 import { ToolResultContent } from "./Message.ts"
+import type { ResourceAccess } from "./ResourceAccess.ts"
 
 /** How a tool may be scheduled relative to the other calls of its batch. */
 export type ExecutionMode = "sequential" | "parallel"
@@ -52,12 +53,35 @@ export interface ToolContext<Details = unknown> {
 
 /**
  * The implementation of a tool. Any failure or defect becomes an error result whose text is the error's
- * message; a success is a result with `isError: false`.
+ * message; a success is a result with `isError: false`. A handler made by {@link withResources} also says
+ * what each call touches.
  */
-export type Handler<Args, Details = unknown> = (
-  args: Args,
-  context: ToolContext<Details>
-) => Effect.Effect<ToolResult<Details>, unknown>
+export interface Handler<Args, Details = unknown> {
+  (args: Args, context: ToolContext<Details>): Effect.Effect<ToolResult<Details>, unknown>
+  /** What a call with these arguments touches (TE 11); without it, the call touches nothing the batch knows. */
+  readonly resources?: Resources<Args> | undefined
+}
+
+/**
+ * What a call touches, from the arguments it will run with (docs/tool-execution.md, TE 11): asked once per
+ * call in a parallel batch, after `beforeToolCall`. It may be an Effect (to resolve a path, say); a defect
+ * ends the call with a `PrepareFailed` outcome, and the tool never runs.
+ */
+export type Resources<Args> = (
+  args: Args
+) => ReadonlyArray<ResourceAccess> | Effect.Effect<ReadonlyArray<ResourceAccess>>
+
+/**
+ * A handler that declares what each call touches, so that a parallel batch runs it together with the calls it
+ * cannot get in the way of, and after the earlier calls it can (TE 11).
+ */
+export const withResources = <Args, Details>(
+  handler: (args: Args, context: ToolContext<Details>) => Effect.Effect<ToolResult<Details>, unknown>,
+  resources: Resources<Args>
+): Handler<Args, Details> =>
+  Object.assign((args: Args, context: ToolContext<Details>) => handler(args, context), {
+    resources
+  })
 
 /** The parameter Schema of a tool: anything that decodes without services. */
 export type Parameters = Schema.Decoder<unknown>
@@ -80,7 +104,10 @@ export interface Tool<Name extends string, Params extends Parameters = Parameter
   readonly label: string
   readonly description: string
   readonly parameters: Params
-  /** `"sequential"` forces the whole batch to run one call at a time. */
+  /**
+   * `"sequential"` forces the whole batch to run one call at a time. A tool that may get in the way of
+   * other calls can instead declare what each call touches ({@link withResources}).
+   */
   readonly executionMode: ExecutionMode | undefined
   /** Execution time allowed per call; overrides the batch default. */
   readonly timeout: Duration.Duration | undefined

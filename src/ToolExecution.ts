@@ -12,6 +12,7 @@ import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Latch from "effect/Latch"
 import type * as Stream from "effect/Stream"
 import type { ToolExecutionEvent } from "./AgentEvent.ts"
 import type { ImmediateOutcome } from "./ImmediateOutcome.ts"
@@ -24,6 +25,7 @@ import type { Emitter } from "./internal/emitter.ts"
 import { causeMessage } from "./internal/errorText.ts"
 import { eventStream } from "./internal/eventStream.ts"
 import * as Outcome from "./internal/outcomes.ts"
+import { waitsOf } from "./internal/schedule.ts"
 import {
   abandonBusy,
   runApart,
@@ -39,6 +41,7 @@ import type { Restore } from "./internal/uninterruptible.ts"
 import { validatedArguments } from "./internal/validation.ts"
 import type { AssistantMessage, ToolCall, ToolResultMessage } from "./Message.ts"
 import { toolCallsOf } from "./Message.ts"
+import type { ResourceAccess } from "./ResourceAccess.ts"
 import type { ExecutionMode, ToolResult } from "./Tool.ts"
 import type { ToolBatchResult, ToolExecutionOptions } from "./ToolBatch.ts"
 import { ToolRegistry, type ToolRegistryShape } from "./ToolRegistry.ts"
@@ -115,9 +118,18 @@ const prepare = Effect.fnUntracedEager(function*(batch: Batch, call: Call) {
     if (isStopping(batch)) return yield* Outcome.abortedBeforeStart(toolCall)
     if (decision?.args !== undefined) args = decision.args
   }
+  // TE 11: what the call touches, from the arguments it will run with; only a parallel batch schedules by it.
+  const declared = entry.resources
+  const resources = declared === undefined || batch.mode === "sequential"
+    ? undefined
+    : yield* Outcome.userStage(toolCall, "resources", () => resourcesOf(declared(args)))
   call.state = State.Prepared
-  return { call, entry, args } satisfies Prepared
+  return { call, entry, args, resources } satisfies Prepared
 })
+
+const resourcesOf = (
+  declared: ReadonlyArray<ResourceAccess> | Effect.Effect<ReadonlyArray<ResourceAccess>>
+): Effect.Effect<ReadonlyArray<ResourceAccess>> => Effect.isEffect(declared) ? declared : Effect.succeed(declared)
 
 /** A tool stopped apart: its call, if still running, is stopped, or abandoned if it did not stop (TE 8.2). */
 const stopCall = (call: Call, stopped: boolean): void => {
@@ -175,6 +187,16 @@ const finalize = (batch: Batch, { args, call }: Prepared, executed: Finalized): 
         : Effect.succeed(errorResult(causeMessage(cause)))
   })
 }
+
+/** TE 11: the call waits for earlier calls it conflicts with, named by their ids. */
+const emitWaiting = (batch: Batch, call: Call, running: ReadonlyArray<Prepared>): Effect.Effect<void> =>
+  atomically(batch, () =>
+    batch.emit({
+      type: "tool_execution_waiting",
+      toolCallId: call.toolCall.id,
+      toolName: call.toolCall.name,
+      waitingFor: running.map((earlier) => earlier.call.toolCall.id)
+    }))
 
 /** Phase 4 (TE 5.1): records the call's final outcome and emits its one end event. */
 const emitEnd = (batch: Batch, call: Call, outcome: Finalized): Effect.Effect<void> =>
@@ -262,18 +284,59 @@ const runSequential = Effect.fnUntraced(function*(batch: Batch, calls: ReadonlyA
 /** Calls executed together; a larger batch runs in consecutive waves of this many (TE 6.2, TE 9.5). */
 const WAVE = 2048
 
-/** TE 6.2.2: the prepared calls executed together with `Effect.forEach`, each ending once it is finalized. */
+/**
+ * TE 6.2.2: the prepared calls executed together with `Effect.forEach`, each ending once it is finalized;
+ * when calls declared what they touch, each first waits for the earlier calls it conflicts with (TE 11).
+ */
 const executeAll = Effect.fnUntraced(function*(
   batch: Batch,
   prepared: ReadonlyArray<Prepared>,
   concurrency: number | "unbounded"
 ) {
+  const turns = turnsOf(prepared)
+  const run = turns === undefined
+    ? (call: Prepared) => executeAndEnd(batch, call)
+    : (call: Prepared, index: number) => executeInTurn(batch, call, turns[index]!)
   for (let from = 0; from < prepared.length; from += WAVE) {
     if (from > 0) yield* Effect.yieldNow
     const wave = prepared.length <= WAVE ? prepared : prepared.slice(from, from + WAVE)
-    yield* Effect.forEach(wave, (call) => executeAndEnd(batch, call), { concurrency, discard: true })
+    yield* Effect.forEach(wave, (call, index) => run(call, from + index), { concurrency, discard: true })
   }
 })
+
+/** TE 11: a call's place among the calls it conflicts with: the latches of those before it, and its own. */
+interface Turn {
+  readonly after: ReadonlyArray<Prepared>
+  readonly waitFor: ReadonlyArray<Latch.Latch>
+  readonly ended: Latch.Latch
+}
+
+/** Each call's turn, or `undefined` when no call declared what it touches (then nothing waits: TE 6.2). */
+const turnsOf = (prepared: ReadonlyArray<Prepared>): ReadonlyArray<Turn> | undefined => {
+  if (!prepared.some((call) => call.resources !== undefined)) return undefined
+  const ended = prepared.map(() => Latch.makeUnsafe(false))
+  return waitsOf(prepared.map((call) => call.resources)).map((waits, index) => ({
+    after: waits.map((i) => prepared[i]!),
+    waitFor: waits.map((i) => ended[i]!),
+    ended: ended[index]!
+  }))
+}
+
+/**
+ * TE 11: a call that conflicts with earlier calls still running says so (`tool_execution_waiting`) and
+ * waits for them to end; it then runs like any other, and its own end lets the later ones go, however it ends.
+ */
+const executeInTurn = (batch: Batch, prepared: Prepared, turn: Turn): Effect.Effect<void> => {
+  const running = turn.after.filter((_, i) => !turn.waitFor[i]!.isOpen())
+  // Suspended: the phases are eager, so building them would already call the handler.
+  const execute = running.length === 0 ?
+    executeAndEnd(batch, prepared) :
+    emitWaiting(batch, prepared.call, running).pipe(
+      Effect.andThen(Effect.forEach(turn.waitFor, Latch.await, { discard: true })),
+      Effect.andThen(Effect.suspend(() => executeAndEnd(batch, prepared)))
+    )
+  return Effect.ensuring(execute, Latch.open(turn.ended))
+}
 
 /**
  * TE 6.2: preflight (start and prepare, one call at a time, in source order), then every prepared call
@@ -369,8 +432,8 @@ const runBatch = Effect.fnUntraced(function*<R>(
   const registry = yield* ToolRegistry
   const toolCalls = toolCallsOf(assistantMessage)
   const calls: Array<Call> = toolCalls.map((toolCall) => ({ toolCall, state: State.Waiting }))
-  const { batch, emitter } = yield* makeBatch(assistantMessage, calls, registry, options)
   const mode = chooseMode(toolCalls, registry, options.toolExecution)
+  const { batch, emitter } = yield* makeBatch(assistantMessage, calls, registry, mode, options)
   const work = mode === "sequential"
     ? runSequential(batch, calls)
     : runParallel(batch, calls, options.concurrency ?? "unbounded")

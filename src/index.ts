@@ -21,6 +21,8 @@ export * as AgentContext from "./AgentContext.ts"
 export * as EventSink from "./EventSink.ts"
 /** Tool definitions, results and handler layers. */
 export * as Tool from "./Tool.ts"
+/** What a tool call touches, for scheduling a parallel batch. */
+export * as ResourceAccess from "./ResourceAccess.ts"
 /** The tools of a run. */
 export * as ToolRegistry from "./ToolRegistry.ts"
 /** Running one assistant message's tool calls. */

@@ -1,7 +1,8 @@
 /**
  * The embedded default of the command line: a small sample project and a scripted model that works on it
- * for real. Several reads and searches run in parallel, an edit runs sequentially, one call fails, one is
- * refused, a `bash` command streams its output, and then the model answers from what the tools returned.
+ * for real. Several reads and searches run in parallel; two edits of one file run one after the other while
+ * a read runs beside the first (TE 11); one call fails, one is refused, a `bash` command streams its output,
+ * and then the model answers from what the tools returned.
  */
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
@@ -85,7 +86,9 @@ const resultText = (result: ToolResultMessage): string =>
 const summary = (request: ModelRequest): ScriptedModel.Reply => {
   const results = toolResults(request.messages)
   const failed = results.filter((r) => r.isError)
-  const edit = results.find((r) => r.toolName === "edit")
+  const edits = results.filter((r) => r.toolName === "edit")
+  const edit = edits[0]
+  const comment = edits[1]
   const check = results.findLast((r) => r.toolName === "bash")
   const grep = results.find((r) => r.toolName === "grep")
   const todoCount = grep === undefined ? 0 : resultText(grep).split("\n").filter((l) => /TODO/.test(l)).length
@@ -95,6 +98,9 @@ const summary = (request: ModelRequest): ScriptedModel.Reply => {
     edit === undefined || edit.isError
       ? "- The fix to `add()` in src/math.ts could not be applied: " + (edit ? resultText(edit) : "no edit was made.")
       : "- `add()` in src/math.ts returned `a - b`; it now returns `a + b`.",
+    comment === undefined || comment.isError
+      ? "- The module's comment was not updated."
+      : "- The module's comment now says what it holds; that edit waited for the first, as both change one file.",
     `- I found ${todoCount} TODO comment${todoCount === 1 ? "" : "s"} in the project.`,
     "- Reading notes/todo.md failed because that file does not exist.",
     "- A `sudo` command was refused by the approval policy, so it never ran.",
@@ -125,9 +131,14 @@ const demoScript: ReadonlyArray<ScriptedModel.Step> = [
         oldText: "export function add(a: number, b: number): number {\n  return a - b",
         newText: "export function add(a: number, b: number): number {\n  return a + b"
       }),
+      ScriptedModel.toolCall("demo-comment", "edit", {
+        path: "src/math.ts",
+        oldText: "// Arithmetic for the calculator.",
+        newText: "// Arithmetic for the calculator: add() and subtract()."
+      }),
       ScriptedModel.toolCall("demo-notes", "read", { path: "notes/todo.md" })
     ],
-    "Found it: add() subtracts. I'll fix it, and check the notes for anything else."
+    "Found it: add() subtracts. I'll fix it, say what the module holds, and check the notes for anything else."
   ),
   ScriptedModel.callTools(
     [

@@ -51,6 +51,8 @@ interface Lane {
   progress: string
   /** Plain view: progress lines of this call were printed, so its output is on the screen already. */
   streamed: boolean
+  /** The earlier calls it waits for (TE 11); it starts executing when the last of them ends. */
+  readonly waitingFor: Set<string>
 }
 
 interface Span {
@@ -250,7 +252,8 @@ export const make = (options: ViewOptions): Effect.Effect<LiveView, never, Scope
                   keyArg,
                   startedAt: now,
                   progress: "",
-                  streamed: false
+                  streamed: false,
+                  waitingFor: new Set()
                 })
                 spans.push({
                   id: event.toolCallId,
@@ -280,9 +283,37 @@ export const make = (options: ViewOptions): Effect.Effect<LiveView, never, Scope
                 }
                 return
               }
+              case "tool_execution_waiting": {
+                const lane = lanes.get(event.toolCallId)
+                if (lane === undefined) return
+                const earlier = event.waitingFor.flatMap((id) => {
+                  const other = lanes.get(id)
+                  return other === undefined ? [] : [other]
+                })
+                for (const other of earlier) lane.waitingFor.add(other.id)
+                const names = earlier.map((other) => `${other.name} ${other.keyArg}`.trim()).join(", ")
+                lane.progress = `waits for ${names}`
+                if (live) {
+                  clear()
+                  draw(now)
+                } else {
+                  print(paint(`  ⋯ ${lane.name} ${lane.keyArg} waits for ${names}`, "2"), now)
+                }
+                return
+              }
               case "tool_execution_end": {
                 const lane = lanes.get(event.toolCallId)
                 lanes.delete(event.toolCallId)
+                // A call that waited for this one starts executing now, if it waited for nothing else (TE 11.2):
+                // its elapsed time and its bar in the timeline start here.
+                for (const other of lanes.values()) {
+                  if (other.waitingFor.delete(event.toolCallId) && other.waitingFor.size === 0) {
+                    other.startedAt = now
+                    other.progress = ""
+                    const span = spans.find((s) => s.id === other.id && s.end === undefined)
+                    if (span !== undefined) span.start = now
+                  }
+                }
                 const span = spans.find((s) => s.id === event.toolCallId && s.end === undefined)
                 if (span !== undefined) {
                   span.end = now

@@ -45,7 +45,7 @@ import { type AgentMessage, type AssistantMessage, isMessage, type Message } fro
 import { Model, type ModelShape } from "../Model.ts"
 import type { Handler, Tool, ToolContext, ToolResult } from "../Tool.ts"
 import { type BeforeToolCallContext, ToolErrorResult } from "../ToolExecution.ts"
-import { ToolRegistry, type ToolRegistryShape } from "../ToolRegistry.ts"
+import { type RegisteredTool, ToolRegistry, type ToolRegistryShape } from "../ToolRegistry.ts"
 import { encodeStored, Stored } from "./internal/stored.ts"
 import { type RunEntry, RunIndex, StartLedger } from "./RunState.ts"
 import { ToolAttempt } from "./ToolAttempt.ts"
@@ -424,9 +424,10 @@ const durableHandler =
 
 /** The registry the loop sees: each call an activity; timeouts applied inside the activity (DR 4.2). */
 const durableRegistry = (execution: Execution, registry: ToolRegistryShape): ToolRegistryShape => {
-  const tools = registry.tools.map(({ handler, tool }) => ({
-    tool: tool.timeout === undefined ? tool : { ...tool, timeout: undefined },
-    handler: durableHandler(execution, tool, handler)
+  const tools = registry.tools.map((entry): RegisteredTool => ({
+    ...entry,
+    tool: entry.tool.timeout === undefined ? entry.tool : { ...entry.tool, timeout: undefined },
+    handler: durableHandler(execution, entry.tool, entry.handler)
   }))
   const byName = new Map(tools.map((entry) => [entry.tool.name, entry]))
   return { tools, get: (name) => byName.get(name) }

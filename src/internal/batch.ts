@@ -10,6 +10,8 @@ import type { AgentContext } from "../AgentContext.ts"
 import type { AgentEvent } from "../AgentEvent.ts"
 import * as EventSink from "../EventSink.ts"
 import type { AssistantMessage } from "../Message.ts"
+import type { ResourceAccess } from "../ResourceAccess.ts"
+import type { ExecutionMode } from "../Tool.ts"
 import type { ToolExecutionConfig, ToolExecutionOptions } from "../ToolBatch.ts"
 import type { RegisteredTool, ToolRegistryShape } from "../ToolRegistry.ts"
 import type { Call } from "./callState.ts"
@@ -23,6 +25,7 @@ export interface Batch {
   readonly assistantMessage: AssistantMessage
   readonly context: AgentContext
   readonly registry: ToolRegistryShape
+  readonly mode: ExecutionMode
   /** Delivers an event to the sink (see `internal/emitter.ts`). */
   readonly emit: (event: AgentEvent) => Effect.Effect<void>
   /** A delivery `emit` starts can never be cut half-way, so it needs no uninterruptible region. */
@@ -55,6 +58,7 @@ export const makeBatch = Effect.fnUntraced(function*<R>(
   assistantMessage: AssistantMessage,
   calls: ReadonlyArray<Call>,
   registry: ToolRegistryShape,
+  mode: ExecutionMode,
   options: ToolExecutionOptions<R>
 ) {
   const emitter: Emitter = makeEmitter(yield* EventSink.EventSink)
@@ -62,6 +66,7 @@ export const makeBatch = Effect.fnUntraced(function*<R>(
     assistantMessage,
     context: options.context ?? Context.empty,
     registry,
+    mode,
     emit: emitter.emit,
     direct: emitter.direct,
     signal: options.signal,
@@ -79,11 +84,13 @@ export const makeBatch = Effect.fnUntraced(function*<R>(
   return { batch, emitter }
 })
 
-/** A call that passed prepare: its tool and the arguments it will get. */
+/** A call that passed prepare: its tool, the arguments it will get and what it touches (TE 11). */
 export interface Prepared {
   readonly call: Call
   readonly entry: RegisteredTool
   readonly args: unknown
+  /** `undefined` when the tool declares nothing, or the batch is sequential. */
+  readonly resources: ReadonlyArray<ResourceAccess> | undefined
 }
 
 export const isStopping = (batch: Batch): boolean => batch.stopping || batch.signal?.aborted === true

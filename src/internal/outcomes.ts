@@ -50,12 +50,12 @@ export const blocked = (toolCall: ToolCall, reason: string | undefined, terminat
   new ToolCallBlocked({ ...ids(toolCall), message: reason || "Tool execution was blocked", terminate })
 
 /**
- * Runs a user stage of prepare: its failures and defects (a synchronous throw included) become
+ * Runs a user stage of prepare (`prepareArguments`, `beforeToolCall`, a handler's `resources`): its failures and defects (a synchronous throw included) become
  * `PrepareFailed` with their message; an interruption passes, so that an abort stays an abort.
  */
 export const userStage = <A, R>(
   toolCall: ToolCall,
-  stage: "prepareArguments" | "beforeToolCall",
+  stage: "prepareArguments" | "beforeToolCall" | "resources",
   effect: () => Effect.Effect<A, unknown, R>
 ): Effect.Effect<A, PrepareFailed, R> =>
   Effect.matchCauseEffectEager(callUser(effect), {

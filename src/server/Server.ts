@@ -42,9 +42,9 @@ import { RunIndex } from "../durable/RunState.ts"
 import type * as EventSink from "../EventSink.ts"
 import type { Message } from "../Message.ts"
 import type { Model } from "../Model.ts"
-import type { Handler } from "../Tool.ts"
+import type { Handler, Tool } from "../Tool.ts"
 import type { BeforeToolCallContext, BeforeToolCallResult } from "../ToolExecution.ts"
-import { ToolRegistry, type ToolRegistryShape } from "../ToolRegistry.ts"
+import { type RegisteredTool, ToolRegistry, type ToolRegistryShape } from "../ToolRegistry.ts"
 import {
   CreateRun,
   type ErrorBody,
@@ -145,17 +145,29 @@ const workspaceRegistry = (options: ServeOptions, root: string) =>
         }
         return cached
       }
-      const tools = base.tools.map(({ tool }) => {
+      /** The call's tool as its run's workspace has it. */
+      const entryOf = Effect.fnUntraced(function*(tool: Tool.Any) {
+        const run = yield* Effect.provideService(currentRun, ServerStore, store)
+        const workspace = Option.isSome(run) ? resolve(root, run.value.workspace) : root
+        const registry = yield* Effect.orDie(registryFor(workspace))
+        const entry = registry.get(tool.name)
+        if (entry === undefined) return yield* Effect.die(new Error(`Tool ${tool.name} is missing in ${workspace}`))
+        return entry
+      })
+      const tools = base.tools.map(({ resources, tool }): RegisteredTool => {
         const handler: Handler<any, any> = (args, context) =>
-          Effect.gen(function*() {
-            const run = yield* Effect.provideService(currentRun, ServerStore, store)
-            const workspace = Option.isSome(run) ? resolve(root, run.value.workspace) : root
-            const registry = yield* Effect.orDie(registryFor(workspace))
-            const entry = registry.get(tool.name)
-            if (entry === undefined) return yield* Effect.die(new Error(`Tool ${tool.name} is missing in ${workspace}`))
-            return yield* entry.handler(args, context)
-          })
-        return { tool, handler }
+          Effect.flatMap(entryOf(tool), (entry) => entry.handler(args, context))
+        if (resources === undefined) return { tool, handler }
+        // TE 11: what a call touches, in its run's workspace.
+        return {
+          tool,
+          handler,
+          resources: (args) =>
+            Effect.flatMap(entryOf(tool), (entry) => {
+              const declared = entry.resources?.(args) ?? []
+              return Effect.isEffect(declared) ? declared : Effect.succeed(declared)
+            })
+        }
       })
       const byName = new Map(tools.map((entry) => [entry.tool.name, entry]))
       return { tools, get: (name: string) => byName.get(name) } satisfies ToolRegistryShape

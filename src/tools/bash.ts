@@ -29,6 +29,7 @@ import * as ChildProcessSpawner from "effect/process/ChildProcessSpawner"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import * as ResourceAccess from "../ResourceAccess.ts"
 import * as Tool from "../Tool.ts"
 import { CommandFailed, CommandSpawnFailed, CommandTimedOut } from "./errors.ts"
 import { formatBytes, TailBuffer } from "./internal.ts"
@@ -59,6 +60,17 @@ export const defaultSandboxSettings: BashSandboxSettings = { mode: "auto", allow
 export const BashSandbox = Context.Reference<BashSandboxSettings>("effect-agent/tools/BashSandbox", {
   defaultValue: () => defaultSandboxSettings
 })
+
+/**
+ * What a `bash` call touches, from its command (docs/tool-execution.md, TE 11). The default says everything:
+ * a command may read or write any file of the workspace, so it runs alone in its batch. A policy that knows
+ * better (commands it recognises as read-only, say) can provide another, e.g.
+ * `Layer.succeed(BashResources)(() => [ResourceAccess.read(root)])` for a workspace mounted read-only.
+ */
+export const BashResources = Context.Reference<(command: string) => ReadonlyArray<ResourceAccess.ResourceAccess>>(
+  "effect-agent/tools/BashResources",
+  { defaultValue: () => () => [ResourceAccess.exclusive] }
+)
 
 /** The sandbox was required (`mode: "require"`) but bubblewrap is missing or does not work here. */
 export class SandboxUnavailable extends Schema.TaggedError<SandboxUnavailable>()("SandboxUnavailable", {
@@ -147,8 +159,7 @@ export const bash = Tool.make<"bash", typeof BashParameters, BashDetails>("bash"
     "as an error together with the output. Default timeout 120 seconds (see timeout). Commands must not wait " +
     "for input: stdin is closed. Background processes are killed when the command finishes. It usually runs " +
     "in a sandbox: only the workspace and a private /tmp are writable, and there is no network.",
-  parameters: BashParameters,
-  executionMode: "sequential"
+  parameters: BashParameters
 })
 
 /** The handler of {@link bash}. */
@@ -163,109 +174,114 @@ export const bashLayer = bash.toLayer(Effect.gen(function*() {
   }
   const sandboxed = sandbox._tag === "Sandboxed"
 
-  return Effect.fnUntraced(function*(args, context) {
-    const timeoutSeconds = Math.min(args.timeout ?? limits.bashDefaultTimeoutSeconds, limits.bashMaxTimeoutSeconds)
-    const buffer = new TailBuffer(limits.bashMaxLines, limits.bashMaxBytes)
-    let pid: number | undefined
+  const touches = yield* BashResources
 
-    const details = (state: Pick<BashDetails, "exitCode" | "running" | "timedOut">): BashDetails => ({
-      command: args.command,
-      pid,
-      sandboxed,
-      ...state,
-      truncated: buffer.truncated,
-      totalLines: buffer.lineCount,
-      totalBytes: buffer.totalBytes
-    })
+  return Tool.withResources(
+    Effect.fnUntraced(function*(args, context) {
+      const timeoutSeconds = Math.min(args.timeout ?? limits.bashDefaultTimeoutSeconds, limits.bashMaxTimeoutSeconds)
+      const buffer = new TailBuffer(limits.bashMaxLines, limits.bashMaxBytes)
+      let pid: number | undefined
 
-    /** The kept output with a note when some was dropped. */
-    const output = (): string => {
-      const text = buffer.text()
-      if (!buffer.truncated) return text
-      const kept = text === "" ? 0 : text.split("\n").length
-      return `${text}\n\n[Output truncated: showing the last ${kept} of ${buffer.lineCount} lines ` +
-        `(${formatBytes(buffer.totalBytes)} in total).]`
-    }
+      const details = (state: Pick<BashDetails, "exitCode" | "running" | "timedOut">): BashDetails => ({
+        command: args.command,
+        pid,
+        sandboxed,
+        ...state,
+        truncated: buffer.truncated,
+        totalLines: buffer.lineCount,
+        totalBytes: buffer.totalBytes
+      })
 
-    const [file, argv] = sandbox._tag === "Sandboxed"
-      ? [sandbox.bwrap, [...sandboxArgs(workspace.root, sandbox.allowNetwork), "bash", "-c", args.command]]
-      : ["bash", ["-c", RELAY + args.command]]
-    const command = ChildProcess.make(file, argv, {
-      cwd: workspace.root,
-      stdin: "ignore",
-      detached: true,
-      killSignal: "SIGTERM",
-      forceKillAfter: Duration.millis(limits.bashKillGraceMillis)
-    })
-
-    const run = Effect.scoped(Effect.gen(function*() {
-      const handle = yield* spawner.spawn(command).pipe(
-        Effect.mapError((error) =>
-          new CommandSpawnFailed({ command: args.command, message: `Could not start bash: ${error.message}` })
-        )
-      )
-      pid = handle.pid
-      let chunks = 0
-      const decoder = new TextDecoder("utf-8")
-      const reader = yield* handle.all.pipe(
-        Stream.runForEach((chunk) =>
-          Effect.suspend(() => {
-            chunks++
-            buffer.push(decoder.decode(chunk, { stream: true }))
-            return context.update({
-              content: [{ type: "text", text: output() }],
-              details: details({ exitCode: null, running: true, timedOut: false })
-            })
-          })
-        ),
-        Effect.forkScoped
-      )
-      const exit = yield* Effect.result(handle.exitCode)
-      // Output still on its way (in the pipes, or in the relays) is read while it keeps coming; a child
-      // holding the pipes open without writing is not waited for, and one that keeps writing not forever.
-      for (let window = 0; window < MAX_DRAIN_WINDOWS; window++) {
-        const before = chunks
-        const done = yield* Fiber.await(reader).pipe(Effect.timeoutOption(Duration.millis(limits.bashDrainMillis)))
-        if (Option.isSome(done) || chunks === before) break
+      /** The kept output with a note when some was dropped. */
+      const output = (): string => {
+        const text = buffer.text()
+        if (!buffer.truncated) return text
+        const kept = text === "" ? 0 : text.split("\n").length
+        return `${text}\n\n[Output truncated: showing the last ${kept} of ${buffer.lineCount} lines ` +
+          `(${formatBytes(buffer.totalBytes)} in total).]`
       }
-      buffer.push(decoder.decode())
-      return exit
-      // Closing the scope kills whatever is left of the process group.
-    }))
 
-    const outcome = yield* run.pipe(Effect.timeoutOption(Duration.seconds(timeoutSeconds)))
-    if (Option.isNone(outcome)) {
+      const [file, argv] = sandbox._tag === "Sandboxed"
+        ? [sandbox.bwrap, [...sandboxArgs(workspace.root, sandbox.allowNetwork), "bash", "-c", args.command]]
+        : ["bash", ["-c", RELAY + args.command]]
+      const command = ChildProcess.make(file, argv, {
+        cwd: workspace.root,
+        stdin: "ignore",
+        detached: true,
+        killSignal: "SIGTERM",
+        forceKillAfter: Duration.millis(limits.bashKillGraceMillis)
+      })
+
+      const run = Effect.scoped(Effect.gen(function*() {
+        const handle = yield* spawner.spawn(command).pipe(
+          Effect.mapError((error) =>
+            new CommandSpawnFailed({ command: args.command, message: `Could not start bash: ${error.message}` })
+          )
+        )
+        pid = handle.pid
+        let chunks = 0
+        const decoder = new TextDecoder("utf-8")
+        const reader = yield* handle.all.pipe(
+          Stream.runForEach((chunk) =>
+            Effect.suspend(() => {
+              chunks++
+              buffer.push(decoder.decode(chunk, { stream: true }))
+              return context.update({
+                content: [{ type: "text", text: output() }],
+                details: details({ exitCode: null, running: true, timedOut: false })
+              })
+            })
+          ),
+          Effect.forkScoped
+        )
+        const exit = yield* Effect.result(handle.exitCode)
+        // Output still on its way (in the pipes, or in the relays) is read while it keeps coming; a child
+        // holding the pipes open without writing is not waited for, and one that keeps writing not forever.
+        for (let window = 0; window < MAX_DRAIN_WINDOWS; window++) {
+          const before = chunks
+          const done = yield* Fiber.await(reader).pipe(Effect.timeoutOption(Duration.millis(limits.bashDrainMillis)))
+          if (Option.isSome(done) || chunks === before) break
+        }
+        buffer.push(decoder.decode())
+        return exit
+        // Closing the scope kills whatever is left of the process group.
+      }))
+
+      const outcome = yield* run.pipe(Effect.timeoutOption(Duration.seconds(timeoutSeconds)))
+      if (Option.isNone(outcome)) {
+        const text = output()
+        return yield* new CommandTimedOut({
+          command: args.command,
+          timeoutSeconds,
+          output: text,
+          message: `${text === "" ? "(no output)" : text}\n\nCommand timed out after ${timeoutSeconds} seconds; ` +
+            `it and all its child processes were killed.`
+        })
+      }
       const text = output()
-      return yield* new CommandTimedOut({
-        command: args.command,
-        timeoutSeconds,
-        output: text,
-        message: `${text === "" ? "(no output)" : text}\n\nCommand timed out after ${timeoutSeconds} seconds; ` +
-          `it and all its child processes were killed.`
-      })
-    }
-    const text = output()
-    const exit = outcome.value
-    if (Result.isFailure(exit)) {
-      return yield* new CommandFailed({
-        command: args.command,
-        exitCode: null,
-        output: text,
-        message: `${text === "" ? "(no output)" : text}\n\nCommand was terminated: ${exit.failure.message}`
-      })
-    }
-    const exitCode = exit.success as number
-    if (exitCode !== 0) {
-      return yield* new CommandFailed({
-        command: args.command,
-        exitCode,
-        output: text,
-        message: `${text === "" ? "(no output)" : text}\n\nCommand exited with code ${exitCode}`
-      })
-    }
-    return {
-      content: [{ type: "text" as const, text: text === "" ? "(no output)" : text }],
-      details: details({ exitCode, running: false, timedOut: false })
-    }
-  })
+      const exit = outcome.value
+      if (Result.isFailure(exit)) {
+        return yield* new CommandFailed({
+          command: args.command,
+          exitCode: null,
+          output: text,
+          message: `${text === "" ? "(no output)" : text}\n\nCommand was terminated: ${exit.failure.message}`
+        })
+      }
+      const exitCode = exit.success as number
+      if (exitCode !== 0) {
+        return yield* new CommandFailed({
+          command: args.command,
+          exitCode,
+          output: text,
+          message: `${text === "" ? "(no output)" : text}\n\nCommand exited with code ${exitCode}`
+        })
+      }
+      return {
+        content: [{ type: "text" as const, text: text === "" ? "(no output)" : text }],
+        details: details({ exitCode, running: false, timedOut: false })
+      }
+    }),
+    (args) => touches(args.command)
+  )
 }))

@@ -12,9 +12,11 @@
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Schema from "effect/Schema"
+import * as ResourceAccess from "../ResourceAccess.ts"
 import * as Tool from "../Tool.ts"
 import { BinaryFile, EditMatchError, EditNoChange, fromPlatformError, WrongFileType } from "./errors.ts"
 import { allLineEndsCrlf, byteOccurrences, countByte, isValidUtf8, looksBinary } from "./internal.ts"
+import { pathAccess } from "./internal/touches.ts"
 import { ToolLimits } from "./limits.ts"
 import { shownPath, Workspace } from "./Workspace.ts"
 
@@ -52,8 +54,7 @@ export const edit = Tool.make<"edit", typeof EditParameters, EditDetails>("edit"
     "the file exactly (whitespace and line breaks included) and occur exactly once; otherwise nothing is " +
     "changed and the error says how many times it was found. Bytes outside oldText are kept as they are; in " +
     "a file with CRLF line ends, LF line breaks in oldText and newText are taken as CRLF.",
-  parameters: EditParameters,
-  executionMode: "sequential"
+  parameters: EditParameters
 })
 
 const encoder = new TextEncoder()
@@ -73,93 +74,96 @@ export const editLayer = edit.toLayer(Effect.gen(function*() {
   const fs = yield* FileSystem.FileSystem
   const limits = yield* ToolLimits
 
-  return Effect.fnUntraced(function*(args) {
-    const absolute = yield* workspace.resolve(args.path)
-    const shown = shownPath(workspace, absolute)
-    const info = yield* fs.stat(absolute).pipe(Effect.mapError(fromPlatformError(args.path, "edit")))
-    if (info.type !== "File") {
-      return yield* new WrongFileType({
-        path: shown,
-        expected: "file",
-        actual: info.type === "Directory" ? "directory" : info.type,
-        message: `${shown} is not a regular file; edit only changes files.`
-      })
-    }
-    const bytes = yield* fs.readFile(absolute).pipe(Effect.mapError(fromPlatformError(args.path, "read")))
-    if (looksBinary(bytes, limits.binarySniffBytes)) {
-      return yield* new BinaryFile({
-        path: shown,
-        sizeBytes: bytes.length,
-        message: `${shown} looks like a binary file (it contains NUL bytes); edit only changes text files.`
-      })
-    }
-    // Everything below works on the file's bytes: the bytes around the match are written back untouched,
-    // whatever their encoding, BOM or line ends.
-    let oldText = args.oldText
-    let newText = args.newText
-    let crlf = false
-    let found = byteOccurrences(bytes, encoder.encode(oldText), 2)
-    if (found.length === 0 && !oldText.includes("\r") && oldText.includes("\n") && bytes.includes(13)) {
-      // read shows CRLF files with LF line ends; match the way the model saw the text.
-      const again = byteOccurrences(bytes, encoder.encode(toCrlf(oldText)), 2)
-      if (again.length > 0) {
-        crlf = true
-        oldText = toCrlf(oldText)
-        found = again
+  return Tool.withResources(
+    Effect.fnUntraced(function*(args) {
+      const absolute = yield* workspace.resolve(args.path)
+      const shown = shownPath(workspace, absolute)
+      const info = yield* fs.stat(absolute).pipe(Effect.mapError(fromPlatformError(args.path, "edit")))
+      if (info.type !== "File") {
+        return yield* new WrongFileType({
+          path: shown,
+          expected: "file",
+          actual: info.type === "Directory" ? "directory" : info.type,
+          message: `${shown} is not a regular file; edit only changes files.`
+        })
       }
-    }
-    if (found.length === 0) {
-      const notUtf8 = isValidUtf8(bytes)
-        ? ""
-        : ` Note: ${shown} is not valid UTF-8; read shows each byte that is not UTF-8 as U+FFFD (\uFFFD), which ` +
-          `is not in the file. Choose an oldText that avoids those characters, or rewrite the file with write.`
-      return yield* new EditMatchError({
-        path: shown,
-        count: 0,
-        message: `oldText was not found in ${shown} (0 occurrences). It must match the file exactly, ` +
-          `including whitespace, indentation and line breaks; read the file again and copy the text to replace.` +
-          notUtf8
-      })
-    }
-    if (found.length > 1) {
-      const count = byteOccurrences(bytes, encoder.encode(oldText)).length
-      return yield* new EditMatchError({
-        path: shown,
-        count,
-        message: `oldText occurs ${count} times in ${shown}; it must occur exactly once. ` +
-          `Include more surrounding lines in oldText to pick one occurrence.`
-      })
-    }
-    // Keep one line-end style: a CRLF file gets CRLF line breaks in the new text too.
-    if (crlf || (newText.includes("\n") && allLineEndsCrlf(bytes))) {
-      const converted = toCrlf(newText)
-      if (converted !== newText) crlf = true
-      newText = converted
-    }
-    if (oldText === newText) {
-      return yield* new EditNoChange({
-        path: shown,
-        message: `oldText and newText are identical, so ${shown} was not changed.`
-      })
-    }
-    const at = found[0]
-    const oldBytes = encoder.encode(oldText)
-    const newBytes = encoder.encode(newText)
-    const updated = new Uint8Array(bytes.length - oldBytes.length + newBytes.length)
-    updated.set(bytes.subarray(0, at), 0)
-    updated.set(newBytes, at)
-    updated.set(bytes.subarray(at + oldBytes.length), at + newBytes.length)
-    // Written in place (not replaced by a new file), so the file keeps its mode, owner and hard links.
-    yield* fs.writeFile(absolute, updated).pipe(Effect.mapError(fromPlatformError(args.path, "write")))
-    const line = countByte(bytes, 10, 0, at) + 1
-    const linesRemoved = countNewlines(oldText) + 1
-    const linesAdded = countNewlines(newText) + 1
-    return {
-      content: [{
-        type: "text" as const,
-        text: `Edited ${shown}: replaced ${linesRemoved} line(s) at line ${line} with ${linesAdded} line(s).`
-      }],
-      details: { path: shown, line, linesRemoved, linesAdded, crlf }
-    }
-  })
+      const bytes = yield* fs.readFile(absolute).pipe(Effect.mapError(fromPlatformError(args.path, "read")))
+      if (looksBinary(bytes, limits.binarySniffBytes)) {
+        return yield* new BinaryFile({
+          path: shown,
+          sizeBytes: bytes.length,
+          message: `${shown} looks like a binary file (it contains NUL bytes); edit only changes text files.`
+        })
+      }
+      // Everything below works on the file's bytes: the bytes around the match are written back untouched,
+      // whatever their encoding, BOM or line ends.
+      let oldText = args.oldText
+      let newText = args.newText
+      let crlf = false
+      let found = byteOccurrences(bytes, encoder.encode(oldText), 2)
+      if (found.length === 0 && !oldText.includes("\r") && oldText.includes("\n") && bytes.includes(13)) {
+        // read shows CRLF files with LF line ends; match the way the model saw the text.
+        const again = byteOccurrences(bytes, encoder.encode(toCrlf(oldText)), 2)
+        if (again.length > 0) {
+          crlf = true
+          oldText = toCrlf(oldText)
+          found = again
+        }
+      }
+      if (found.length === 0) {
+        const notUtf8 = isValidUtf8(bytes)
+          ? ""
+          : ` Note: ${shown} is not valid UTF-8; read shows each byte that is not UTF-8 as U+FFFD (\uFFFD), which ` +
+            `is not in the file. Choose an oldText that avoids those characters, or rewrite the file with write.`
+        return yield* new EditMatchError({
+          path: shown,
+          count: 0,
+          message: `oldText was not found in ${shown} (0 occurrences). It must match the file exactly, ` +
+            `including whitespace, indentation and line breaks; read the file again and copy the text to replace.` +
+            notUtf8
+        })
+      }
+      if (found.length > 1) {
+        const count = byteOccurrences(bytes, encoder.encode(oldText)).length
+        return yield* new EditMatchError({
+          path: shown,
+          count,
+          message: `oldText occurs ${count} times in ${shown}; it must occur exactly once. ` +
+            `Include more surrounding lines in oldText to pick one occurrence.`
+        })
+      }
+      // Keep one line-end style: a CRLF file gets CRLF line breaks in the new text too.
+      if (crlf || (newText.includes("\n") && allLineEndsCrlf(bytes))) {
+        const converted = toCrlf(newText)
+        if (converted !== newText) crlf = true
+        newText = converted
+      }
+      if (oldText === newText) {
+        return yield* new EditNoChange({
+          path: shown,
+          message: `oldText and newText are identical, so ${shown} was not changed.`
+        })
+      }
+      const at = found[0]
+      const oldBytes = encoder.encode(oldText)
+      const newBytes = encoder.encode(newText)
+      const updated = new Uint8Array(bytes.length - oldBytes.length + newBytes.length)
+      updated.set(bytes.subarray(0, at), 0)
+      updated.set(newBytes, at)
+      updated.set(bytes.subarray(at + oldBytes.length), at + newBytes.length)
+      // Written in place (not replaced by a new file), so the file keeps its mode, owner and hard links.
+      yield* fs.writeFile(absolute, updated).pipe(Effect.mapError(fromPlatformError(args.path, "write")))
+      const line = countByte(bytes, 10, 0, at) + 1
+      const linesRemoved = countNewlines(oldText) + 1
+      const linesAdded = countNewlines(newText) + 1
+      return {
+        content: [{
+          type: "text" as const,
+          text: `Edited ${shown}: replaced ${linesRemoved} line(s) at line ${line} with ${linesAdded} line(s).`
+        }],
+        details: { path: shown, line, linesRemoved, linesAdded, crlf }
+      }
+    }),
+    (args) => pathAccess(workspace, ResourceAccess.write, args.path)
+  )
 }))

@@ -7,10 +7,12 @@ import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Path from "effect/Path"
 import * as Schema from "effect/Schema"
+import * as ResourceAccess from "../ResourceAccess.ts"
 import * as Tool from "../Tool.ts"
 import { directLister } from "./directRead.ts"
 import { rulesFor } from "./gitignore.ts"
 import { clip, globMatcher, walk } from "./internal.ts"
+import { pathAccess } from "./internal/touches.ts"
 import { DirectFileReads, ToolLimits } from "./limits.ts"
 import { invalidPattern } from "./patternError.ts"
 import { locateDirectory, Workspace } from "./Workspace.ts"
@@ -50,8 +52,7 @@ export const find = Tool.make<"find", typeof FindParameters, FindDetails>("find"
   description: "Find files and directories in the workspace by glob pattern. Paths are returned relative to " +
     "the workspace root, directories with a trailing '/'. Files and directories ignored by .gitignore, .git and " +
     "node_modules are skipped, symbolic links are not followed. At most 1000 results by default (see limit).",
-  parameters: FindParameters,
-  executionMode: "parallel"
+  parameters: FindParameters
 })
 
 /** The handler of {@link find}. */
@@ -62,53 +63,56 @@ export const findLayer = find.toLayer(Effect.gen(function*() {
   const limits = yield* ToolLimits
   const list = (yield* DirectFileReads) ? directLister() : undefined
 
-  return Effect.fnUntraced(function*(args) {
-    const given = args.path ?? "."
-    const { absolute, shown } = yield* locateDirectory(
-      workspace,
-      fs,
-      given,
-      "search",
-      () => "; find searches directories"
-    )
-    const limit = Math.min(args.limit ?? limits.findDefaultResults, limits.findMaxResults)
-    let matches: (relative: string, name: string) => boolean
-    try {
-      matches = globMatcher(args.pattern)
-    } catch (error) {
-      return yield* invalidPattern("glob pattern", args.pattern, error)
-    }
-    const found: Array<string> = []
-    let truncated = false
-    const rules = yield* rulesFor(fs, path, workspace.root, absolute)
-    const result = yield* walk(fs, path, absolute, (entry) =>
-      Effect.sync(() => {
-        const isDirectory = entry.type === "Directory"
-        const relative = isDirectory ? `${entry.relative}/` : entry.relative
-        if (!matches(relative, entry.name)) return true
-        if (found.length >= limit) {
-          truncated = true
-          return false
-        }
-        const display = workspace.display(entry.absolute)
-        found.push(isDirectory ? `${display}/` : display)
-        return true
-      }), { rules, list })
-    let text = found.length === 0 ? `No files found matching ${clip(args.pattern)}` : found.join("\n")
-    if (truncated) {
-      text += `\n\n[Stopped at ${limit} results; there are more. Narrow the pattern or path${
-        limit < limits.findMaxResults ? `, or raise limit (up to ${limits.findMaxResults})` : ""
-      }.]`
-    }
-    return {
-      content: [{ type: "text" as const, text }],
-      details: {
-        pattern: clip(args.pattern),
-        path: shown,
-        matches: found,
-        truncated,
-        unreadableDirectories: result.unreadable
+  return Tool.withResources(
+    Effect.fnUntraced(function*(args) {
+      const given = args.path ?? "."
+      const { absolute, shown } = yield* locateDirectory(
+        workspace,
+        fs,
+        given,
+        "search",
+        () => "; find searches directories"
+      )
+      const limit = Math.min(args.limit ?? limits.findDefaultResults, limits.findMaxResults)
+      let matches: (relative: string, name: string) => boolean
+      try {
+        matches = globMatcher(args.pattern)
+      } catch (error) {
+        return yield* invalidPattern("glob pattern", args.pattern, error)
       }
-    }
-  })
+      const found: Array<string> = []
+      let truncated = false
+      const rules = yield* rulesFor(fs, path, workspace.root, absolute)
+      const result = yield* walk(fs, path, absolute, (entry) =>
+        Effect.sync(() => {
+          const isDirectory = entry.type === "Directory"
+          const relative = isDirectory ? `${entry.relative}/` : entry.relative
+          if (!matches(relative, entry.name)) return true
+          if (found.length >= limit) {
+            truncated = true
+            return false
+          }
+          const display = workspace.display(entry.absolute)
+          found.push(isDirectory ? `${display}/` : display)
+          return true
+        }), { rules, list })
+      let text = found.length === 0 ? `No files found matching ${clip(args.pattern)}` : found.join("\n")
+      if (truncated) {
+        text += `\n\n[Stopped at ${limit} results; there are more. Narrow the pattern or path${
+          limit < limits.findMaxResults ? `, or raise limit (up to ${limits.findMaxResults})` : ""
+        }.]`
+      }
+      return {
+        content: [{ type: "text" as const, text }],
+        details: {
+          pattern: clip(args.pattern),
+          path: shown,
+          matches: found,
+          truncated,
+          unreadableDirectories: result.unreadable
+        }
+      }
+    }),
+    (args) => pathAccess(workspace, ResourceAccess.read, args.path ?? ".")
+  )
 }))

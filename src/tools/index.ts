@@ -34,7 +34,7 @@ import { read, readLayer } from "./read.ts"
 import { Workspace } from "./Workspace.ts"
 import { write, writeLayer } from "./write.ts"
 
-export { bash, BashSandbox, defaultSandboxSettings, SandboxUnavailable } from "./bash.ts"
+export { bash, BashResources, BashSandbox, defaultSandboxSettings, SandboxUnavailable } from "./bash.ts"
 export { edit } from "./edit.ts"
 export type { BuiltinToolError } from "./errors.ts"
 export { find } from "./find.ts"

@@ -122,7 +122,9 @@ const stateBecomes = async (pid: number, state: string, ms: number): Promise<boo
   return processState(pid) === state
 }
 
-const EDIT_QUESTION = /\? Allow edit \{[\s\S]*\(y\/N\)/
+/** Whether the `n`th edit question is on screen (the demo edits src/math.ts twice; both are asked in preflight). */
+const editQuestion = (n: number) => (text: string) =>
+  (text.match(/\? Allow edit \{[\s\S]*?\(y\/N\)/g) ?? []).length >= n
 const BASH_QUESTION = /\? Allow bash \{[\s\S]*"command": "for i in[\s\S]*\(y\/N\)/
 
 describe("approvals on a terminal (no --yes)", () => {
@@ -131,7 +133,9 @@ describe("approvals on a terminal (no --yes)", () => {
     const ws = tempDir("approve")
     try {
       const session = onTerminal(ws.dir)
-      await session.until((t) => EDIT_QUESTION.test(t), "the edit question")
+      await session.until(editQuestion(1), "the edit question")
+      session.type("y")
+      await session.until(editQuestion(2), "the second edit question")
       session.type("y")
       await session.until((t) => /✓ edit src\/math\.ts/.test(t), "the edit ran")
       await session.until((t) => BASH_QUESTION.test(t), "the bash question")
@@ -145,7 +149,7 @@ describe("approvals on a terminal (no --yes)", () => {
       expect(text).toMatch(/✗ bash for i in 1 2 3.*The user declined this bash call\. It was not run\./)
       expect(text).not.toContain("check 1/3")
       expect(readFileSync(join(ws.dir, "src/math.ts"), "utf8")).toContain("return a + b")
-      expect(text).toContain("Done. I ran 8 tool calls; 3 of them ended with an error")
+      expect(text).toContain("Done. I ran 9 tool calls; 3 of them ended with an error")
     } finally {
       ws.cleanup()
     }
@@ -158,7 +162,9 @@ describe("approvals on a terminal (no --yes)", () => {
     const ws = tempDir("typeahead")
     try {
       const session = onTerminal(ws.dir)
-      await session.until((t) => EDIT_QUESTION.test(t), "the edit question")
+      await session.until(editQuestion(1), "the edit question")
+      session.type("y")
+      await session.until(editQuestion(2), "the second edit question")
       session.type("y")
       await session.until((t) => /✓ edit src\/math\.ts/.test(t), "the edit ran")
       // The stray key comes once the model's next response streams: the edit question has released the terminal
@@ -186,7 +192,7 @@ describe("approvals on a terminal (no --yes)", () => {
     const ws = tempDir("approve-ctrl-c")
     try {
       const session = onTerminal(ws.dir)
-      await session.until((t) => EDIT_QUESTION.test(t), "the edit question")
+      await session.until(editQuestion(1), "the edit question")
       session.type("\x03")
       const code = await session.exit
       const text = session.text()
@@ -199,13 +205,13 @@ describe("approvals on a terminal (no --yes)", () => {
       for (const [file, content] of SAMPLE_FILES) {
         expect(readFileSync(join(ws.dir, file), "utf8"), file).toBe(content)
       }
-      // Every call of the response got its result in the session: the edit and the read beside it.
+      // Every call of the response got its result in the session: the two edits and the read beside them.
       const files = defaultSessionFiles(ws.dir)
       expect(files).toHaveLength(1)
       const messages = await loadSessionOrThrow(files[0])
       const assistant = messages.findLast((m) => m.role === "assistant")!
       const calls = assistant.role === "assistant" ? assistant.content.filter((b) => b.type === "toolCall") : []
-      expect(calls.map((c) => c.id).sort()).toEqual(["demo-edit", "demo-notes"])
+      expect(calls.map((c) => c.id).sort()).toEqual(["demo-comment", "demo-edit", "demo-notes"])
       for (const call of calls) {
         const results = messages.filter((m) => m.role === "toolResult" && m.toolCallId === call.id)
         expect(results, call.id).toHaveLength(1)
@@ -220,7 +226,9 @@ describe("approvals on a terminal (no --yes)", () => {
     const ws = tempDir("decline")
     try {
       const session = onTerminal(ws.dir)
-      await session.until((t) => EDIT_QUESTION.test(t), "the edit question")
+      await session.until(editQuestion(1), "the edit question")
+      session.type("n")
+      await session.until(editQuestion(2), "the second edit question")
       session.type("n")
       await session.until((t) => BASH_QUESTION.test(t), "the bash question")
       session.type("n")

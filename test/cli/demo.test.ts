@@ -23,12 +23,12 @@ import {
 } from "./support.ts"
 
 const FIRST_BATCH = ["demo-ls", "demo-find", "demo-grep", "demo-read"]
-const ALL_CALLS = [...FIRST_BATCH, "demo-edit", "demo-notes", "demo-sudo", "demo-check"]
+const ALL_CALLS = [...FIRST_BATCH, "demo-edit", "demo-comment", "demo-notes", "demo-sudo", "demo-check"]
 
 const FIXED_MATH = SAMPLE_FILES.find(([file]) => file === "src/math.ts")![1].replace(
   "export function add(a: number, b: number): number {\n  return a - b",
   "export function add(a: number, b: number): number {\n  return a + b"
-)
+).replace("// Arithmetic for the calculator.", "// Arithmetic for the calculator: add() and subtract().")
 
 /** Index of the first event matching. */
 const indexOf = (events: ReadonlyArray<any>, predicate: (e: any) => boolean): number => {
@@ -79,10 +79,19 @@ const assertRunShape = (events: ReadonlyArray<any>) => {
   expect(lastFirstStart).toBeLessThan(firstFirstEnd)
   for (const id of FIRST_BATCH) expect(endEvent(events, id).isError, id).toBe(false)
 
-  // The edit batch (edit is a sequential tool) and the bash batch ran one call at a time: each call's
-  // result message before the next call's start.
-  expect(resultMessageEndOf(events, "demo-edit")).toBeLessThan(startOf(events, "demo-notes"))
-  expect(resultMessageEndOf(events, "demo-sudo")).toBeLessThan(startOf(events, "demo-check"))
+  // The edit batch ran in parallel, scheduled by what each call touches (TE 11): the two edits of
+  // src/math.ts one after the other (the second waits for the first), the read of another file beside them.
+  // Blocked edits (no one to approve them) end in prepare and never wait.
+  const editsRan = !endEvent(events, "demo-edit").isError
+  const editStarts = ["demo-edit", "demo-comment", "demo-notes"].map((id) => startOf(events, id))
+  if (editsRan) expect(Math.max(...editStarts)).toBeLessThan(endOf(events, "demo-edit"))
+  const waiting = events.filter((e) => e.type === "tool_execution_waiting")
+  expect(waiting.map((e) => [e.toolCallId, e.waitingFor])).toEqual(
+    editsRan ? [["demo-comment", ["demo-edit"]]] : []
+  )
+  expect(endOf(events, "demo-edit")).toBeLessThan(endOf(events, "demo-comment"))
+  // bash is exclusive: the check waits for nothing (the refused sudo call never ran), and runs alone.
+  expect(resultMessageEndOf(events, "demo-sudo")).toBeLessThan(resultMessageEndOf(events, "demo-check"))
 
   // The batches come in turns, in script order.
   const turnEnds = events.flatMap((e, i) => e.type === "turn_end" ? [i] : [])
@@ -108,12 +117,13 @@ const assertRunShape = (events: ReadonlyArray<any>) => {
   // agent_end lists exactly the messages the run added.
   const ended = endedMessages(events)
   expect(events.at(-1).messages).toEqual(ended)
-  // user + 4 assistant + 8 tool results
+  // user + 4 assistant + 9 tool results
   expect(ended.map((m) => m.role)).toEqual([
     "user",
     "assistant",
     ...FIRST_BATCH.map(() => "toolResult"),
     "assistant",
+    "toolResult",
     "toolResult",
     "toolResult",
     "assistant",
@@ -186,7 +196,7 @@ describe("demo --json --yes", () => {
     const final = endedMessages(events).at(-1)
     expect(final.role).toBe("assistant")
     expect(final.stopReason).toBe("stop")
-    expect(final.content[0].text).toContain("I ran 8 tool calls; 2 of them ended with an error")
+    expect(final.content[0].text).toContain("I ran 9 tool calls; 2 of them ended with an error")
     expect(final.content[0].text).toContain("it now returns `a + b`")
   })
 
@@ -230,7 +240,7 @@ describe("demo --json without --yes and without a terminal", () => {
   })
 
   it("blocks edit and bash with the no-terminal reason (sudo is refused by policy first)", () => {
-    for (const [id, tool] of [["demo-edit", "edit"], ["demo-check", "bash"]] as const) {
+    for (const [id, tool] of [["demo-edit", "edit"], ["demo-comment", "edit"], ["demo-check", "bash"]] as const) {
       const end = endEvent(events, id)
       expect(end.isError, id).toBe(true)
       expect(resultText(end.result), id).toBe(
@@ -242,7 +252,7 @@ describe("demo --json without --yes and without a terminal", () => {
     // The read-only calls ran.
     for (const id of FIRST_BATCH) expect(endEvent(events, id).isError, id).toBe(false)
     const final = endedMessages(events).at(-1)
-    expect(final.content[0].text).toContain("I ran 8 tool calls; 4 of them ended with an error")
+    expect(final.content[0].text).toContain("I ran 9 tool calls; 5 of them ended with an error")
     expect(final.content[0].text).toContain("could not be applied")
   })
 

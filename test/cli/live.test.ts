@@ -47,7 +47,7 @@ const assertDemoRendering = (output: string) => {
   // A timeline after each of the three tool batches, each followed by one bar line per call.
   const timelines = lines.flatMap((l, i) => /^ {2}timeline \d+(\.\d+)?(ms|s)$/.test(l) ? [i] : [])
   expect(timelines).toHaveLength(3)
-  const barCounts = [4, 2, 2]
+  const barCounts = [4, 3, 2]
   timelines.forEach((at, n) => {
     const bars = lines.slice(at + 1, at + 1 + barCounts[n])
     for (const bar of bars) expect(bar, `timeline ${n + 1}`).toMatch(/^ {2}\S.* │[ █]*█[ █]*│ \d+(\.\d+)?(ms|s)$/)
@@ -55,7 +55,7 @@ const assertDemoRendering = (output: string) => {
 
   // The output ends with the last timeline, then the summary, then where the session was saved.
   const lastTimeline = timelines.at(-1)!
-  const summary = lines.findIndex((l) => l.startsWith("Done. I ran 8 tool calls; 2 of them ended with an error"))
+  const summary = lines.findIndex((l) => l.startsWith("Done. I ran 9 tool calls; 2 of them ended with an error"))
   expect(summary).toBeGreaterThan(lastTimeline)
   expect(lines.slice(lastTimeline + 3, summary).every((l) => l.trim() === "")).toBe(true)
   expect(lines.slice(summary).join("\n")).toContain("- The check ran and found the fixed line.")
@@ -130,6 +130,8 @@ describe("plain lines without a terminal", () => {
       expect(lines, call).toContain(`▶ ${call}`)
     }
     expect(lines).toContain("  │ check 1/3")
+    // TE 11: the second edit of src/math.ts waits for the first, and says so.
+    expect(lines).toContain("  ⋯ edit src/math.ts waits for edit src/math.ts")
     expect(lines[0]).toBe(`workspace: ${ws.dir} (sample project, scripted demo model)`)
     // CLI 7.1: the session is kept in the state folder, never in the workspace.
     expect(lines[1].startsWith(`session:   ${sessionFolder(ws.dir)}/`)).toBe(true)
@@ -453,6 +455,49 @@ effectDescribe("LiveView.make: bash output and usage", () => {
         yield* view.handle({ type: "message_end", message: silent })
         yield* view.handle({ type: "agent_end", messages: [silent] })
         assert.strictEqual(out, "")
+      }))
+  )
+
+  effectIt.effect(
+    "TE 11: a call that waits says for what, and its elapsed time and its bar start when the wait ends",
+    () =>
+      Effect.scoped(Effect.gen(function*() {
+        let out = ""
+        const view = yield* LiveView.make({ live: false, color: false, columns: 100, write: (t) => void (out += t) })
+        const start = (id: string) =>
+          view.handle({ type: "tool_execution_start", toolCallId: id, toolName: "edit", args: { path: "a.ts" } })
+        const end = (id: string) =>
+          view.handle({
+            type: "tool_execution_end",
+            toolCallId: id,
+            toolName: "edit",
+            result: { content: [{ type: "text", text: `done ${id}` }], details: {} },
+            isError: false
+          })
+        yield* start("1")
+        yield* start("2")
+        yield* view.handle({ type: "tool_execution_waiting", toolCallId: "2", toolName: "edit", waitingFor: ["1"] })
+        yield* TestClock.adjust("100 millis")
+        yield* end("1")
+        yield* TestClock.adjust("50 millis")
+        yield* end("2")
+        yield* view.handle({
+          type: "turn_end",
+          message: assistant([]),
+          toolResults: [toolResult("1", "edit", "done 1", false), toolResult("2", "edit", "done 2", false)]
+        })
+        const lines = out.split("\n")
+        assert.deepStrictEqual(lines.slice(0, 5), [
+          "▶ edit a.ts",
+          "▶ edit a.ts",
+          "  ⋯ edit a.ts waits for edit a.ts",
+          "✓ edit a.ts 100ms → done 1",
+          "✓ edit a.ts 50ms → done 2"
+        ])
+        assert.strictEqual(lines[5], "  timeline 150ms")
+        const [first, second] = [filled(lines[6]!), filled(lines[7]!)]
+        assert.isFalse([...first].some((col) => second.has(col)), "the bars do not overlap")
+        assert.isTrue(Math.min(...second) > Math.max(...first) - 1)
       }))
   )
 })

@@ -125,7 +125,7 @@ describe("OT 6: export of a real command-line run over OTLP/HTTP", () => {
 
     const tools = spans.filter((s) => attr(s, "gen_ai.operation.name") === "execute_tool")
     expect(tools.map((s) => attr(s, "gen_ai.tool.call.id")).sort()).toEqual(
-      [...FIRST_BATCH, "demo-edit", "demo-notes", "demo-sudo", "demo-check"].sort()
+      [...FIRST_BATCH, "demo-edit", "demo-comment", "demo-notes", "demo-sudo", "demo-check"].sort()
     )
     const firstTurnTools = tools.filter((s) => s.parentSpanId === turns[0]!.spanId)
     expect(firstTurnTools.map((s) => attr(s, "gen_ai.tool.call.id")).sort()).toEqual([...FIRST_BATCH].sort())

@@ -54,7 +54,6 @@ describe("bash", () => {
       assert.strictEqual(textOf(yield* box.run(bash, { command: "true" })), "(no output)")
       // stdin is closed: a command reading it does not hang
       assert.strictEqual(textOf(yield* box.run(bash, { command: "cat; echo done" })), "done")
-      assert.strictEqual(bash.executionMode, "sequential")
     }).pipe(Effect.provide(platform)))
 
   it.live("a non-zero exit code is an error carrying the output", () =>

@@ -1,9 +1,11 @@
 /** The built-in tools inside the real tool-execution pipeline (registry, validation, modes, abort). */
 import { assert, describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { AgentEvent } from "../../src/AgentEvent.ts"
 import * as EventSink from "../../src/EventSink.ts"
 import type { AssistantMessage, ToolResultMessage } from "../../src/Message.ts"
+import * as ResourceAccess from "../../src/ResourceAccess.ts"
+import type * as Tool from "../../src/Tool.ts"
 import { executeToolCalls, type ToolExecutionOptions } from "../../src/ToolExecution.ts"
 import { ToolRegistry } from "../../src/ToolRegistry.ts"
 import * as BuiltinTools from "../../src/tools/index.ts"
@@ -39,7 +41,7 @@ const order = (events: ReadonlyArray<AgentEvent>) =>
     .map((e) => `${e.type === "tool_execution_start" ? "start" : "end"}:${(e as { toolCallId: string }).toolCallId}`)
 
 describe("built-in tools in executeToolCalls", () => {
-  it.live("a mixed batch runs sequentially (write, edit, bash are sequential) and every call gets its result", () =>
+  it.live("a mixed batch runs in parallel, each call after the earlier ones it touches (TE 11): a sequential run's results", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       const result = yield* runBatch(
@@ -65,9 +67,53 @@ describe("built-in tools in executeToolCalls", () => {
       expect(invalid).toMatch(/^Validation failed for tool "bash":\n {2}- command: /)
       expect(ambiguous).toMatch(/^oldText occurs 2 times in notes\/todo\.md; it must occur exactly once\./)
       assert.deepStrictEqual((result.messages[2].details as ReadDetails).startLine, 2)
-      // sequential: each call ends before the next starts
-      assert.deepStrictEqual(order(result.events), [1, 2, 3, 4, 5, 6, 7].flatMap((i) => [`start:${i}`, `end:${i}`]))
+      // Parallel: every start first (the invalid call 6 ends in preflight), then the ends. Each call touches
+      // what the one before it touched (one file; bash and the unresolvable path are exclusive), so they end
+      // in source order, each having waited for the one before it.
+      assert.deepStrictEqual(order(result.events), [
+        ...[1, 2, 3, 4, 5, 6].map((i) => `start:${i}`),
+        "end:6",
+        "start:7",
+        ...[1, 2, 3, 4, 5, 7].map((i) => `end:${i}`)
+      ])
+      const waits = new Map(
+        result.events.flatMap((e) => e.type === "tool_execution_waiting" ? [[e.toolCallId, e.waitingFor]] : [])
+      )
+      assert.deepStrictEqual(waits.get("2"), ["1"])
+      assert.deepStrictEqual(waits.get("3"), ["2"])
+      assert.deepStrictEqual(waits.get("5"), ["4"])
+      assert.deepStrictEqual(waits.get("7"), ["5"])
+      assert.deepStrictEqual([...waits.keys()].sort(), ["2", "3", "4", "5", "7"])
       assert.strictEqual(yield* box.get("notes/todo.md"), "- one\n- 2\n")
+    }).pipe(Effect.provide(platform)))
+
+  it.live("TE 11: each built-in tool declares what it touches: its path resolved in the workspace; bash everything", () =>
+    Effect.gen(function*() {
+      const box = yield* sandbox()
+      yield* box.put("src/math.ts", "x")
+      yield* box.fs.symlink(box.path.join(box.root, "src"), box.path.join(box.root, "alias"))
+      const real = yield* box.fs.realPath(box.root)
+      const declared = (tool: Tool.Tool.Any, args: unknown) => {
+        const handler: Tool.Handler<unknown> = Context.get(box.context as Context.Context<any>, tool.Handler)
+        const resources = handler.resources!(args)
+        return Effect.isEffect(resources) ? resources : Effect.succeed(resources)
+      }
+      const file = `${real}/src/math.ts`
+      assert.deepStrictEqual(yield* declared(BuiltinTools.read, { path: "src/math.ts" }), [ResourceAccess.read(file)])
+      // Other spellings of one file, a link among them, are the same key.
+      assert.deepStrictEqual(yield* declared(BuiltinTools.edit, { path: "./src/../src/math.ts" }), [
+        ResourceAccess.write(file)
+      ])
+      assert.deepStrictEqual(yield* declared(BuiltinTools.write, { path: `${box.root}/alias/math.ts` }), [
+        ResourceAccess.write(file)
+      ])
+      for (const tool of [BuiltinTools.ls, BuiltinTools.find, BuiltinTools.grep]) {
+        assert.deepStrictEqual(yield* declared(tool, {}), [ResourceAccess.read(real)], tool.name)
+        assert.deepStrictEqual(yield* declared(tool, { path: "src" }), [ResourceAccess.read(`${real}/src`)], tool.name)
+      }
+      assert.deepStrictEqual(yield* declared(BuiltinTools.bash, { command: "ls" }), [ResourceAccess.exclusive])
+      // A path the workspace refuses: its call will fail, and nothing may race it meanwhile.
+      assert.deepStrictEqual(yield* declared(BuiltinTools.read, { path: "../escape.txt" }), [ResourceAccess.exclusive])
     }).pipe(Effect.provide(platform)))
 
   it.live("read-only tools run in parallel", () =>

@@ -144,6 +144,5 @@ describe("read", () => {
       assert.strictEqual(schema.properties.offset.type, "integer")
       assert.strictEqual(schema.properties.limit.type, "integer")
       assert.isString(schema.properties.path.description)
-      assert.strictEqual(read.executionMode, "parallel")
     }))
 })

@@ -15,7 +15,6 @@ describe("write", () => {
       const overwritten = yield* box.run(write, { path: `${box.root}/a/b/c/new.txt`, content: "" })
       assert.strictEqual(textOf(overwritten), "Overwrote a/b/c/new.txt (0 bytes).")
       assert.strictEqual(yield* box.get("a/b/c/new.txt"), "")
-      assert.strictEqual(write.executionMode, "sequential")
     }).pipe(Effect.provide(platform)))
 
   it.effect("refuses to write over a directory, or under a file", () =>
@@ -47,7 +46,6 @@ describe("edit", () => {
       assert.strictEqual(yield* box.get("f.ts"), source.replace("b() {\n  return 1", "b() {\n  // two\n  return 2"))
       assert.strictEqual(textOf(result), "Edited f.ts: replaced 2 line(s) at line 5 with 3 line(s).")
       assert.deepStrictEqual(result.details, { path: "f.ts", line: 5, linesRemoved: 2, linesAdded: 3, crlf: false })
-      assert.strictEqual(edit.executionMode, "sequential")
     }).pipe(Effect.provide(platform)))
 
   it.effect("zero matches is an error naming the count, and the file is untouched", () =>
