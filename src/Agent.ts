@@ -27,6 +27,7 @@ import { deliveringEagerly } from "./internal/syncSink.ts"
 import type { Restore } from "./internal/uninterruptible.ts"
 import type { AgentMessage, ImageContent, UserMessage } from "./Message.ts"
 import { Model, type ModelInfo } from "./Model.ts"
+import type { LimitReached } from "./RunLimits.ts"
 import type { Tool } from "./Tool.ts"
 import { ToolRegistry } from "./ToolRegistry.ts"
 
@@ -50,6 +51,8 @@ export interface AgentState {
   readonly pendingToolCalls: ReadonlySet<string>
   /** The error of the most recent failed or aborted turn. */
   readonly errorMessage: string | undefined
+  /** The limit that stopped the most recent run, when one did (AL 5); cleared when a run starts. */
+  readonly limitReached: LimitReached | undefined
 }
 
 /** How queued messages are handed to the loop: the oldest alone (default), or all at once. */
@@ -159,6 +162,7 @@ class BuiltState implements AgentState {
   readonly isStreaming: boolean
   readonly streamingMessage: AgentMessage | undefined
   readonly errorMessage: string | undefined
+  readonly limitReached: LimitReached | undefined
   declare readonly messages: ReadonlyArray<AgentMessage>
   declare readonly pendingToolCalls: ReadonlySet<string>
   readonly #messages: () => ReadonlyArray<AgentMessage>
@@ -197,6 +201,7 @@ class BuiltState implements AgentState {
     this.isStreaming = plain.isStreaming
     this.streamingMessage = streamingMessage
     this.errorMessage = plain.errorMessage
+    this.limitReached = plain.limitReached
     this.#messages = messages
     this.#pending = pending
     Object.defineProperty(this, "messages", BuiltState.messagesDescriptor)
@@ -217,7 +222,8 @@ const plainOf = (state: AgentState): Plain => ({
   tools: state.tools,
   isStreaming: state.isStreaming,
   streamingMessage: state.streamingMessage,
-  errorMessage: state.errorMessage
+  errorMessage: state.errorMessage,
+  limitReached: state.limitReached
 })
 
 /**
@@ -300,7 +306,12 @@ const makeStates = (initial: ReadonlyArray<AgentMessage>) => {
             : state
         }
         case "agent_end":
-          return patch(state, { streamingMessage: undefined })
+          return patch(
+            state,
+            event.limitReached === undefined
+              ? { streamingMessage: undefined }
+              : { streamingMessage: undefined, limitReached: event.limitReached }
+          )
         default:
           return state
       }
@@ -362,7 +373,12 @@ const updateNow = <A, B>(ref: SubscriptionRef.SubscriptionRef<A>, f: (a: A, b: B
   return true
 }
 
-const STREAMING: Partial<Plain> = { isStreaming: true, streamingMessage: undefined, errorMessage: undefined }
+const STREAMING: Partial<Plain> = {
+  isStreaming: true,
+  streamingMessage: undefined,
+  errorMessage: undefined,
+  limitReached: undefined
+}
 const IDLE: Partial<Plain> = { isStreaming: false, streamingMessage: undefined }
 
 /** Builds an agent on the {@link Model} and {@link ToolRegistry} in the context. */
@@ -377,7 +393,8 @@ export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentO
     tools: registry.tools.map((entry) => entry.tool),
     isStreaming: false,
     streamingMessage: undefined,
-    errorMessage: undefined
+    errorMessage: undefined,
+    limitReached: undefined
   }))
   const steering = new MessageQueue(options.steeringMode ?? "one-at-a-time")
   const followUps = new MessageQueue(options.followUpMode ?? "one-at-a-time")

@@ -10,6 +10,7 @@
 import * as Schema from "effect/Schema"
 import { AssistantMessageEvent } from "./AssistantMessageEvent.ts"
 import { AssistantMessage, Message, ToolCall, ToolResultMessage } from "./Message.ts"
+import { LimitReached } from "./RunLimits.ts"
 import { ToolResultSchema } from "./Tool.ts"
 
 /** An application's own message kind (see `Message.CustomMessage`), carried as it is. */
@@ -130,13 +131,19 @@ const AgentStart: Schema.Struct<{ readonly type: Schema.Literal<"agent_start"> }
 }).annotate({ identifier: "AgentStart" })
 interface AgentStart extends Schema.Schema.Type<typeof AgentStart> {}
 
-/** A run is over; `messages` are the messages the run added. Always the last event of a run. */
+/**
+ * A run is over; `messages` are the messages the run added. Always the last event of a run. `limitReached`
+ * says which of the run's limits stopped it, when one did (AL 5).
+ */
 const AgentEnd: Schema.Struct<{
   readonly type: Schema.Literal<"agent_end">
   readonly messages: Schema.$Array<typeof EventMessage>
-}> = Schema.Struct({ type: Schema.Literal("agent_end"), messages: Schema.Array(EventMessage) }).annotate({
-  identifier: "AgentEnd"
-})
+  readonly limitReached: Schema.optionalKey<typeof LimitReached>
+}> = Schema.Struct({
+  type: Schema.Literal("agent_end"),
+  messages: Schema.Array(EventMessage),
+  limitReached: Schema.optionalKey(LimitReached)
+}).annotate({ identifier: "AgentEnd" })
 interface AgentEnd extends Schema.Schema.Type<typeof AgentEnd> {}
 
 /** A turn (one model response and its tool batch) begins. */

@@ -10,6 +10,7 @@
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Layer from "effect/Layer"
@@ -24,6 +25,7 @@ import { abortOnInterrupt } from "./internal/abort.ts"
 import { EventIterator } from "./internal/eventIterator.ts"
 import { eventStream } from "./internal/eventStream.ts"
 import { Growing } from "./internal/growing.ts"
+import { countFailures, countResponse, LimitClock, limitNote, limitReached, nothingUsed } from "./internal/limits.ts"
 import { streamAssistantResponse } from "./internal/modelCall.ts"
 import { announce, append, appendAll, contextOf, isAborted, loopEmit, type Run } from "./internal/run.ts"
 import { skipping } from "./internal/skip.ts"
@@ -121,6 +123,26 @@ const stopAfterTurn = <R>(
   )
 }
 
+/**
+ * AL 2.3, AL 5: the turn's assistant message: the model's response, counted against the run's limits; or,
+ * once the run has used what it may, no model call and a note that says why the run stops (AL 5.3).
+ */
+const respond = Effect.fnUntraced(function*<R>(run: Run<R>, systemPrompt: string) {
+  const limits = run.config.limits
+  if (limits === undefined) return yield* streamAssistantResponse(run, systemPrompt)
+  const now = limits.maxDuration === undefined ? 0 : yield* yield* LimitClock
+  const reached = limitReached(limits, run.used, now)
+  if (reached === undefined) {
+    const message = yield* streamAssistantResponse(run, systemPrompt)
+    countResponse(run.used, limits, message)
+    return message
+  }
+  run.limitReached = reached
+  const note = limitNote(run.model.info, reached, yield* Clock.currentTimeMillis)
+  yield* announce(run, note)
+  return note
+})
+
 /** Reads a queue; a defect in it is logged and reads as empty, so the run still ends normally (AL 3.1). */
 const poll = <R>(queue: Effect.Effect<ReadonlyArray<AgentMessage>, never, R> | undefined, name: string) =>
   queue === undefined
@@ -153,16 +175,20 @@ const runLoop = Effect.fnUntraced(function*<R>(run: Run<R>, systemPrompt: string
       }
       pending = []
 
-      const message = yield* streamAssistantResponse(run, systemPrompt)
+      const message = yield* respond(run, systemPrompt)
       append(run, message)
       const calls = toolCallsOf(message)
       const batch = calls.length > 0 ? yield* runToolBatch(run, message, systemPrompt) : undefined
       const toolResults = batch?.messages ?? []
       appendAll(run, toolResults)
+      if (batch !== undefined) countFailures(run.used, message, toolResults)
       yield* run.emit({ type: "turn_end", message, toolResults })
       Telemetry.turnEnd(run.trace, message, toolResults)
 
-      if (message.stopReason === "error" || message.stopReason === "aborted" || batch?.aborted || isAborted(run)) {
+      if (
+        run.limitReached !== undefined || message.stopReason === "error" || message.stopReason === "aborted" ||
+        batch?.aborted || isAborted(run)
+      ) {
         return
       }
       // A terminating batch ends the inner loop; a length stop goes on so the model can retry.
@@ -210,6 +236,8 @@ const runMasked = Effect.fnUntraced(function*<R>(
   const sink = yield* EventSink.EventSink
   const registry = yield* ToolRegistry
   const trace = yield* Telemetry.runTrace
+  // AL 5: wall time counts from here; the clock is read only for a run that has a wall-time limit.
+  const startedAt = config.limits?.maxDuration === undefined ? 0 : yield* yield* LimitClock
   const run = makeRun(
     config,
     Telemetry.observeModel(trace, yield* Model),
@@ -217,7 +245,8 @@ const runMasked = Effect.fnUntraced(function*<R>(
     loopEmit(sink),
     signal,
     new Growing(context.messages),
-    trace
+    trace,
+    startedAt
   )
   for (const message of context.messages) if (!isMessage(message)) run.dropped++
   for (const prompt of prompts) append(run, prompt)
@@ -237,7 +266,8 @@ function makeRun<R>(
   emit: (event: AgentEvent) => Effect.Effect<void>,
   signal: AbortSignal,
   transcript: Growing<AgentMessage>,
-  trace: Telemetry.RunTrace | undefined
+  trace: Telemetry.RunTrace | undefined,
+  startedAt: number
 ): Run<R> {
   return {
     config,
@@ -249,7 +279,9 @@ function makeRun<R>(
     transcript,
     dropped: 0,
     newMessages: new Growing(),
-    trace
+    trace,
+    used: nothingUsed(startedAt),
+    limitReached: undefined
   }
 }
 
@@ -266,7 +298,11 @@ const runBody = Effect.fnUntraced(function*<R>(
   if (Exit.isFailure(loop) && !Cause.hasInterruptsOnly(loop.cause)) {
     yield* Effect.logError("effect-agent: the agent loop died", loop.cause)
   }
-  yield* run.emit({ type: "agent_end", messages: run.newMessages.snapshot() })
+  const messages = run.newMessages.snapshot()
+  const { limitReached } = run
+  yield* run.emit(
+    limitReached === undefined ? { type: "agent_end", messages } : { type: "agent_end", messages, limitReached }
+  )
 })
 
 // ---------------------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import type * as Effect from "effect/Effect"
 import type { AgentContext } from "./AgentContext.ts"
 import type { AgentMessage, AssistantMessage, Message, ToolResultMessage } from "./Message.ts"
 import type { ModelOptions } from "./Model.ts"
+import type { RunLimits } from "./RunLimits.ts"
 import type { ToolExecutionConfig } from "./ToolBatch.ts"
 
 /** What `shouldStopAfterTurn` sees once a turn is over. */
@@ -54,4 +55,9 @@ export interface AgentLoopConfig<R = never> extends ToolExecutionConfig<R> {
   readonly modelOptions?: ModelOptions | undefined
   /** Aborting it ends the run: the current response ends `aborted`, the batch settles, no model call follows. */
   readonly signal?: AbortSignal | undefined
+  /**
+   * What the run may use: model calls, tool calls, tokens, cost, wall time, repeated failures (AL 5). A run
+   * that reaches one stops before its next model call, with the reason on `agent_end`.
+   */
+  readonly limits?: RunLimits | undefined
 }

@@ -29,6 +29,8 @@ export * as ToolRegistry from "./ToolRegistry.ts"
 export * as ToolExecution from "./ToolExecution.ts"
 /** The model interface. */
 export * as Model from "./Model.ts"
+/** What a run may use before it stops, and why it stopped. */
+export * as RunLimits from "./RunLimits.ts"
 /** The agent loop. */
 export * as AgentLoop from "./AgentLoop.ts"
 /** The stateful agent. */

@@ -15,6 +15,7 @@ import type { AgentEvent } from "../AgentEvent.ts"
 import { isMessage, type ToolResultContent } from "../Message.ts"
 import type { Catalogue } from "../providers/ModelCatalogue.ts"
 import { terminalSafe } from "./internal/terminalText.ts"
+import { stoppedLine } from "./Limits.ts"
 import * as Usage from "./Usage.ts"
 
 /** How the view renders. */
@@ -221,6 +222,8 @@ export const make = (options: ViewOptions): Effect.Effect<LiveView, never, Scope
                 return
               }
               case "agent_end": {
+                // AL 5: a task stopped by a limit says so in one line, with the flag that moves the limit.
+                if (event.limitReached !== undefined) print(paint(stoppedLine(event.limitReached), "33"), now)
                 // A model that reports no usage (the scripted demo, some local servers) gets no line of zeros.
                 if (turnUsage.input + turnUsage.output > 0) print(paint(usageLine(turnUsage, totalUsage), "2"), now)
                 turnUsage = Usage.empty

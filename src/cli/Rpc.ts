@@ -239,6 +239,7 @@ export const serve = Effect.fn("Rpc.serve")(function*(options: RpcOptions) {
             messageCount: state.messages.length,
             pendingToolCalls: [...state.pendingToolCalls],
             ...(state.errorMessage !== undefined ? { errorMessage: state.errorMessage } : {}),
+            ...(state.limitReached !== undefined ? { limitReached: state.limitReached } : {}),
             usage: Usage.ofMessages(state.messages),
             ...options.stateExtras
           })

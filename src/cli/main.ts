@@ -34,6 +34,7 @@ import type { AgentEvent } from "../AgentEvent.ts"
 import { type AssistantMessage, isMessage, type Message, textOf } from "../Message.ts"
 import { Model } from "../Model.ts"
 import { ProviderName } from "../providers/index.ts"
+import type { RunLimits } from "../RunLimits.ts"
 import * as Session from "../Session.ts"
 import * as TelemetryExport from "../TelemetryExport.ts"
 import type { ToolRegistry } from "../ToolRegistry.ts"
@@ -47,6 +48,7 @@ import * as PromptInput from "./internal/promptInput.ts"
 import { interruptedExitCode, interruptOnStopSignals, receivedSignal, stopAsCtrlC } from "./internal/signals.ts"
 import { terminalSafe } from "./internal/terminalText.ts"
 import { makeJsonLineEncoder } from "./JsonLines.ts"
+import { limitFlags, limitsOf, stoppedLine } from "./Limits.ts"
 import * as LiveView from "./LiveView.ts"
 import { connectMcp, mcpFlags, mcpServers, withMcpTools } from "./mcp.ts"
 import * as ProjectContext from "./ProjectContext.ts"
@@ -186,7 +188,8 @@ const flags = {
     Flag.withDescription("Keep the demo's temporary folder after the run; by default it is removed."),
     Flag.withDefault(false)
   ),
-  ...mcpFlags
+  ...mcpFlags,
+  ...limitFlags
 }
 
 /** The words after the flags: the task (CLI 8.1). Only the main command takes them. */
@@ -290,6 +293,7 @@ const prepare = Effect.fn("prepare")(
       })
       : undefined
     yield* toolTimeoutSeconds(options.toolTimeout)
+    const limits = yield* limitsOf(options)
     // `--resume FILE` (with a space) leaves FILE among the words: take it back (CLI 7.4).
     const sessionFlags = yield* SessionStore.takeFileWord(options, words ?? [])
     const servers = yield* mcpServers(options)
@@ -314,7 +318,7 @@ const prepare = Effect.fn("prepare")(
       mcp
     )
     const system = yield* buildSystemPrompt(options, root)
-    return { root, settings, tools, task, system, sessionFlags, needsApproval: mcp.needsApproval }
+    return { root, settings, tools, task, system, sessionFlags, needsApproval: mcp.needsApproval, limits }
   }
 )
 
@@ -439,6 +443,7 @@ const session = Effect.fn("session")(
       messages: resumed,
       toolExecution: options.sequential ? "sequential" : "parallel",
       timeout: `${options.toolTimeout} seconds`,
+      limits: prepared.limits,
       beforeToolCall: tui?.beforeToolCall ??
         approvalHook(yield* approvals(options, mode, interactive, ui), prepared.needsApproval)
     }).pipe(Effect.provideService(Model, tui?.model ?? (yield* Model)))
@@ -485,10 +490,11 @@ const session = Effect.fn("session")(
     const state = yield* SubscriptionRef.get(agent.state)
     const last = state.messages.findLast((m): m is AssistantMessage => isMessage(m) && m.role === "assistant")
     const failed = last !== undefined && last.stopReason === "error"
-    // --print: the answer's text alone on standard output (CLI 8.3).
+    // --print: the answer's text alone on standard output (CLI 8.3); a stop for a limit said on stderr.
     if (mode === "print" && last !== undefined && !failed) {
       const answer = textOf(last)
       yield* display(answer.endsWith("\n") ? answer : answer + "\n")
+      if (state.limitReached !== undefined) yield* Console.error(`effect-agent: ${stoppedLine(state.limitReached)}`)
     }
     if (!removed || mode === "text") yield* say(`\nsession saved: ${plan.target}`)
     // The interactive mode showed each failure where it happened; leaving it is not a failure (CLI 1.6).
@@ -545,6 +551,7 @@ const durableTask = (
     readonly tools: Layer.Layer<ToolRegistry, unknown>
     readonly system: { readonly prompt: string }
     readonly needsApproval: ReadonlySet<string>
+    readonly limits: RunLimits
   }
 ): DurableCli.DurableTask => ({
   store: Option.getOrUndefined(options.store),
@@ -553,6 +560,7 @@ const durableTask = (
   config: {
     toolExecution: options.sequential ? "sequential" : "parallel",
     timeout: `${options.toolTimeout} seconds`,
+    limits: prepared.limits,
     beforeToolCall: approvalHook(options.yes ? { _tag: "AllowAll" } : { _tag: "NoTerminal" }, prepared.needsApproval)
   },
   model: modelLayer(prepared.settings),
@@ -636,7 +644,8 @@ const serveCommand = Serve.makeCommand({
   allowNetwork: flags.allowNetwork,
   bwrap: flags.bwrap,
   toolTimeout: flags.toolTimeout,
-  sequential: flags.sequential
+  sequential: flags.sequential,
+  ...limitFlags
 })
 
 const app = command.pipe(Command.withSubcommands([runsCommand, resumeCommand, abortCommand, serveCommand]))

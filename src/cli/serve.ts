@@ -21,6 +21,7 @@ import { defaultTimings } from "../server/timings.ts"
 import { resolveSandbox } from "../tools/bash.ts"
 import { approvalHook } from "./Approval.ts"
 import * as Demo from "./Demo.ts"
+import { limitsOf } from "./Limits.ts"
 import { DEFAULT_INSTRUCTIONS } from "./ProjectContext.ts"
 import { providerLayer, providerSettings } from "./provider.ts"
 import { existingWorkspace, toolTimeoutSeconds, UsageError } from "./startup.ts"
@@ -37,6 +38,13 @@ export interface SharedFlags {
   readonly bwrap: Flag.Flag<string>
   readonly toolTimeout: Flag.Flag<number>
   readonly sequential: Flag.Flag<boolean>
+  readonly maxTurns: Flag.Flag<number>
+  readonly maxToolCalls: Flag.Flag<number>
+  readonly maxInputTokens: Flag.Flag<number>
+  readonly maxOutputTokens: Flag.Flag<number>
+  readonly maxCost: Flag.Flag<number>
+  readonly maxMinutes: Flag.Flag<number>
+  readonly maxRepeats: Flag.Flag<number>
 }
 
 const millis = (name: string, what: string, fallback: Duration.Duration) =>
@@ -128,6 +136,7 @@ export const makeCommand = (shared: SharedFlags) =>
         })
       }
       yield* toolTimeoutSeconds(options.toolTimeout)
+      const limits = yield* limitsOf(options)
       const path = yield* Path.Path
       const root = yield* existingWorkspace(Option.getOrElse(options.workspaces, () => path.resolve(".")))
       const settings = Option.isSome(options.provider)
@@ -197,6 +206,7 @@ export const makeCommand = (shared: SharedFlags) =>
         approval: (approve) => approvalHook(approve === "all" ? { _tag: "AllowAll" } : { _tag: "NoTerminal" }),
         toolExecution: options.sequential ? "sequential" : "parallel",
         timeout: `${options.toolTimeout} seconds`,
+        limits,
         engine
       })
       yield* Effect.gen(function*() {

@@ -41,6 +41,7 @@ import type { AssistantMessageEvent } from "../AssistantMessageEvent.ts"
 import * as EventSink from "../EventSink.ts"
 import { interruptOnAbort } from "../internal/abort.ts"
 import { causeMessage } from "../internal/errorText.ts"
+import { LimitClock } from "../internal/limits.ts"
 import { type AgentMessage, type AssistantMessage, isMessage, type Message } from "../Message.ts"
 import { Model, type ModelShape } from "../Model.ts"
 import type { Handler, Tool, ToolContext, ToolResult } from "../Tool.ts"
@@ -248,6 +249,8 @@ interface Execution {
   modelSteps: number
   /** How many inbox reads this execution has made; names the next one. */
   inboxReads: number
+  /** How many readings of the limits' clock this execution has made; names the next one (AL 5.5). */
+  clockReads: number
   /** Per queue, how many slots this run has taken (rebuilt by replay from the stored reads). */
   readonly cursors: Record<InboxKind, number>
   /** How many steps of this execution ran live (not replayed): an abort is applied from the first (DR 3.2). */
@@ -258,6 +261,22 @@ interface Execution {
 
 const inWorkflow = <A, E>(execution: Execution, effect: Effect.Effect<A, E, any>): Effect.Effect<A, E> =>
   Effect.provideContext(effect, execution.services) as Effect.Effect<A, E>
+
+/**
+ * AL 5.5: the clock a run's wall-time limit reads, as steps: a replay reads what the first execution read,
+ * so it stops where that one would have, and time counts from the run's first start across crashes.
+ */
+const durableClock = (execution: Execution): Effect.Effect<number> =>
+  Effect.suspend(() =>
+    inWorkflow(
+      execution,
+      Activity.make({
+        name: `clock/${execution.clockReads++}`,
+        success: Schema.Number,
+        execute: Clock.currentTimeMillis
+      })
+    )
+  )
 
 /** Whether an abort of the run is stored (DR 3.2). */
 const abortRequested = (execution: Execution): Effect.Effect<boolean> =>
@@ -543,6 +562,7 @@ export const layer = <R = never>(
       grace,
       modelSteps: 0,
       inboxReads: 0,
+      clockReads: 0,
       cursors: { steer: 0, followUp: 0 },
       liveSteps: 0,
       abortSeen: false
@@ -572,6 +592,7 @@ export const layer = <R = never>(
       }
     ).pipe(
       Effect.provideService(Model, durableModel(execution, model)),
+      Effect.provideService(LimitClock, durableClock(execution)),
       Effect.provideService(ToolRegistry, durableRegistry(execution, registry)),
       Effect.provideService(EventSink.EventSink, sink)
     )

@@ -9,9 +9,11 @@ import type { AgentLoopConfig } from "../AgentLoopConfig.ts"
 import type * as EventSink from "../EventSink.ts"
 import { type AgentMessage, isMessage, type ToolResultMessage } from "../Message.ts"
 import type { ModelShape, ToolSpec } from "../Model.ts"
+import type { LimitReached } from "../RunLimits.ts"
 import type { ToolRegistryShape } from "../ToolRegistry.ts"
 import { makeEmitter } from "./emitter.ts"
 import type { Growing } from "./growing.ts"
+import type { Used } from "./limits.ts"
 import type * as Telemetry from "./telemetry.ts"
 
 /** A run's state. */
@@ -35,6 +37,10 @@ export interface Run<R> {
   readonly newMessages: Growing<AgentMessage>
   /** The run's spans and metrics; `undefined` when nothing is recorded (docs/telemetry.md OT 1.2). */
   readonly trace: Telemetry.RunTrace | undefined
+  /** What the run has used, counted whether or not it has limits (AL 5). */
+  readonly used: Used
+  /** The limit that stopped the run (AL 5.2), once it has. */
+  limitReached: LimitReached | undefined
 }
 
 export const isAborted = (run: Run<any>) => run.signal?.aborted === true

@@ -42,6 +42,7 @@ import { RunIndex } from "../durable/RunState.ts"
 import type * as EventSink from "../EventSink.ts"
 import type { Message } from "../Message.ts"
 import type { Model } from "../Model.ts"
+import type { RunLimits } from "../RunLimits.ts"
 import type { Handler, Tool } from "../Tool.ts"
 import type { BeforeToolCallContext, BeforeToolCallResult } from "../ToolExecution.ts"
 import { type RegisteredTool, ToolRegistry, type ToolRegistryShape } from "../ToolRegistry.ts"
@@ -82,6 +83,8 @@ export interface ServeOptions {
     | undefined
   readonly toolExecution?: "sequential" | "parallel" | undefined
   readonly timeout?: Duration.Input | undefined
+  /** What each run may use (AL 5); its counts survive a runner's death like the run does. */
+  readonly limits?: RunLimits | undefined
   /** The engine: `Engine.cluster(…)` or `Engine.single(…)`. */
   readonly engine: Layer.Layer<EngineServices, unknown>
   /**
@@ -539,6 +542,7 @@ export const layer = (options: ServeOptions): Layer.Layer<HttpServer.HttpServer,
       abortPollInterval: options.pollInterval ?? "100 millis",
       toolExecution: options.toolExecution,
       timeout: options.timeout,
+      limits: options.limits,
       eventSink: (runId) => storingSink(store, options.runnerName, runId),
       beforeToolCall: approval === undefined ?
         undefined :

@@ -20,7 +20,14 @@ const FLAGS: ReadonlyArray<{ readonly name: string; readonly alias?: string }> =
   { name: "--allow-network" },
   { name: "--bwrap" },
   { name: "--mcp" },
-  { name: "--mcp-url" }
+  { name: "--mcp-url" },
+  { name: "--max-turns" },
+  { name: "--max-tool-calls" },
+  { name: "--max-input-tokens" },
+  { name: "--max-output-tokens" },
+  { name: "--max-cost" },
+  { name: "--max-minutes" },
+  { name: "--max-repeats" }
 ]
 
 describe("--help", () => {

@@ -45,7 +45,7 @@ describe("--session and --resume", () => {
     expect(defaultSessionFiles(ws.dir)).toEqual([])
     const loaded = await loadSessionOrThrow(sessionFile)
     expect(JSON.parse(JSON.stringify(loaded))).toEqual(endedMessages(firstEvents))
-    expect(loaded).toHaveLength(13)
+    expect(loaded).toHaveLength(14)
   })
 
   it("--resume FILE loads the saved messages, keeps the old lines unchanged and appends the new ones", async () => {
@@ -81,10 +81,10 @@ describe("--session and --resume", () => {
     expect(JSON.parse(JSON.stringify(loaded.slice(oldLines.length)))).toEqual(added)
 
     // The model saw the resumed messages: the demo's summary counts every tool result in its request,
-    // the 8 of the saved run and the 8 of this one.
+    // the 9 of the saved run and the 9 of this one.
     const final = added.at(-1)
     expect(final.role).toBe("assistant")
-    expect(final.content[0].text).toMatch(/^Done\. I ran 16 tool calls;/)
+    expect(final.content[0].text).toMatch(/^Done\. I ran 18 tool calls;/)
     // agent_end lists only what this run added.
     expect(events.at(-1).type).toBe("agent_end")
     expect(events.at(-1).messages).toHaveLength(added.length)
@@ -95,10 +95,10 @@ describe("--session and --resume", () => {
     copyFileSync(sessionFile, resumed)
     const run = await runCliInProcess(["--yes", "-w", ws.dir, "--resume", resumed, "-p", "Once more"])
     expect(run.code).toBe(0)
-    expect(run.stdout).toContain(`session:   ${resumed} (resumed, 13 messages)`)
+    expect(run.stdout).toContain(`session:   ${resumed} (resumed, 14 messages)`)
     expect(run.stdout).toContain("› Once more")
     expect(run.stdout).toContain(`session saved: ${resumed}`)
-    expect(nonBlankLines(resumed)).toHaveLength(26)
+    expect(nonBlankLines(resumed)).toHaveLength(28)
   }, TEST_TIMEOUT_MS)
 
   // Spec question rather than a crash: with both flags, the new file gets only this run's messages, so it
@@ -124,7 +124,7 @@ describe("--session and --resume", () => {
     expect(readFileSync(a, "utf8")).toBe(firstText) // the resumed file is left alone
     const added = endedMessages(parseJsonLines(run.stdout))
     const loaded = await loadSessionOrThrow(b)
-    expect(loaded).toHaveLength(13 + added.length)
+    expect(loaded).toHaveLength(14 + added.length)
   }, TEST_TIMEOUT_MS)
 
   describe("a corrupted session file", () => {

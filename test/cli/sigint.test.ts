@@ -119,8 +119,8 @@ for (const [signal, exitCode] of SIGNALS) {
       const loaded = await loadSessionOrThrow(files[0])
       const ended = endedMessages(events)
       expect(JSON.parse(JSON.stringify(loaded))).toEqual(ended)
-      // user, 3 assistant responses, 8 results (the interrupted check included)
-      expect(loaded).toHaveLength(12)
+      // user, 3 assistant responses, 9 results (the interrupted check included)
+      expect(loaded).toHaveLength(13)
       expect(loaded.at(-1)).toMatchObject({ role: "toolResult", toolCallId: "demo-check", isError: true })
     })
 

@@ -160,7 +160,10 @@ describe("the command refuses bad start-up input before creating or running anyt
           [["--provider", "openai-compatible", "-p", "hi", "-w", base], "--model"],
           [["-w", join(base, "missing")], "--workspace"],
           [["--tool-timeout", "0", "-w", base], "--tool-timeout"],
-          [["--prompt", "", "-w", base], "--prompt"]
+          [["--prompt", "", "-w", base], "--prompt"],
+          [["--max-turns", "-1", "-w", base], "--max-turns"],
+          [["--max-cost", "-0.5", "-w", base], "--max-cost"],
+          [["--max-minutes", "-3", "-w", base], "--max-minutes"]
         ]
         for (const [args, flag] of cases) {
           const error = yield* usageError(runCommand(args))

@@ -270,4 +270,49 @@ describe("durable runs across kill -9", () => {
     }),
     240_000
   )
+
+  it(
+    "a run's limits count across the crash: its calls before the crash count, it stops at the same total (AL 5.5)",
+    withWork(async (work) => {
+      const first = start(work, "budget")
+      await waitFor(first, () => outLines(work).includes("b1-start"), "b1 running")
+      await killHard(first)
+      const second = start(work, "budget", { RUNNER_RESUME: "1" })
+      const messages = await finish(second)
+      // b0 ran, b1 was cut (settled as such), b2 ran: 3 calls in all, then the note instead of a fourth
+      // model call. Counted from the resume alone, the run would have gone on for three more.
+      assert.deepStrictEqual(outLines(work), ["b0", "b1-start", "b2"])
+      assert.strictEqual(textOf(resultOf(messages, "b1")), crashedCallText("append"))
+      const note = messages.at(-1)!
+      assert.isTrue(note.role === "assistant" && note.stopReason === "stop")
+      assert.include(JSON.stringify(note.content), "the run used 3 tool calls; its limit is 3 tool calls")
+      assert.deepStrictEqual(second.lines.filter((l) => l.startsWith("model-request")), ["model-request 2"])
+      assert.include(second.lines, "event agent_end")
+      assertWellFormed(messages)
+    }),
+    240_000
+  )
+
+  it(
+    "a run's wall time counts from its first start, across the crash and the time no process ran it (AL 5.5)",
+    withWork(async (work) => {
+      const first = start(work, "deadline")
+      await waitFor(first, () => outLines(work).includes("d0-start"), "d0 running")
+      const startedAt = Date.now()
+      await killHard(first)
+      // Past the run's 2 s from its first start (the run started before d0 did).
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, 2_500 - (Date.now() - startedAt))))
+      const second = start(work, "deadline", { RUNNER_RESUME: "1" })
+      const messages = await finish(second)
+      // The replay reads the stored start: the limit is past, so no new model call; the cut call is settled.
+      assert.deepStrictEqual(second.lines.filter((l) => l.startsWith("model-request")), [])
+      assert.deepStrictEqual(outLines(work), ["d0-start"])
+      assert.strictEqual(textOf(resultOf(messages, "d0")), crashedCallText("append"))
+      const note = messages.at(-1)!
+      assert.isTrue(note.role === "assistant" && note.stopReason === "stop")
+      assert.include(JSON.stringify(note.content), "its limit is 2s")
+      assertWellFormed(messages)
+    }),
+    240_000
+  )
 })

@@ -18,6 +18,10 @@
  * - `hang`: one `append` call that sleeps for a minute, then a final answer (for an abort from outside).
  * - `inbox`: like `hang`, on a run that reads steering and follow-ups (`inbox: true`); the model answers
  *   every later request with the text of the last user message.
+ * - `budget`: a run limited to 3 tool calls (and, to exercise the stored clock, one hour) whose model asks
+ *   for one `append` call per turn forever: `b0` at once, `b1-start` then a minute's sleep, `b2` at once.
+ * - `deadline`: a run limited to 2 seconds whose model asks for one `append` call per turn forever, the
+ *   first (`d0-start`) sleeping a minute.
  *
  * The store's shard lease is ten minutes (DR 5.3): a resume that waited for the dead process's lease would
  * not finish within the tests' bounds.
@@ -31,6 +35,7 @@ import * as DurableStore from "../../src/durable/DurableStore.ts"
 import { ToolAttempt } from "../../src/durable/ToolAttempt.ts"
 import * as EventSink from "../../src/EventSink.ts"
 import { Model, type ModelRequest, type ModelShape } from "../../src/Model.ts"
+import type * as RunLimits from "../../src/RunLimits.ts"
 import * as ScriptedModel from "../../src/ScriptedModel.ts"
 import * as Tool from "../../src/Tool.ts"
 import { ToolRegistry } from "../../src/ToolRegistry.ts"
@@ -103,6 +108,10 @@ const stepFor = (turn: number): ScriptedModel.Step => {
       // Slow enough to be killed while it streams.
       : ScriptedModel.say("all done: c1, c2 and c3 ran, c4 was cut by the crash", { delay: "100 millis" })
   }
+  if (scenario === "budget") {
+    return ScriptedModel.callTools([call(`b${turn}`, turn === 1 ? "b1-start" : `b${turn}`, turn === 1 ? 60_000 : 0)])
+  }
+  if (scenario === "deadline") return ScriptedModel.callTools([call(`d${turn}`, `d${turn}-start`, 60_000)])
   if (scenario === "hang" || scenario === "inbox") {
     return turn === 0 ? ScriptedModel.callTools([call("c1", "c1-start", 60_000)]) : ScriptedModel.say("answered")
   }
@@ -140,7 +149,18 @@ const approvals = scenario === "approval"
   }
   : {}
 
-const services = DurableAgent.layer({ ...approvals, inbox: scenario === "inbox", abortPollInterval: "100 millis" })
+const limits: { readonly limits?: RunLimits.RunLimits } = scenario === "budget"
+  ? { limits: { maxToolCalls: 3, maxDuration: "1 hour" } }
+  : scenario === "deadline"
+  ? { limits: { maxDuration: "2 seconds" } }
+  : {}
+
+const services = DurableAgent.layer({
+  ...approvals,
+  ...limits,
+  inbox: scenario === "inbox",
+  abortPollInterval: "100 millis"
+})
   .pipe(
     Layer.provide([Layer.succeed(Model, model), Layer.orDie(tools)]),
     Layer.provideMerge(DurableStore.layer({ filename: store, timings: { shardLockExpiration: "10 minutes" } }))
