@@ -1,12 +1,13 @@
 /**
  * Property tests of `executeToolCalls` (`docs/tool-execution.md`, TE 10) over random batches:
- * random tool behaviours, random hooks, random mode, concurrency limit, timeouts, subscriber behaviour and
- * abort point (see `support/arbitraryBatch.ts`). Time is virtual: the batch is forked and the TestClock is
- * advanced step by step until it completes (a bounded loop, so a hang is reported, not waited for).
+ * random tool behaviours, random hooks, random declarations of what calls touch (TE 11), random mode,
+ * concurrency limit, timeouts, subscriber behaviour and abort point (see `support/arbitraryBatch.ts`). Time is
+ * virtual: the batch is forked and the TestClock is advanced step by step until it completes (a bounded loop,
+ * so a hang is reported, not waited for).
  *
  * Every event is recorded with a global sequence number, as are tool-side facts (when each tool body began
- * and ended, when the hooks ran, which fibers ran batch code and whether they were still running when the
- * batch returned), and every invariant is checked on every case.
+ * and ended, when the hooks and the declarations ran, which fibers ran batch code and whether they were still
+ * running when the batch returned), and every invariant is checked on every case.
  *
  * A failing case prints the shrunk counterexample, the violated invariants with the recorded trace, and a
  * `Replay:` token. Environment knobs:
@@ -15,13 +16,14 @@
  * - `PROP_RUNS_FACTOR=<n>` multiplies the number of runs (e.g. 10 for a long local search);
  * - `PROP_STATS=1` prints what the generated cases exercised.
  */
-import { assert, describe, it } from "@effect/vitest"
+import { afterAll, assert, describe, it } from "@effect/vitest"
 import { Clock, Duration, Effect, Exit, Fiber, References, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import type { AgentEvent } from "../src/AgentEvent.ts"
 import type { EventSinkShape } from "../src/EventSink.ts"
 import * as EventSink from "../src/EventSink.ts"
 import { type AssistantMessage, emptyUsage, type ToolCall, type ToolResultMessage } from "../src/Message.ts"
+import * as ResourceAccess from "../src/ResourceAccess.ts"
 import * as Tool from "../src/Tool.ts"
 import type { ToolContext, ToolResult } from "../src/Tool.ts"
 import {
@@ -31,18 +33,22 @@ import {
   type ToolBatchResult,
   type ToolExecutionOptions
 } from "../src/ToolExecution.ts"
-import { type RegisteredTool, ToolRegistry, type ToolRegistryShape } from "../src/ToolRegistry.ts"
+import { entry, type RegisteredTool, ToolRegistry, type ToolRegistryShape } from "../src/ToolRegistry.ts"
 import {
   abortByInterrupt,
   abortBySignal,
   abortFromInside,
   type AbortPoint,
+  type Access,
   type BatchCase,
   type CallSpec,
+  declarationDies,
+  declares,
   type HookShape,
   HORIZON_MS,
   isDuplicate,
   isImmediate,
+  isRefusedEarly,
   isSequential,
   makeBatchCaseArb,
   noAbort,
@@ -63,6 +69,8 @@ interface Recorded {
 interface BodyBegin {
   readonly seq: number
   readonly i: number
+  /** Virtual time at which the handler was called. */
+  readonly at: number
   readonly args: unknown
   /** The AbortSignal the tool was handed. */
   readonly signal: AbortSignal
@@ -89,7 +97,12 @@ class Recorder {
   readonly bodyBegins: Array<BodyBegin> = []
   readonly bodyExits: Array<{ readonly seq: number; readonly i: number; readonly exit: string }> = []
   readonly beforeCalls: Array<{ readonly seq: number; readonly i: number }> = []
-  readonly afterCalls: Array<{ readonly seq: number; readonly i: number }> = []
+  /** With the text of the result each was handed: what the execution itself gave (TE 11.5 needs it). */
+  readonly afterCalls: Array<{ readonly seq: number; readonly i: number; readonly text: string }> = []
+  /** Each time the `par` tool was asked what a call touches (TE 11.4), with the arguments it was asked of. */
+  readonly declarations: Array<{ readonly seq: number; readonly i: number; readonly args: unknown }> = []
+  /** The event the `stall` subscriber blocked on: the batch sees it delivered 3 s after it was recorded. */
+  stalled: AgentEvent | undefined = undefined
   /** Problems seen while running (e.g. a tool handed arguments it should never get). */
   readonly problems: Array<string> = []
   abortSeq: number | undefined = undefined
@@ -112,6 +125,8 @@ class Recorder {
   readonly hung = new Set<number>()
   /** Raises the case's abort if it is meant to come from call `i` at this point (set by `runCase`). */
   abortFrom: (i: number, at: AbortPoint) => void = () => {}
+  /** The virtual time (set by `runCase`). */
+  now: () => number = () => 0
   next(): number {
     return ++this.seq
   }
@@ -249,6 +264,44 @@ const body = (c: BatchCase, rec: Recorder, i: number, ctx: ToolContext): Effect.
   }
 }
 
+const accessOf = (access: Access): ResourceAccess.ResourceAccess =>
+  access.kind === "exclusive"
+    ? ResourceAccess.exclusive
+    : access.kind === "read"
+    ? ResourceAccess.read(access.key)
+    : ResourceAccess.write(access.key)
+
+type Declared =
+  | ReadonlyArray<ResourceAccess.ResourceAccess>
+  | Effect.Effect<ReadonlyArray<ResourceAccess.ResourceAccess>>
+
+/**
+ * What call `i` (from its arguments) touches, as its spec says (see `Declaration`), written in the call's hook
+ * shape: the declaration is user code of prepare, like the hooks. A call that declares nothing gives no list,
+ * as `test/ToolExecution.resources.test.ts` does for its plain calls: it touches nothing the batch knows of.
+ */
+const declaration = (c: BatchCase, rec: Recorder, args: any): Declared => {
+  const i = args?.i
+  if (typeof i !== "number" || !Number.isInteger(i) || i < 0 || i >= c.calls.length) {
+    rec.problems.push(`a declaration was asked of arguments it should never get: ${JSON.stringify(args)}`)
+    return []
+  }
+  rec.declarations.push({ seq: rec.next(), i, args })
+  const spec = c.calls[i]
+  const shape = spec.hookShape
+  if (spec.resources === "die") {
+    if (shape === "throw") throw new Error(`resources ${i} died`)
+    const died = Effect.die(new Error(`resources ${i} died`))
+    return shape === "exit" ? died : shaped(shape, () => died) as Effect.Effect<never>
+  }
+  const accesses = spec.resources === null
+    ? undefined as unknown as ReadonlyArray<ResourceAccess.ResourceAccess>
+    : spec.resources.map(accessOf)
+  return shape === "exit" || shape === "throw"
+    ? accesses
+    : shaped(shape, () => Effect.succeed(accesses)) as Effect.Effect<ReadonlyArray<ResourceAccess.ResourceAccess>>
+}
+
 const makeRegistry = (c: BatchCase, rec: Recorder): ToolRegistryShape => {
   const handler = (args: any, ctx: ToolContext): Effect.Effect<ToolResult, unknown> => {
     const i = args?.i
@@ -257,7 +310,7 @@ const makeRegistry = (c: BatchCase, rec: Recorder): ToolRegistryShape => {
       return Effect.succeed(okResult(-1))
     }
     // Calling the handler is where execution begins: a body that begins counts from here.
-    const begin: BodyBegin = { seq: rec.next(), i, args, signal: ctx.signal, ran: false }
+    const begin: BodyBegin = { seq: rec.next(), i, at: rec.now(), args, signal: ctx.signal, ran: false }
     rec.bodyBegins.push(begin)
     rec.abortFrom(i, "handler")
     const spec = c.calls[i]
@@ -307,7 +360,12 @@ const makeRegistry = (c: BatchCase, rec: Recorder): ToolRegistryShape => {
     ...(c.toolTimeout !== null ? { timeout: c.toolTimeout } : {})
   })
   const seq = Tool.make("seq", { description: "a sequential tool", parameters: Params, executionMode: "sequential" })
-  const tools: Array<RegisteredTool> = [{ tool: par, handler }, { tool: seq, handler }]
+  // The `par` tool declares what its calls touch, unless no call of the batch declares anything: then it has no
+  // declaration at all, the batch as it ran before TE 11. The `seq` tool never declares.
+  const tools: Array<RegisteredTool> = [
+    declares(c) ? entry(par, Tool.withResources(handler, (args) => declaration(c, rec, args))) : { tool: par, handler },
+    { tool: seq, handler }
+  ]
   const byName = new Map(tools.map((entry) => [entry.tool.name, entry]))
   return { tools, get: (name) => byName.get(name) }
 }
@@ -355,8 +413,9 @@ const makeSink = (c: BatchCase, rec: Recorder, clock: Clock.Clock, onEvent: () =
           return Effect.andThen(
             record,
             Effect.suspend(() => {
-              if (event.type === "tool_execution_update") return Effect.void
-              return ++notUpdates === c.stallOn ? Effect.sleep(STALL_MS) : Effect.void
+              if (event.type === "tool_execution_update" || ++notUpdates !== c.stallOn) return Effect.void
+              rec.stalled = event
+              return Effect.sleep(STALL_MS)
             })
           )
       }
@@ -429,12 +488,14 @@ const makeHooks = (c: BatchCase, rec: Recorder, message: AssistantMessage, repla
       )
     : undefined
   const afterToolCall = c.calls.some((call) => call.after !== "pass") || abortIn("after")
-    ? (ctx: { readonly toolCall: ToolCall }): Effect.Effect<AfterToolCallResult | undefined, unknown> =>
+    ? (
+      ctx: { readonly toolCall: ToolCall; readonly result: ToolResult }
+    ): Effect.Effect<AfterToolCallResult | undefined, unknown> =>
       shaped(
         c.calls[which(ctx.toolCall)].hookShape,
         (fiber): Effect.Effect<AfterToolCallResult | undefined, unknown> => {
           const i = which(ctx.toolCall)
-          rec.afterCalls.push({ seq: rec.next(), i })
+          rec.afterCalls.push({ seq: rec.next(), i, text: textOf(ctx.result.content) })
           if (fiber !== undefined) rec.track(fiber, "hook")
           rec.abortFrom(i, "after")
           const spec = c.calls[i]
@@ -528,6 +589,7 @@ const runCase = (c: BatchCase): Effect.Effect<Run> =>
   Effect.gen(function*() {
     const rec = new Recorder()
     const clock = yield* Clock.Clock
+    rec.now = () => clock.currentTimeMillisUnsafe()
     const timers = trackTimers(clock)
     const message = makeMessage(c)
     const snapshot = structuredClone(message)
@@ -620,6 +682,7 @@ const runCase = (c: BatchCase): Effect.Effect<Run> =>
 const TOOL_EVENTS = new Set([
   "tool_execution_start",
   "tool_execution_update",
+  "tool_execution_waiting",
   "tool_execution_end",
   "message_start",
   "message_end"
@@ -658,6 +721,7 @@ const expectedOutcome = (c: BatchCase, i: number): Expected => {
     case "die":
       return { isError: true, terminate: false, text: (t) => t === `before ${i} died` }
   }
+  if (declarationDies(c, i)) return { isError: true, terminate: false, text: (t) => t === `resources ${i} died` }
   const timeout = timeoutOf(c, call)
   const hangs = call.body === "never" || call.body === "stubborn"
   const elapsed = call.delay + (c.sink === "slow" ? call.updates : 0)
@@ -714,6 +778,8 @@ const describeEvent = (r: Recorded): string => {
     ? ` ${e.isError ? "error" : "ok"}${e.result?.terminate === true ? " terminate" : ""} ${
       JSON.stringify(textOf(e.result?.content))
     }`
+    : e.type === "tool_execution_waiting"
+    ? ` for [${e.waitingFor}]`
     : ""
   return `#${r.seq} t=${r.at} ${e.type} ${id}${extra}`
 }
@@ -725,12 +791,36 @@ const trace = (run: Run): string => {
   for (const b of rec.bodyExits) lines.push([b.seq, `#${b.seq} body ${b.i} exits (${b.exit})`])
   for (const b of rec.beforeCalls) lines.push([b.seq, `#${b.seq} beforeToolCall ${b.i}`])
   for (const b of rec.afterCalls) lines.push([b.seq, `#${b.seq} afterToolCall ${b.i}`])
+  for (const d of rec.declarations) {
+    lines.push([d.seq, `#${d.seq} declaration ${d.i} asked: ${JSON.stringify(run.c.calls[d.i].resources)}`])
+  }
   if (rec.abortSeq !== undefined) lines.push([rec.abortSeq, `#${rec.abortSeq} ABORT (${run.c.abort._tag})`])
   if (rec.doneSeq !== undefined) lines.push([rec.doneSeq, `#${rec.doneSeq} batch returned`])
   return lines.sort((a, b) => a[0] - b[0]).map(([, line]) => line).join("\n")
 }
 
-/** Every invariant of TE 10 (and a few more of TE 2 to TE 9); returns the violations. */
+/**
+ * What call `i` touches for the rule (TE 11.1), from its spec: a call that declares nothing writes a key of its
+ * own, which only the empty key (and an exclusive access) covers.
+ */
+const touchedBy = (c: BatchCase, i: number): ReadonlyArray<ResourceAccess.ResourceAccess> => {
+  const declared = c.calls[i].resources
+  return declared === null || declared === "die" ? [ResourceAccess.write(`\u0000${i}`)] : declared.map(accessOf)
+}
+
+/**
+ * Whether calls `i` and `j` conflict (TE 11.1): any access of one against any of the other. A call with an
+ * immediate outcome never executes, so it conflicts with nothing: it neither waits nor is waited for.
+ */
+const conflicting = (c: BatchCase, i: number, j: number): boolean =>
+  i !== j && !isImmediate(c, i) && !isImmediate(c, j) &&
+  touchedBy(c, i).some((x) => touchedBy(c, j).some((y) => ResourceAccess.conflicts(x, y)))
+
+/** The earlier calls call `i` conflicts with, in source order. */
+const conflictsBefore = (c: BatchCase, i: number): Array<number> =>
+  c.calls.flatMap((_, j) => (j < i && conflicting(c, i, j) ? [j] : []))
+
+/** Every invariant of TE 10 (and a few more of TE 2 to TE 9, and TE 11); returns the violations. */
 const violations = (run: Run): Array<string> => {
   const { c, rec, message, exit } = run
   const v: Array<string> = [...rec.problems]
@@ -759,6 +849,7 @@ const violations = (run: Run): Array<string> => {
   const ends = ofType("tool_execution_end")
   const msgStarts = ofType("message_start")
   const msgEnds = ofType("message_end")
+  const waitings = ofType("tool_execution_waiting")
 
   // No event after the last message event, nor after the batch returned.
   const messageSeqs = [...msgStarts, ...msgEnds].map((r) => r.seq)
@@ -912,6 +1003,17 @@ const violations = (run: Run): Array<string> => {
         if (running.length >= c.concurrency) {
           v.push(`(5) body ${b.i} begins while ${running.length} calls execute (limit ${c.concurrency})`)
         }
+        // TE 11.6: a call waiting for earlier ones holds its place in the limit too.
+        const waiting = waitings.filter((w) => {
+          const o = ids.indexOf((w.event as any).toolCallId)
+          return o !== b.i && w.seq < b.seq && !rec.bodyBegins.some((x) => x.i === o && x.seq < b.seq) &&
+            (endOf[o]?.seq ?? Infinity) > b.seq
+        })
+        if (running.length < c.concurrency && running.length + waiting.length >= c.concurrency) {
+          v.push(
+            `(11) body ${b.i} begins while ${running.length} calls execute and ${waiting.length} wait (limit ${c.concurrency})`
+          )
+        }
       }
     }
   }
@@ -1039,6 +1141,160 @@ const violations = (run: Run): Array<string> => {
     }
   }
 
+  // (11) TE 11: what calls touch. Which calls conflict comes from the rule itself, pairwise (`conflicting`).
+  if (sequential) {
+    for (const w of waitings) v.push(`(11) sequential: a waiting event ${describeEvent(w)}`)
+    if (rec.declarations.length > 0) {
+      v.push(
+        `(11) sequential: what calls touch was asked ${rec.declarations.length} time(s), never in a sequential batch`
+      )
+    }
+  } else {
+    // TE 11.4: asked once per call that passed beforeToolCall, of the very arguments its tool then runs with.
+    for (let i = 0; i < n; i++) {
+      const asked = rec.declarations.filter((d) => d.i === i)
+      const askable = declares(c) && c.calls[i].name === "par" && !isRefusedEarly(c, i)
+      if (!askable && asked.length > 0) v.push(`(11) call ${i}: what it touches was asked, but prepare had refused it`)
+      if (asked.length > 1) v.push(`(11) call ${i}: what it touches was asked ${asked.length} times`)
+      if (askable && !aborted && asked.length === 0) v.push(`(11) call ${i}: what it touches was never asked`)
+      const body = rec.bodyBegins.find((b) => b.i === i)
+      for (const d of asked) {
+        if (!((startOf[i]?.seq ?? Infinity) < d.seq)) v.push(`(11) call ${i}: asked what it touches before its start`)
+        if (rec.beforeCalls.some((b) => b.i === i && b.seq > d.seq)) {
+          v.push(`(11) call ${i}: asked what it touches before beforeToolCall`)
+        }
+        if (body !== undefined && !(d.seq < body.seq)) {
+          v.push(`(11) call ${i}: asked what it touches after its tool began`)
+        }
+        if (body !== undefined && body.args !== d.args) {
+          v.push(`(11) call ${i}: what it touches was asked of other arguments than its tool got`)
+        }
+        if (c.calls[i].before === "replaceArgs" && d.args !== run.replaced[i]) {
+          v.push(`(11) call ${i}: what it touches was not asked of beforeToolCall's replacement arguments`)
+        }
+      }
+    }
+
+    // TE 11.3: a waiting event comes at most once per call, between its start and its end and before its tool
+    // begins, and names earlier calls it conflicts with that had not ended. The batch decides and emits it at
+    // once, but the subscriber records it: `yield` a scheduler turn later (at the same virtual time), `slow`
+    // 1 ms later; and the batch sees the event `stall` blocks on delivered 3 s after it was recorded.
+    const endedBefore = (j: number, w: Recorded): boolean => {
+      const end = endOf[j]
+      if (end === undefined) return false
+      switch (c.sink) {
+        case "yield":
+          return end.at < w.at
+        case "slow":
+          return end.at < w.at - 1
+        case "stall":
+          return end.seq < w.seq && end.event !== rec.stalled
+        default:
+          return end.seq < w.seq
+      }
+    }
+    const waitingOf = new Map<number, Recorded>()
+    for (const w of waitings) {
+      const e = w.event as any
+      const i = ids.indexOf(e.toolCallId)
+      if (i === -1) {
+        v.push(`(11) ${describeEvent(w)}: no call has that id`)
+        continue
+      }
+      const first = waitingOf.get(i)
+      if (first !== undefined) v.push(`(11) call ${i}: a second waiting event #${w.seq} (the first: #${first.seq})`)
+      else waitingOf.set(i, w)
+      if (e.toolName !== nameOf(c.calls[i])) v.push(`(11) call ${i}: its waiting event has the wrong tool name`)
+      if (isImmediate(c, i)) v.push(`(11) call ${i}: an immediate outcome waits (#${w.seq})`)
+      const s = startOf[i]?.seq ?? Infinity
+      const end = endOf[i]?.seq ?? -Infinity
+      if (!(s < w.seq && w.seq < end)) {
+        v.push(`(11) call ${i}: waiting #${w.seq} outside its start #${s} .. end #${end}`)
+      }
+      const body = rec.bodyBegins.find((b) => b.i === i)
+      if (body !== undefined && !(w.seq < body.seq)) {
+        v.push(`(11) call ${i}: waits (#${w.seq}) after its tool began (#${body.seq})`)
+      }
+      const named: ReadonlyArray<string> = e.waitingFor
+      if (named.length === 0) v.push(`(11) call ${i}: waits (#${w.seq}) for no call`)
+      if (new Set(named).size !== named.length) v.push(`(11) call ${i}: waits for a call twice: [${named}]`)
+      for (const id of named) {
+        const j = ids.indexOf(id)
+        if (j === -1 || j >= i) v.push(`(11) call ${i} waits (#${w.seq}) for ${id}, not an earlier call`)
+        else if (!conflicting(c, i, j)) {
+          v.push(`(11) call ${i} waits (#${w.seq}) for call ${j}, which it does not conflict with`)
+        } else if (endedBefore(j, w)) {
+          v.push(`(11) call ${i} waits (#${w.seq}) for call ${j}, which had already ended (#${endOf[j]!.seq})`)
+        }
+      }
+    }
+
+    // TE 11.2: a tool begins only once every earlier call it conflicts with has ended (its end event is out), and
+    // never while the body of one is still running, unless that one timed out and was abandoned (TE 11.5): the
+    // batch gave up on it and on what it touches. The result its execution gave says so: the one
+    // afterToolCall was handed, or else the end event's.
+    const abandonedAfterTimeout = (j: number): boolean => {
+      const text = rec.afterCalls.find((a) => a.i === j)?.text ?? textOf((endOf[j]?.event as any)?.result?.content)
+      return text.includes("timed out after") && text.includes("was abandoned")
+    }
+    for (const b of rec.bodyBegins) {
+      for (const j of conflictsBefore(c, b.i)) {
+        const end = endOf[j]
+        if (end === undefined || !(end.seq < b.seq)) {
+          v.push(`(11) body ${b.i} begins (#${b.seq}) before call ${j}, which it conflicts with, ended (#${end?.seq})`)
+        }
+        const other = rec.bodyBegins.find((x) => x.i === j)
+        const exit = rec.bodyExits.find((x) => x.i === j)
+        if (
+          other?.ran === true && other.seq < b.seq && !(exit !== undefined && exit.seq < b.seq) &&
+          !abandonedAfterTimeout(j)
+        ) {
+          v.push(
+            `(11) body ${b.i} begins (#${b.seq}) while the body of call ${j}, which it conflicts with, still runs ` +
+              `(began #${other.seq}, ${
+                exit === undefined ? "never exits" : `exits #${exit.seq}`
+              }) and was not abandoned`
+          )
+        }
+      }
+    }
+
+    // TE 11.2, TE 11.6: no call is left waiting for ever. Without an abort, every call without an immediate
+    // outcome runs. Aborted: a call that had not begun, although the calls were executing (a body had begun),
+    // every earlier call it conflicts with had ended and a place in the concurrency limit was free (fewer earlier
+    // calls than the limit had not ended) some time before the abort, was left waiting. "Some time": a virtual
+    // instant earlier (within one, the abort may come first), plus what the subscriber takes, as above: 1 ms for
+    // `slow`, 3 s for `stall`.
+    const begun = (i: number) => rec.bodyBegins.some((b) => b.i === i)
+    if (!aborted) {
+      for (let i = 0; i < n; i++) {
+        if (!isImmediate(c, i) && !begun(i)) {
+          v.push(
+            `(11) call ${i} never began though the batch was not aborted (earlier conflicts: [${
+              conflictsBefore(c, i)
+            }]): ${JSON.stringify(textOf((endOf[i]?.event as any)?.result?.content))}`
+          )
+        }
+      }
+    } else {
+      const by = rec.abortAt! - (c.sink === "slow" ? 2 : c.sink === "stall" ? STALL_MS + 2 : 0)
+      const endedBy = (j: number) => endOf[j] !== undefined && endOf[j].at < by
+      const executing = rec.bodyBegins.some((b) => b.at < by)
+      for (let i = 0; i < n; i++) {
+        if (!executing || isImmediate(c, i) || begun(i)) continue
+        const held = c.calls.filter((_, k) => k < i && !isImmediate(c, k) && !endedBy(k)).length
+        const blockers = conflictsBefore(c, i)
+        if ((c.concurrency === "unbounded" || held < c.concurrency) && blockers.every(endedBy)) {
+          v.push(
+            `(11) call ${i} was left waiting: every earlier call it conflicts with ([${blockers}]) had ended by ` +
+              `t=${by} and ${held} earlier call(s) held a place (limit ${c.concurrency}), yet it had not begun ` +
+              `when the batch was aborted at t=${rec.abortAt}`
+          )
+        }
+      }
+    }
+  }
+
   // The assistant message is never mutated.
   try {
     assert.deepStrictEqual(message, run.snapshot)
@@ -1074,6 +1330,12 @@ const violations = (run: Run): Array<string> => {
 /** With `PROP_STATS=1`, what the generated cases exercised is printed after the tests (to tune generators). */
 const stats: Record<string, number> | undefined = process.env.PROP_STATS ? {} : undefined
 
+afterAll(() => {
+  if (stats === undefined) return
+  const rows = Object.entries(stats).sort(([a], [b]) => a.localeCompare(b))
+  console.log(`what the cases exercised:\n${rows.map(([key, count]) => `  ${key}: ${count}`).join("\n")}`)
+})
+
 const collectStats = (into: Record<string, number>, run: Run) => {
   const { c, rec } = run
   const inc = (key: string) => (into[key] = (into[key] ?? 0) + 1)
@@ -1098,6 +1360,24 @@ const collectStats = (into: Record<string, number>, run: Run) => {
     if (r.event.type === "tool_execution_update") inc("updates")
   }
   if (rec.result?.terminate) inc("terminate")
+  // TE 11: how often calls declare, conflict, wait, and run beside a conflicting call that was abandoned.
+  if (!isSequential(c)) {
+    if (declares(c)) inc("parallel, declares")
+    if (c.calls.filter((_, i) => !isImmediate(c, i)).length > 1) inc("parallel, 2+ calls that may run")
+    if (c.calls.some((_, i) => conflictsBefore(c, i).length > 0)) inc("parallel, conflicting calls")
+    if (c.calls.some((_, i) => declarationDies(c, i))) inc("a declaration dies")
+    const waiting = rec.events.filter((r) => r.event.type === "tool_execution_waiting")
+    if (waiting.length > 0) inc("waiting events")
+    for (const w of waiting) {
+      const i = Number((w.event as any).toolCallId.slice("call-".length))
+      inc(rec.bodyBegins.some((b) => b.i === i) ? "waited, then began" : "waited, never began")
+    }
+    if (
+      rec.bodyBegins.some((b) =>
+        conflictsBefore(c, b.i).some((j) => !rec.bodyExits.some((x) => x.i === j && x.seq < b.seq) && rec.hung.has(j))
+      )
+    ) inc("began beside a conflicting call's hung tool")
+  }
   if (rec.result === undefined) inc("no result (fiber interrupted)")
 }
 
@@ -1143,6 +1423,7 @@ const call = (spec: Partial<CallSpec> = {}): CallSpec => ({
   before: "pass",
   after: "pass",
   override: { content: false, details: false, isError: null, terminate: null },
+  resources: null,
   ...spec
 })
 

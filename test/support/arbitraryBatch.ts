@@ -1,6 +1,7 @@
 /**
  * Random tool batches for the property tests of `executeToolCalls`: what each call's tool does, what the hooks
- * do, the mode, the concurrency limit, the timeouts and where the batch is aborted.
+ * do, what each call declares it touches (TE 11), the mode, the concurrency limit, the timeouts and where the
+ * batch is aborted.
  *
  * Everything here is plain data so that a falsified property prints a readable, replayable counterexample.
  * Times are virtual (TestClock) milliseconds. Tool delays are multiples of 100, timeouts are 50 past a
@@ -54,6 +55,27 @@ export type Shape = "effect" | "instant" | "promise" | "yield"
  */
 export type HookShape = "effect" | "exit" | "throw" | "promise" | "yield"
 
+/**
+ * A resource key (TE 11): `a/x` is below `a`, `b` is apart from both, and the empty key covers everything. So
+ * few keys that calls of one batch often touch the same ones.
+ */
+export type Key = "" | "a" | "a/x" | "b"
+
+/** One access a call declares (`ResourceAccess.read`, `write`, `exclusive`). */
+export type Access =
+  | { readonly kind: "read"; readonly key: Key }
+  | { readonly kind: "write"; readonly key: Key }
+  | { readonly kind: "exclusive" }
+
+/**
+ * What a call of the `par` tool declares it touches (`Tool.withResources`): nothing (`null`: the declaration
+ * gives no list, or, when no call of the batch declares anything, the tool has no declaration at all), a list of
+ * accesses (possibly empty: it touches nothing), or `die`: the declaration dies, so the call ends as
+ * `PrepareFailed` and never runs (TE 11.4). Written in the call's `hookShape`: a plain list (or a throw) for
+ * `exit` and `throw`, an Effect otherwise. Calls of other tools declare nothing.
+ */
+export type Declaration = null | "die" | ReadonlyArray<Access>
+
 export interface CallSpec {
   readonly shape: Shape
   readonly hookShape: HookShape
@@ -71,6 +93,7 @@ export interface CallSpec {
   readonly before: Before
   readonly after: After
   readonly override: Override
+  readonly resources: Declaration
 }
 
 export type Abort =
@@ -189,6 +212,28 @@ const overrideArb: Arbitrary.Arbitrary<Override> = Arbitrary.all({
   terminate: nullable(bool)
 })
 
+const keyArb = weighted<Key>([[3, "a"], [3, "a/x"], [3, "b"], [1, ""]])
+
+const accessArb: Arbitrary.Arbitrary<Access> = Arbitrary.flatMap(
+  weighted<Access["kind"]>([[4, "read"], [4, "write"], [1, "exclusive"]]),
+  (kind): Arbitrary.Arbitrary<Access> =>
+    kind === "exclusive" ? Arbitrary.Constant({ kind }) : Arbitrary.map(keyArb, (key) => ({ kind, key }))
+)
+
+/**
+ * Mostly one or two accesses to few keys, so that most batches of several calls hold conflicting ones; now and
+ * then nothing declared, an empty list, or a declaration that dies. Shrinks towards declaring nothing.
+ */
+const declarationArb: Arbitrary.Arbitrary<Declaration> = Arbitrary.flatMap(
+  weighted<"nothing" | "die" | number>([[3, "nothing"], [1, "die"], [1, 0], [10, 1], [5, 2]]),
+  (size): Arbitrary.Arbitrary<Declaration> =>
+    size === "nothing"
+      ? Arbitrary.Constant(null)
+      : size === "die"
+      ? Arbitrary.Constant("die")
+      : Arbitrary.array(accessArb, { minLength: size, maxLength: size })
+)
+
 export const callSpecArb: Arbitrary.Arbitrary<CallSpec> = Arbitrary.all({
   shape: weighted<Shape>([[4, "effect"], [2, "instant"], [2, "promise"], [1, "yield"]]),
   hookShape: weighted<HookShape>([[3, "effect"], [2, "exit"], [1, "throw"], [2, "promise"], [1, "yield"]]),
@@ -201,7 +246,8 @@ export const callSpecArb: Arbitrary.Arbitrary<CallSpec> = Arbitrary.all({
   lateUpdate: weighted<boolean>([[4, false], [1, true]]),
   before: beforeArb,
   after: afterArb,
-  override: overrideArb
+  override: overrideArb,
+  resources: declarationArb
 })
 
 const abortOf = (tag: Abort["_tag"]): Arbitrary.Arbitrary<Abort> => {
@@ -307,6 +353,8 @@ const normalize = (raw: {
   } else {
     calls = calls.map((call) => (call.name === "seq" ? { ...call, name: "par" as const } : call))
   }
+  // Only the `par` tool declares what its calls touch.
+  calls = calls.map((call) => (call.name === "par" || call.resources === null ? call : { ...call, resources: null }))
   const abort: Abort = raw.abort._tag === "SignalFromCall" || raw.abort._tag === "InterruptFromCall"
     ? { ...raw.abort, call: calls.length === 0 ? 0 : raw.abort.call % calls.length }
     : raw.abort
@@ -387,13 +435,25 @@ export const timeoutOf = (c: BatchCase, call: CallSpec): number | null => effect
 /** Whether call `i` reuses the id of the call before it (and so must end as a duplicate). */
 export const isDuplicate = (c: BatchCase, i: number): boolean => i > 0 && c.calls[i].duplicate
 
+/** Whether the `par` tool declares what its calls touch: only when some call of the batch declares something. */
+export const declares = (c: BatchCase): boolean => c.calls.some((call) => call.resources !== null)
+
+/** Whether call `i`'s declaration dies, which only a parallel batch asks for (TE 11.4). */
+export const declarationDies = (c: BatchCase, i: number): boolean => c.calls[i].resources === "die" && !isSequential(c)
+
 /**
- * Calls that must end as an immediate outcome whatever happens (prepare refuses them): duplicate id, unknown
- * tool, invalid arguments, or a `beforeToolCall` that blocks, fails or dies.
+ * Calls that prepare refuses before it asks what they touch: duplicate id, unknown tool, invalid arguments, or a
+ * `beforeToolCall` that blocks, fails or dies.
  */
-export const isImmediate = (c: BatchCase, i: number): boolean => {
+export const isRefusedEarly = (c: BatchCase, i: number): boolean => {
   const call = c.calls[i]
   return isDuplicate(c, i) || call.name === "unknown" || call.args === "invalid" ||
     call.before === "block" || call.before === "blockReason" || call.before === "blockTerminate" ||
     call.before === "fail" || call.before === "die"
 }
+
+/**
+ * Calls that must end as an immediate outcome whatever happens (prepare refuses them): refused early (see
+ * {@link isRefusedEarly}), or their declaration dies.
+ */
+export const isImmediate = (c: BatchCase, i: number): boolean => isRefusedEarly(c, i) || declarationDies(c, i)
