@@ -476,13 +476,8 @@ export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentO
       ? held(event, signal, restore)
       : Effect.flatMap(restore(turn.take), () => held(event, signal, restore))
 
-  const deliverMasked = (
-    event: AgentEvent,
-    signal: AbortSignal,
-    restore: Restore
-  ): Effect.Effect<void> => Effect.suspend(deliverNow.bind(undefined, event, signal, restore))
   const emitWith = (signal: AbortSignal, event: AgentEvent): Effect.Effect<void> =>
-    Effect.uninterruptibleMask(deliverMasked.bind(undefined, event, signal))
+    Effect.uninterruptibleMask((restore) => Effect.suspend(() => deliverNow(event, signal, restore)))
   /**
    * The eager delivery (see `syncSink.ts`): as far as it goes synchronously, right here; a rest that goes
    * pending (a subscriber that waits, the turn held) runs in an uninterruptible fiber of its own, with the
@@ -501,7 +496,7 @@ export const make = Effect.fn("Agent.make")(function*<R = never>(options: AgentO
 
   /** The run's sink: eager for the loop and the batch (see `syncSink.ts`), an ordinary Effect for anyone else. */
   const sinkOf = (signal: AbortSignal): EventSink.EventSinkShape =>
-    deliveringEagerly(emitWith.bind(undefined, signal), deliverEagerlyWith.bind(undefined, signal))
+    deliveringEagerly((event) => emitWith(signal, event), (event) => deliverEagerlyWith(signal, event))
 
   const toMessage = (input: AgentMessage | string, images?: ReadonlyArray<ImageContent>) =>
     typeof input !== "string"

@@ -12,25 +12,34 @@ import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as Latch from "effect/Latch"
 import type * as Stream from "effect/Stream"
 import type { ToolExecutionEvent } from "./AgentEvent.ts"
 import type { ImmediateOutcome } from "./ImmediateOutcome.ts"
-import { atomically, type Batch, breather, isStopping, makeBatch, type Prepared, traced } from "./internal/batch.ts"
+import {
+  atomically,
+  type Batch,
+  breather,
+  chooseMode,
+  isStopping,
+  makeBatch,
+  type Prepared,
+  traced
+} from "./internal/batch.ts"
 import { CallContext } from "./internal/callContext.ts"
 import * as State from "./internal/callState.ts"
-import { type Call, errorResult, type Finalized, messageOf } from "./internal/callState.ts"
+import { type Call, errorResult, type Finalized, resultOf } from "./internal/callState.ts"
 import { callUser } from "./internal/eager.ts"
 import type { Emitter } from "./internal/emitter.ts"
 import { causeMessage } from "./internal/errorText.ts"
 import { eventStream } from "./internal/eventStream.ts"
 import * as Outcome from "./internal/outcomes.ts"
-import { waitsOf } from "./internal/schedule.ts"
+import { inTurns, resourcesOf } from "./internal/schedule.ts"
 import {
   abandonBusy,
   runApart,
   runHere,
   settleRemaining,
+  stopCall,
   supervise,
   TimedOut,
   wasInterrupted
@@ -39,12 +48,11 @@ import * as Telemetry from "./internal/telemetry.ts"
 import { applyOverride, executedResult } from "./internal/toolResult.ts"
 import type { Restore } from "./internal/uninterruptible.ts"
 import { validatedArguments } from "./internal/validation.ts"
-import type { AssistantMessage, ToolCall, ToolResultMessage } from "./Message.ts"
+import type { AssistantMessage, ToolResultMessage } from "./Message.ts"
 import { toolCallsOf } from "./Message.ts"
-import type { ResourceAccess } from "./ResourceAccess.ts"
 import type { ExecutionMode, ToolResult } from "./Tool.ts"
 import type { ToolBatchResult, ToolExecutionOptions } from "./ToolBatch.ts"
-import { ToolRegistry, type ToolRegistryShape } from "./ToolRegistry.ts"
+import { ToolRegistry } from "./ToolRegistry.ts"
 
 export {
   /** @internal A handler failure reported as exactly this error result (docs/durability.md DR 4.2). */
@@ -60,19 +68,6 @@ export type {
   ToolExecutionConfig,
   ToolExecutionOptions
 } from "./ToolBatch.ts"
-
-/** The mode a batch will run in: sequential if configured so or if any called tool requires it. @internal */
-export const chooseMode = (
-  calls: ReadonlyArray<ToolCall>,
-  registry: ToolRegistryShape,
-  configured: ExecutionMode | undefined
-): ExecutionMode => {
-  if (configured === "sequential") return "sequential"
-  for (const call of calls) {
-    if (registry.get(call.name)?.tool.executionMode === "sequential") return "sequential"
-  }
-  return "parallel"
-}
 
 // ---------------------------------------------------------------------------------------------------------
 // The five phases
@@ -93,8 +88,9 @@ const emitStart = (batch: Batch, call: Call): Effect.Effect<void> =>
   })
 
 /**
- * Phase 1 (TE 2): checks the id (TE 9.1), looks the tool up (TE 2.2), validates the arguments (TE 2.3) and
- * asks `beforeToolCall` (TE 2.4). Every way the call can end here is a typed error, its immediate outcome.
+ * Phase 1 (TE 2): checks the id (TE 9.1), looks the tool up (TE 2.2), validates the arguments (TE 2.3),
+ * asks `beforeToolCall` (TE 2.4), then, in a parallel batch, what the call touches (TE 11.4). Every way the
+ * call can end here is a typed error, its immediate outcome.
  */
 const prepare = Effect.fnUntracedEager(function*(batch: Batch, call: Call) {
   const { toolCall } = call
@@ -107,12 +103,8 @@ const prepare = Effect.fnUntracedEager(function*(batch: Batch, call: Call) {
   const before = batch.before
   if (before !== undefined) {
     const { assistantMessage, context } = batch
-    const decision = yield* traced(
-      batch,
-      call,
-      "approval",
-      () => Outcome.userStage(toolCall, "beforeToolCall", () => before({ assistantMessage, toolCall, args, context }))
-    )
+    const ask = () => before({ assistantMessage, toolCall, args, context })
+    const decision = yield* traced(batch, call, "approval", () => Outcome.userStage(toolCall, "beforeToolCall", ask))
     if (decision?.block === true) return yield* Outcome.blocked(toolCall, decision.reason, decision.terminate === true)
     // TE 2.5: the hook may have waited (for a person's approval) while the run was aborted.
     if (isStopping(batch)) return yield* Outcome.abortedBeforeStart(toolCall)
@@ -126,15 +118,6 @@ const prepare = Effect.fnUntracedEager(function*(batch: Batch, call: Call) {
   call.state = State.Prepared
   return { call, entry, args, resources } satisfies Prepared
 })
-
-const resourcesOf = (
-  declared: ReadonlyArray<ResourceAccess> | Effect.Effect<ReadonlyArray<ResourceAccess>>
-): Effect.Effect<ReadonlyArray<ResourceAccess>> => Effect.isEffect(declared) ? declared : Effect.succeed(declared)
-
-/** A tool stopped apart: its call, if still running, is stopped, or abandoned if it did not stop (TE 8.2). */
-const stopCall = (call: Call, stopped: boolean): void => {
-  if (call.state._tag === "Running") call.state = stopped ? State.Stopped : State.Abandoned
-}
 
 /**
  * Phase 2 (TE 3): calls the handler and runs the Effect it returns in the call's fiber, or apart with a
@@ -259,15 +242,11 @@ const prepareOrEnd = (batch: Batch, call: Call): Effect.Effect<Prepared | undefi
   )
 
 /** Phases 2 to 4 of a prepared call. */
-const executeAndEnd = (batch: Batch, prepared: Prepared): Effect.Effect<void> =>
-  Effect.flatMapEager(
-    traced(batch, prepared.call, "execution", () => execute(batch, prepared)),
-    (executed) =>
-      Effect.flatMapEager(
-        traced(batch, prepared.call, "finalize", () => finalize(batch, prepared, executed)),
-        (outcome) => emitEnd(batch, prepared.call, outcome)
-      )
-  )
+const executeAndEnd = Effect.fnUntracedEager(function*(batch: Batch, prepared: Prepared) {
+  const executed = yield* traced(batch, prepared.call, "execution", () => execute(batch, prepared))
+  const outcome = yield* traced(batch, prepared.call, "finalize", () => finalize(batch, prepared, executed))
+  yield* emitEnd(batch, prepared.call, outcome)
+})
 
 /** TE 6.1: one call at a time, all five phases; an immediate outcome skips execute and finalize. */
 const runSequential = Effect.fnUntraced(function*(batch: Batch, calls: ReadonlyArray<Call>) {
@@ -293,50 +272,17 @@ const executeAll = Effect.fnUntraced(function*(
   prepared: ReadonlyArray<Prepared>,
   concurrency: number | "unbounded"
 ) {
-  const turns = turnsOf(prepared)
-  const run = turns === undefined
-    ? (call: Prepared) => executeAndEnd(batch, call)
-    : (call: Prepared, index: number) => executeInTurn(batch, call, turns[index]!)
+  const run = inTurns(
+    prepared,
+    (call) => executeAndEnd(batch, call),
+    (call, running) => emitWaiting(batch, call.call, running)
+  ) ?? ((call: Prepared) => executeAndEnd(batch, call))
   for (let from = 0; from < prepared.length; from += WAVE) {
     if (from > 0) yield* Effect.yieldNow
     const wave = prepared.length <= WAVE ? prepared : prepared.slice(from, from + WAVE)
     yield* Effect.forEach(wave, (call, index) => run(call, from + index), { concurrency, discard: true })
   }
 })
-
-/** TE 11: a call's place among the calls it conflicts with: the latches of those before it, and its own. */
-interface Turn {
-  readonly after: ReadonlyArray<Prepared>
-  readonly waitFor: ReadonlyArray<Latch.Latch>
-  readonly ended: Latch.Latch
-}
-
-/** Each call's turn, or `undefined` when no call declared what it touches (then nothing waits: TE 6.2). */
-const turnsOf = (prepared: ReadonlyArray<Prepared>): ReadonlyArray<Turn> | undefined => {
-  if (!prepared.some((call) => call.resources !== undefined)) return undefined
-  const ended = prepared.map(() => Latch.makeUnsafe(false))
-  return waitsOf(prepared.map((call) => call.resources)).map((waits, index) => ({
-    after: waits.map((i) => prepared[i]!),
-    waitFor: waits.map((i) => ended[i]!),
-    ended: ended[index]!
-  }))
-}
-
-/**
- * TE 11: a call that conflicts with earlier calls still running says so (`tool_execution_waiting`) and
- * waits for them to end; it then runs like any other, and its own end lets the later ones go, however it ends.
- */
-const executeInTurn = (batch: Batch, prepared: Prepared, turn: Turn): Effect.Effect<void> => {
-  const running = turn.after.filter((_, i) => !turn.waitFor[i]!.isOpen())
-  // Suspended: the phases are eager, so building them would already call the handler.
-  const execute = running.length === 0 ?
-    executeAndEnd(batch, prepared) :
-    emitWaiting(batch, prepared.call, running).pipe(
-      Effect.andThen(Effect.forEach(turn.waitFor, Latch.await, { discard: true })),
-      Effect.andThen(Effect.suspend(() => executeAndEnd(batch, prepared)))
-    )
-  return Effect.ensuring(execute, Latch.open(turn.ended))
-}
 
 /**
  * TE 6.2: preflight (start and prepare, one call at a time, in source order), then every prepared call
@@ -373,14 +319,6 @@ const runParallel = Effect.fnUntraced(function*(
 // ---------------------------------------------------------------------------------------------------------
 // Entry points
 // ---------------------------------------------------------------------------------------------------------
-
-/** TE 7: the batch's result once every call has its message. */
-const resultOf = (calls: ReadonlyArray<Call>, aborted: boolean): ToolBatchResult => ({
-  messages: calls.map(messageOf),
-  terminate: calls.length > 0 &&
-    calls.every((call) => call.state._tag === "Done" && call.state.outcome.result.terminate === true),
-  aborted
-})
 
 /**
  * TE 8.3: after an abort or a fault, every call the work did not finish gets its missing events, each

@@ -8,13 +8,13 @@ import { TestClock } from "effect/testing"
 import type { AgentContext } from "../src/AgentContext.ts"
 import type { AgentEvent } from "../src/AgentEvent.ts"
 import * as EventSink from "../src/EventSink.ts"
+import { chooseMode } from "../src/internal/batch.ts"
 import type { ToolCall, ToolResultMessage } from "../src/Message.ts"
 import * as Tool from "../src/Tool.ts"
 import type { ToolResult } from "../src/Tool.ts"
 import {
   type AfterToolCallContext,
   type BeforeToolCallContext,
-  chooseMode,
   toolExecutionEvents,
   type ToolExecutionOptions
 } from "../src/ToolExecution.ts"

@@ -9,7 +9,7 @@ import * as Context from "../AgentContext.ts"
 import type { AgentContext } from "../AgentContext.ts"
 import type { AgentEvent } from "../AgentEvent.ts"
 import * as EventSink from "../EventSink.ts"
-import type { AssistantMessage } from "../Message.ts"
+import type { AssistantMessage, ToolCall } from "../Message.ts"
 import type { ResourceAccess } from "../ResourceAccess.ts"
 import type { ExecutionMode } from "../Tool.ts"
 import type { ToolExecutionConfig, ToolExecutionOptions } from "../ToolBatch.ts"
@@ -19,6 +19,19 @@ import { laterDuplicates } from "./duplicates.ts"
 import { type Emitter, makeEmitter } from "./emitter.ts"
 import { skipReasonOf } from "./skip.ts"
 import * as Telemetry from "./telemetry.ts"
+
+/** The mode a batch will run in: sequential if configured so or if any called tool requires it. */
+export const chooseMode = (
+  calls: ReadonlyArray<ToolCall>,
+  registry: ToolRegistryShape,
+  configured: ExecutionMode | undefined
+): ExecutionMode => {
+  if (configured === "sequential") return "sequential"
+  for (const call of calls) {
+    if (registry.get(call.name)?.tool.executionMode === "sequential") return "sequential"
+  }
+  return "parallel"
+}
 
 /** Everything the phases of one batch share. */
 export interface Batch {

@@ -5,6 +5,7 @@
  */
 import type { ToolCall, ToolResultMessage } from "../Message.ts"
 import type { ToolResult } from "../Tool.ts"
+import type { ToolBatchResult } from "../ToolBatch.ts"
 
 /** A call's final result (after `afterToolCall`), as its end event and result message carry it. */
 export interface Finalized {
@@ -88,8 +89,16 @@ export const errorResult = (text: string, details: unknown = {}): Finalized => (
 })
 
 /** The result message of a call; every call of a batch that returns has one (a missing one is a bug). */
-export const messageOf = (call: Call): ToolResultMessage => {
+const messageOf = (call: Call): ToolResultMessage => {
   const state = call.state
   if (state._tag === "Done" || state._tag === "Announcing") return state.message
   throw new Error(`effect-agent: tool call ${call.toolCall.id} left the batch in state ${state._tag}`)
 }
+
+/** TE 7: the batch's result once every call has its message. */
+export const resultOf = (calls: ReadonlyArray<Call>, aborted: boolean): ToolBatchResult => ({
+  messages: calls.map(messageOf),
+  terminate: calls.length > 0 &&
+    calls.every((call) => call.state._tag === "Done" && call.state.outcome.result.terminate === true),
+  aborted
+})

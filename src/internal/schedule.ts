@@ -9,6 +9,8 @@
  * replaced), so each access costs the depth of its key plus what it must wait for. The waits it records may
  * repeat what another wait already implies; that changes nothing about when a call starts.
  */
+import * as Effect from "effect/Effect"
+import * as Latch from "effect/Latch"
 import { type ResourceAccess, segments } from "../ResourceAccess.ts"
 
 interface Node {
@@ -96,3 +98,41 @@ export const waitsOf = (
     return Array.from(waits).sort((a, b) => a - b)
   })
 }
+
+/** Something that is scheduled by what it touches: `undefined` when it declared nothing. */
+export interface Scheduled {
+  readonly resources: ReadonlyArray<ResourceAccess> | undefined
+}
+
+/**
+ * The calls run in turns (TE 11): for each call by its index, an Effect that, when earlier calls it conflicts
+ * with are still running, first reports them (`onWait`) and waits for them to end, then runs it; its own end,
+ * however it ends, lets the later ones go. `undefined` when no call declared what it touches: nothing waits
+ * (TE 6.2).
+ *
+ * `run` is called only once the call's turn has come: the phases are eager, so building its Effect early
+ * would already call the handler.
+ */
+export const inTurns = <A extends Scheduled>(
+  calls: ReadonlyArray<A>,
+  run: (call: A) => Effect.Effect<void>,
+  onWait: (call: A, running: ReadonlyArray<A>) => Effect.Effect<void>
+): ((call: A, index: number) => Effect.Effect<void>) | undefined => {
+  if (!calls.some((call) => call.resources !== undefined)) return undefined
+  const ended = calls.map(() => Latch.makeUnsafe(false))
+  const waits = waitsOf(calls.map((call) => call.resources))
+  return (call, index) => {
+    const before = waits[index]!
+    const running = before.filter((i) => !ended[i]!.isOpen())
+    const turn = running.length === 0 ? run(call) : onWait(call, running.map((i) => calls[i]!)).pipe(
+      Effect.andThen(Effect.forEach(before, (i) => Latch.await(ended[i]!), { discard: true })),
+      Effect.andThen(Effect.suspend(() => run(call)))
+    )
+    return Effect.ensuring(turn, Latch.open(ended[index]!))
+  }
+}
+
+/** What a tool declared for a call, as an Effect whichever form it took (`Tool.withResources`). */
+export const resourcesOf = (
+  declared: ReadonlyArray<ResourceAccess> | Effect.Effect<ReadonlyArray<ResourceAccess>>
+): Effect.Effect<ReadonlyArray<ResourceAccess>> => Effect.isEffect(declared) ? declared : Effect.succeed(declared)

@@ -41,6 +41,11 @@ const abortRunning = (call: Call): void => {
   if (call.state._tag === "Running") call.state.abort()
 }
 
+/** A tool stopped apart: its call, if still running, is stopped, or abandoned if it did not stop (TE 8.2). */
+export const stopCall = (call: Call, stopped: boolean): void => {
+  if (call.state._tag === "Running") call.state = stopped ? Stopped : Abandoned
+}
+
 /** Work that did not finish within its timeout; `stopped` says whether it then stopped when cancelled. */
 export class TimedOut {
   readonly stopped: boolean
