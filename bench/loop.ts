@@ -88,7 +88,8 @@ export interface LoopSide {
 
 export const body = (x: number) => ({ content: [{ type: "text" as const, text: "ok" }], details: { x } })
 
-const assistant = (
+/** A scripted assistant message with this content (tool calls with `toolUse`, text with `stop`). */
+export const assistant = (
   content: AssistantMessage["content"],
   stopReason: AssistantMessage["stopReason"]
 ): AssistantMessage => ({
@@ -338,7 +339,8 @@ export const makeOurs = (shape: Shape, delayMs = 0): LoopSide => {
 // pi
 // ---------------------------------------------------------------------------------------------------------
 
-const piModel: PiModel<string> = {
+/** The model pi's side names in its config (its stream function is scripted, {@link piStreamFn}). */
+export const piModel: PiModel<string> = {
   id: "bench",
   name: "bench",
   api: "bench",
@@ -391,10 +393,11 @@ const piHooks = (shape: Shape): Pick<PiLoopConfig, "beforeToolCall" | "afterTool
     : { beforeToolCall: async () => undefined, afterToolCall: async () => undefined }
 
 /** pi's `Agent` default conversion, used for its loop too: the same rule as ours. */
-const piConvert = (messages: Array<PiAgentMessage>): Array<PiMessage> =>
+export const piConvert = (messages: Array<PiAgentMessage>): Array<PiMessage> =>
   messages.filter((m) => m.role === "user" || m.role === "assistant" || m.role === "toolResult") as Array<PiMessage>
 
-const piStreamFn = (script: ReadonlyArray<AssistantMessage>) => {
+/** pi's scripted stream function: each call takes the next scripted message, as {@link ourModel} does. */
+export const piStreamFn = (script: ReadonlyArray<AssistantMessage>) => {
   let step = 0
   return () => {
     const message = script[Math.min(step++, script.length - 1)] as unknown as PiAssistantMessage

@@ -45,6 +45,7 @@ import {
   turnRuns
 } from "./measure.ts"
 import { type MemoryResult, spawnMemory } from "./memory.ts"
+import { scheduleRows } from "./schedule.ts"
 import { buildPackage, type Side, spawnStartup, type StartupResult } from "./startup.ts"
 import { median, round, summarize, table } from "./stats.ts"
 
@@ -569,6 +570,8 @@ const main = async () => {
   const batch = await batchRows()
   console.log("tools that wait 10 ms (wall time):")
   const wall = await wallRows()
+  console.log("20 edits, then 20 reads of the same files, tools of 10 ms (wall time; ours schedules by resources):")
+  const schedule = await scheduleRows(QUICK ? 3 : 7)
   console.log("turns:")
   const turns = await turnRows()
   console.log("turns, warm steady state (no GC before a sample):")
@@ -600,13 +603,16 @@ const main = async () => {
       shapes:
         "succeed: Effect.succeed / hooks Effect.void (pi: async fn returning at once); sync: Effect.sync (pi: the same async fn); promise: Effect.promise(async () => { await null; … }) (pi: async fn with the same await); immediate: a handler resolving after one setImmediate (both sides)",
       conversion:
-        "both sides keep user/assistant/toolResult messages (ours: default convertToLlm; pi: the filter its Agent uses by default)"
+        "both sides keep user/assistant/toolResult messages (ours: default convertToLlm; pi: the filter its Agent uses by default)",
+      schedule:
+        "wall time of one run of one message (edit file-0..19, then read file-0..19; tools `edit` and `read` of { path }, each waiting 10 ms); ours parallel with edit declaring write(path) and read declaring read(path) (Tool.withResources), against pi parallel and pi sequential; medians; sides alternate; each sample a full GC, one untimed run, one timed run. Counts are over every run (untimed ones included): a read is after its edit when it began after the edit ended, overlapping when the two ran together for some time"
     },
     rows,
     callback,
     stream,
     execute_tool_calls: batch,
     wall,
+    schedule,
     turns,
     turns_steady: turnsSteady,
     memory,
@@ -646,6 +652,30 @@ const main = async () => {
         fmt(t["ours_us_per_turn"] as number),
         fmt(t["pi_us_per_turn"] as number),
         (t["ratio"] as number).toFixed(2)
+      ])
+    )
+  )
+  console.log(
+    "\n" + table(
+      [
+        "message",
+        "pi mode",
+        "ideal ms ours / pi",
+        "ours ms",
+        "pi ms",
+        "ours/pi",
+        "ours reads after edit",
+        "pi reads racing edit"
+      ],
+      schedule.map((r) => [
+        `${r.calls / 2} edits, then ${r.calls / 2} reads`,
+        r.pi_mode,
+        `${r.ours_ideal_ms} / ${r.pi_ideal_ms}`,
+        fmt(r.ours_ms),
+        fmt(r.pi_ms),
+        r.ratio.toFixed(2),
+        `${r.ours_reads_after_their_edit} of ${r.ours_runs * r.reads_per_run}`,
+        `${r.pi_reads_overlapping_their_edit} of ${r.pi_runs * r.reads_per_run}`
       ])
     )
   )

@@ -22,6 +22,7 @@ import {
 } from "./loop.ts"
 import { compare, compareRunners, cpuNow, expected } from "./measure.ts"
 import { spawnMemory } from "./memory.ts"
+import { emptyTally, scheduleRunner, type ScheduleSide } from "./schedule.ts"
 import { spawnStartup } from "./startup.ts"
 
 export interface SmokeReport {
@@ -85,6 +86,16 @@ export const smoke = async (n = 5): Promise<SmokeReport> => {
   const slow = [makeOurs("succeed", 10), makePi("succeed", 10)]
   for (const mode of MODES) {
     await both(slow, { mode, hooks: false, script: [callsMessage(2), FINAL], context: [] }, "iterate", `10 ms ${mode}`)
+  }
+  // Edits, then reads of the same files (the scheduling row): ours' reads each after their edit (the runner
+  // throws otherwise) and no read racing one, pi sequential the same, pi parallel every read racing its edit.
+  for (const side of ["ours", "pi-sequential", "pi-parallel"] as const satisfies ReadonlyArray<ScheduleSide>) {
+    const tally = emptyTally()
+    const runner = scheduleRunner(side, tally, 3, 5)
+    assertEqual(await runner.run(), runner.events, `schedule ${side} events`)
+    assertEqual(tally.readsOverlapping, side === "pi-parallel" ? 3 : 0, `schedule ${side} reads racing their edit`)
+    events += runner.events
+    checks++
   }
   // Turns, from an empty and from a long transcript, through the loop and the stateful agents.
   for (const context of [[], transcriptOf(40)]) {

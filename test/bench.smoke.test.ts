@@ -8,7 +8,7 @@ import { smoke } from "../bench/smoke.ts"
 describe("bench smoke", () => {
   it("runs every workload of the benchmark on both sides with the expected events", async () => {
     const report = await smoke()
-    expect(report.checks).toBe(57)
+    expect(report.checks).toBe(60)
     expect(report.events).toBeGreaterThan(0)
   }, 20_000)
 })
