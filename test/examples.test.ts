@@ -55,4 +55,23 @@ describe("README examples", () => {
         "6 messages, streaming: false"
       ])
     }))
+
+  it.live("examples/schedule.ts runs the two edits of one note in order and the read of another beside them", () =>
+    Effect.gen(function*() {
+      const { program } = yield* Effect.promise(() => import("../examples/schedule.ts"))
+      yield* program
+      assert.deepStrictEqual(lines, ["2 waits for 1", "3 ended", "1 ended", "2 ended", "todo: milk, eggs, bread"])
+    }))
+
+  it.live("examples/limits.ts stops a model that repeats a failing call, and says why", () =>
+    Effect.gen(function*() {
+      const { program } = yield* Effect.promise(() => import("../examples/limits.ts"))
+      yield* program
+      const why =
+        "the tool deploy failed 3 times with the same arguments and the same error (the limit is 3 times): the build is red"
+      assert.deepStrictEqual(lines, [
+        `stopped: ${why}`,
+        `[The run was stopped before the task was done: ${why}.]`
+      ])
+    }))
 })
