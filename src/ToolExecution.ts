@@ -28,7 +28,7 @@ import {
 import { CallContext } from "./internal/callContext.ts"
 import * as State from "./internal/callState.ts"
 import { type Call, errorResult, type Finalized, resultOf } from "./internal/callState.ts"
-import { callUser } from "./internal/eager.ts"
+import { callUser, completed } from "./internal/eager.ts"
 import type { Emitter } from "./internal/emitter.ts"
 import { causeMessage } from "./internal/errorText.ts"
 import { eventStream } from "./internal/eventStream.ts"
@@ -50,7 +50,7 @@ import type { Restore } from "./internal/uninterruptible.ts"
 import { validatedArguments } from "./internal/validation.ts"
 import type { AssistantMessage, ToolResultMessage } from "./Message.ts"
 import { toolCallsOf } from "./Message.ts"
-import type { ExecutionMode, ToolResult } from "./Tool.ts"
+import type { ExecutionMode } from "./Tool.ts"
 import type { ToolBatchResult, ToolExecutionOptions } from "./ToolBatch.ts"
 import { ToolRegistry } from "./ToolRegistry.ts"
 
@@ -119,6 +119,12 @@ const prepare = Effect.fnUntracedEager(function*(batch: Batch, call: Call) {
   return { call, entry, args, resources } satisfies Prepared
 })
 
+/** TE 8.1: the batch is stopping; the call's signal is aborted and it goes no further. */
+const stopHere = (abort: () => void): Effect.Effect<never> => {
+  abort()
+  return Effect.interrupt
+}
+
 /**
  * Phase 2 (TE 3): calls the handler and runs the Effect it returns in the call's fiber, or apart with a
  * timeout (see `internal/supervise.ts`). Whether the call may start is decided right before the handler is
@@ -131,21 +137,13 @@ const execute = Effect.fnUntracedEager(function*(batch: Batch, { call, entry, ar
   const abort = () => context.abort()
   call.state = { _tag: "Running", abort }
   const handled = callUser(() => entry.handler(args, context))
+  // The handler itself may have raised the abort: its Effect is then not run.
+  if (isStopping(batch)) return yield* stopHere(abort)
   const timeout = entry.tool.timeout ?? batch.timeout
-  let run: Exit.Exit<ToolResult, unknown> | TimedOut = handled as Exit.Exit<ToolResult, unknown>
-  if (!Exit.isExit(handled) && !isStopping(batch)) {
-    run = timeout === undefined
-      ? yield* runHere(handled, call, abort)
-      : yield* runApart(
-        handled,
-        { abort, grace: batch.grace, onStopped: (stopped) => stopCall(call, stopped) },
-        timeout
-      )
-  }
-  if (isStopping(batch)) {
-    abort()
-    return yield* Effect.interrupt
-  }
+  const run = completed(handled) ?? (timeout === undefined
+    ? yield* runHere(handled, call, abort)
+    : yield* runApart(handled, { abort, grace: batch.grace, onStopped: (ok) => stopCall(call, ok) }, timeout))
+  if (isStopping(batch)) return yield* stopHere(abort)
   if (!(run instanceof TimedOut)) return executedResult(entry.tool, run)
   const abandoned = run.stopped ? "" : " and was abandoned: it did not stop when cancelled"
   return errorResult(`Tool ${entry.tool.name} timed out after ${Duration.format(timeout!)}${abandoned}`, {
@@ -166,7 +164,7 @@ const finalize = (batch: Batch, { args, call }: Prepared, executed: Finalized): 
     onSuccess: (override) => Effect.succeed(applyOverride(executed, override)),
     onFailure: (cause) =>
       Cause.hasInterruptsOnly(cause)
-        ? Effect.failCause(cause as Cause.Cause<never>)
+        ? Effect.interrupt
         : Effect.succeed(errorResult(causeMessage(cause)))
   })
 }
@@ -375,7 +373,7 @@ const runBatch = Effect.fnUntraced(function*<R>(
   const work = mode === "sequential"
     ? runSequential(batch, calls)
     : runParallel(batch, calls, options.concurrency ?? "unbounded")
-  const exit = yield* supervise(work as Effect.Effect<void, never, R>, {
+  const exit = yield* supervise(work, {
     calls,
     signal: options.signal,
     grace: batch.grace,

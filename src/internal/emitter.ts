@@ -44,7 +44,7 @@ const warnThrown = (event: AgentEvent, error: unknown) =>
 const deliverContained = (sink: EventSink.EventSinkShape, event: AgentEvent): Effect.Effect<void> =>
   contain(`an event subscriber on ${event.type}`, () => sink.emit(event))
 
-/** The emitters, one class per kind of sink; `emit`, `bounded` and `close` are bound so they can be passed on. */
+/** The emitters, one class per kind of sink; `emit`, `bounded` and `close` are closures so they can be passed on. */
 abstract class BaseEmitter implements Emitter {
   closed = false
   readonly emit: (event: AgentEvent) => Effect.Effect<void>
@@ -53,9 +53,9 @@ abstract class BaseEmitter implements Emitter {
   abstract readonly sync: boolean
   abstract readonly direct: boolean
   constructor() {
-    this.emit = this.emitOpen.bind(this)
-    this.bounded = this.boundedBy.bind(this)
-    this.close = this.closeNow.bind(this)
+    this.emit = (event) => this.emitOpen(event)
+    this.bounded = (grace) => this.boundedBy(grace)
+    this.close = () => this.closeNow()
   }
   emitOpen(event: AgentEvent): Effect.Effect<void> {
     return this.closed ? Effect.void : this.deliver(event)
@@ -88,7 +88,7 @@ class SyncEmitter extends BaseEmitter {
   constructor(deliver: (event: AgentEvent) => void) {
     super()
     this.#deliver = deliver
-    this.now = this.deliver.bind(this)
+    this.now = (event) => this.deliver(event)
   }
   deliver(event: AgentEvent): Effect.Effect<void> {
     try {
