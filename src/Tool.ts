@@ -64,12 +64,16 @@ export interface Handler<Args, Details = unknown> {
 
 /**
  * What a call touches, from the arguments it will run with (docs/tool-execution.md, TE 11): asked once per
- * call in a parallel batch, after `beforeToolCall`. It may be an Effect (to resolve a path, say); a defect
- * ends the call with a `PrepareFailed` outcome, and the tool never runs.
+ * call in a parallel batch, after `beforeToolCall`. It may be an Effect (to resolve a path, say), and it may
+ * give `undefined` for a call that declares nothing. A defect, or anything but a list of accesses, ends the
+ * call with a `PrepareFailed` outcome, and the tool never runs.
  */
 export type Resources<Args> = (
   args: Args
-) => ReadonlyArray<ResourceAccess> | Effect.Effect<ReadonlyArray<ResourceAccess>>
+) => Declared | Effect.Effect<Declared>
+
+/** What one call was declared to touch: a list of accesses, or `undefined` for nothing the batch knows of. */
+export type Declared = ReadonlyArray<ResourceAccess> | undefined
 
 /**
  * A handler that declares what each call touches, so that a parallel batch runs it together with the calls it

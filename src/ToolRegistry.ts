@@ -85,6 +85,13 @@ export class ToolRegistry extends Context.Service<ToolRegistry, ToolRegistryShap
   })
 }
 
+/**
+ * What a registered tool's calls touch (TE 11): the entry's own field, or else its handler's declaration
+ * (`Tool.withResources`), so an entry written as a plain object schedules as one made by {@link entry}.
+ */
+export const declaredResources = (registered: RegisteredTool): Resources<any> | undefined =>
+  registered.resources ?? registered.handler.resources
+
 /** Pairs a tool with a handler, for {@link ToolRegistry.fromEntries}. */
 export const entry = <Params extends Tool.Any>(
   tool: Params,

@@ -53,7 +53,7 @@ const running = (rec: Recorder): Array<string> => {
 }
 
 describe("TE 11 resources", () => {
-  it.effect("TE 11.1 two writes of one key run in source order; a read of another key runs beside them", () =>
+  it.effect("TE 11.2 two writes of one key run in source order; a read of another key runs beside them", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const gates = makeGates()
@@ -114,7 +114,7 @@ describe("TE 11 resources", () => {
       assertBatchInvariants(rec.events, calls, result.messages)
     }).pipe(unblockOnExit))
 
-  it.effect("TE 11.2 a key covers the keys below it: a folder read waits for a write of a file in it", () =>
+  it.effect("TE 11.1 a key covers the keys below it: a folder read waits for a write of a file in it", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const gates = makeGates()
@@ -142,7 +142,7 @@ describe("TE 11 resources", () => {
       assertBatchInvariants(rec.events, calls, result.messages)
     }).pipe(unblockOnExit))
 
-  it.effect("TE 11.3 an exclusive call runs alone: after every call before it, before every call after it", () =>
+  it.effect("TE 11.1 an exclusive call runs alone: after every call before it, before every call after it", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const gates = makeGates()
@@ -171,7 +171,7 @@ describe("TE 11 resources", () => {
       assertBatchInvariants(rec.events, calls, result.messages)
     }).pipe(unblockOnExit))
 
-  it.effect("TE 11.4 calls that declare nothing run as before: together, with no waiting event", () =>
+  it.effect("TE 11.3 calls that declare nothing run as before: together, with no waiting event", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const gates = makeGates()
@@ -186,7 +186,7 @@ describe("TE 11 resources", () => {
       assertBatchInvariants(rec.events, calls, result.messages)
     }).pipe(unblockOnExit))
 
-  it.effect("TE 11.4 a waiting event names only the earlier calls still running", () =>
+  it.effect("TE 11.3 a waiting event names only the earlier calls still running", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const gates = makeGates()
@@ -208,7 +208,7 @@ describe("TE 11 resources", () => {
       assertBatchInvariants(rec.events, calls, result.messages)
     }).pipe(unblockOnExit))
 
-  it.effect("TE 11.5 a sequential batch never asks what its calls touch", () =>
+  it.effect("TE 11.4 a sequential batch never asks what its calls touch", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       let asked = 0
@@ -225,7 +225,7 @@ describe("TE 11 resources", () => {
       assert.deepStrictEqual(parallel.messages.map(textOf), ["ok 1", "ok 2"])
     }))
 
-  it.effect("TE 11.6 resources are asked of the arguments the tool will run with (after beforeToolCall)", () =>
+  it.effect("TE 11.4 resources are asked of the arguments the tool will run with (after beforeToolCall)", () =>
     Effect.gen(function*() {
       const seen: Array<unknown> = []
       const tool = touching((_args) => Effect.succeed(Tool.textResult("ok")), (args) => {
@@ -238,7 +238,7 @@ describe("TE 11 resources", () => {
       assert.deepStrictEqual(seen, [[write("replaced")]])
     }))
 
-  it.effect("TE 11.7 a resources function that dies ends its call as PrepareFailed; the tool never runs", () =>
+  it.effect("TE 11.4 a resources function that dies ends its call as PrepareFailed; the tool never runs", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const ran: Array<string> = []
@@ -257,7 +257,49 @@ describe("TE 11 resources", () => {
       assertBatchInvariants(rec.events, calls, result.messages)
     }))
 
-  it.effect("TE 11.8 an abort while a call waits: it never starts, and its result says so", () =>
+  it.effect("TE 11.4 a declaration that is not a list of accesses ends its call alone as PrepareFailed", () =>
+    Effect.gen(function*() {
+      const rec = makeRecorder()
+      const ran: Array<string> = []
+      const tool = touching((_args, ctx) => Effect.sync(() => (ran.push(ctx.toolCallId), Tool.textResult("ok"))))
+      // A read whose key the model left out, and a single access instead of a list.
+      const calls = [
+        toolCall("keyless", "t", { access: [{ _tag: "Read" }] }),
+        toolCall("single", "t", { access: write("a") }),
+        call("fine", write("a"))
+      ]
+      const result = yield* runBatch(assistantMessage(...calls), [tool], rec.sink)
+      assert.deepStrictEqual(ran, ["fine"])
+      assert.strictEqual(
+        textOf(result.messages[0]!),
+        `what the call touches is not a list of accesses (read, write, exclusive): [{"_tag":"Read"}]`
+      )
+      assert.isTrue(result.messages[0]!.isError)
+      assert.isTrue(result.messages[1]!.isError)
+      assert.isFalse(result.messages[2]!.isError)
+      assertBatchInvariants(rec.events, calls, result.messages)
+    }))
+
+  it.effect("TE 11.4 an entry written as a plain object keeps its handler's declaration", () =>
+    Effect.gen(function*() {
+      const rec = makeRecorder()
+      const gates = makeGates()
+      const tool: RegisteredTool = {
+        tool: Tool.make("t", { description: "test tool t", parameters: Params }),
+        handler: Tool.withResources(gated(rec, gates), declared)
+      }
+      const calls = [call("w1", write("a")), call("w2", write("a"))]
+      const fiber = yield* Effect.forkChild(runBatch(assistantMessage(...calls), [tool], rec.sink))
+      yield* within(rec.reached("exec:w1"), "w1 executing")
+      yield* settleFibers
+      assert.deepStrictEqual(running(rec), ["w1"], "w2 waits for w1")
+      yield* gates.open("w2")
+      yield* gates.open("w1")
+      const result = yield* Fiber.join(fiber)
+      assertBatchInvariants(rec.events, calls, result.messages)
+    }).pipe(unblockOnExit))
+
+  it.effect("TE 11.5 an abort while a call waits: it never starts, and its result says so", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const gates = makeGates()
@@ -282,7 +324,7 @@ describe("TE 11 resources", () => {
       assertBatchInvariants(rec.events, calls, result.messages)
     }).pipe(unblockOnExit))
 
-  it.effect("TE 11.9 a call lets the ones waiting for it go however it ends: failure, defect, timeout", () =>
+  it.effect("TE 11.5 a call lets the ones waiting for it go however it ends: failure, defect, timeout", () =>
     Effect.gen(function*() {
       const rec = makeRecorder()
       const script: Tool.Handler<Args> = (_args, ctx) => {
@@ -325,7 +367,7 @@ describe("TE 11 resources", () => {
     }).pipe(unblockOnExit))
 
   for (const concurrency of [1, 2]) {
-    it.effect(`TE 11.10 under a concurrency limit of ${concurrency}, conflicting calls still run in source order`, () =>
+    it.effect(`TE 11.6 under a concurrency limit of ${concurrency}, conflicting calls still run in source order`, () =>
       Effect.gen(function*() {
         const rec = makeRecorder()
         const tool = touching((_args, ctx) =>

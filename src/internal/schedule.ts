@@ -11,7 +11,10 @@
  */
 import * as Effect from "effect/Effect"
 import * as Latch from "effect/Latch"
-import { type ResourceAccess, segments } from "../ResourceAccess.ts"
+import * as Schema from "effect/Schema"
+import { ResourceAccess, segments } from "../ResourceAccess.ts"
+import type { Declared } from "../Tool.ts"
+import { clip } from "./clip.ts"
 
 interface Node {
   readonly children: Map<string, Node>
@@ -132,7 +135,28 @@ export const inTurns = <A extends Scheduled>(
   }
 }
 
-/** What a tool declared for a call, as an Effect whichever form it took (`Tool.withResources`). */
-export const resourcesOf = (
-  declared: ReadonlyArray<ResourceAccess> | Effect.Effect<ReadonlyArray<ResourceAccess>>
-): Effect.Effect<ReadonlyArray<ResourceAccess>> => Effect.isEffect(declared) ? declared : Effect.succeed(declared)
+const isDeclaration = Schema.is(Schema.Array(ResourceAccess))
+
+/**
+ * What a tool declared for a call, as an Effect whichever form it took (`Tool.withResources`): a list of
+ * accesses, or `undefined` when the call declares nothing. Anything else (a key that is not a string, say,
+ * from arguments a model left out) is a defect of the declaration, which ends that call alone as
+ * `PrepareFailed` (TE 11.4).
+ */
+export const resourcesOf = (declared: Declared | Effect.Effect<Declared>): Effect.Effect<Declared> =>
+  Effect.isEffect(declared) ? Effect.flatMap(declared, checked) : checked(declared)
+
+const checked = (declared: unknown): Effect.Effect<Declared> =>
+  declared === undefined || isDeclaration(declared)
+    ? Effect.succeed(declared)
+    : Effect.die(
+      new Error(`what the call touches is not a list of accesses (read, write, exclusive): ${shown(declared)}`)
+    )
+
+const shown = (value: unknown): string => {
+  try {
+    return clip(JSON.stringify(value) ?? String(value))
+  } catch {
+    return `a value of type ${typeof value}`
+  }
+}

@@ -40,12 +40,13 @@ import type { AgentEvent } from "../AgentEvent.ts"
 import * as DurableAgent from "../durable/DurableAgent.ts"
 import { RunIndex } from "../durable/RunState.ts"
 import type * as EventSink from "../EventSink.ts"
+import { resourcesOf } from "../internal/schedule.ts"
 import type { Message } from "../Message.ts"
 import type { Model } from "../Model.ts"
 import type { RunLimits } from "../RunLimits.ts"
 import type { Handler, Tool } from "../Tool.ts"
 import type { BeforeToolCallContext, BeforeToolCallResult } from "../ToolExecution.ts"
-import { type RegisteredTool, ToolRegistry, type ToolRegistryShape } from "../ToolRegistry.ts"
+import { declaredResources, type RegisteredTool, ToolRegistry, type ToolRegistryShape } from "../ToolRegistry.ts"
 import {
   CreateRun,
   type ErrorBody,
@@ -157,19 +158,17 @@ const workspaceRegistry = (options: ServeOptions, root: string) =>
         if (entry === undefined) return yield* Effect.die(new Error(`Tool ${tool.name} is missing in ${workspace}`))
         return entry
       })
-      const tools = base.tools.map(({ resources, tool }): RegisteredTool => {
+      const tools = base.tools.map((registered): RegisteredTool => {
+        const tool = registered.tool
         const handler: Handler<any, any> = (args, context) =>
           Effect.flatMap(entryOf(tool), (entry) => entry.handler(args, context))
-        if (resources === undefined) return { tool, handler }
+        if (declaredResources(registered) === undefined) return { tool, handler }
         // TE 11: what a call touches, in its run's workspace.
         return {
           tool,
           handler,
           resources: (args) =>
-            Effect.flatMap(entryOf(tool), (entry) => {
-              const declared = entry.resources?.(args) ?? []
-              return Effect.isEffect(declared) ? declared : Effect.succeed(declared)
-            })
+            Effect.flatMap(entryOf(tool), (entry) => resourcesOf(declaredResources(entry)?.(args) ?? []))
         }
       })
       const byName = new Map(tools.map((entry) => [entry.tool.name, entry]))
