@@ -25,7 +25,16 @@ import { abortOnInterrupt } from "./internal/abort.ts"
 import { EventIterator } from "./internal/eventIterator.ts"
 import { eventStream } from "./internal/eventStream.ts"
 import { Growing } from "./internal/growing.ts"
-import { countFailures, countResponse, LimitClock, limitNote, limitReached, nothingUsed } from "./internal/limits.ts"
+import {
+  countFailures,
+  countResponse,
+  invalidLimitsMessage,
+  LimitClock,
+  limitNote,
+  limitReached,
+  limitsProblem,
+  nothingUsed
+} from "./internal/limits.ts"
 import { streamAssistantResponse } from "./internal/modelCall.ts"
 import { announce, append, appendAll, contextOf, isAborted, loopEmit, type Run } from "./internal/run.ts"
 import { skipping } from "./internal/skip.ts"
@@ -130,11 +139,19 @@ const stopAfterTurn = <R>(
 const respond = Effect.fnUntraced(function*<R>(run: Run<R>, systemPrompt: string) {
   const limits = run.config.limits
   if (limits === undefined) return yield* streamAssistantResponse(run, systemPrompt)
+  if (run.limitsProblem !== undefined) {
+    const refused = invalidLimitsMessage(run.model.info, run.limitsProblem, yield* Clock.currentTimeMillis)
+    yield* announce(run, refused)
+    return refused
+  }
   const now = limits.maxDuration === undefined ? 0 : yield* yield* LimitClock
   const reached = limitReached(limits, run.used, now)
   if (reached === undefined) {
     const message = yield* streamAssistantResponse(run, systemPrompt)
-    countResponse(run.used, limits, message)
+    const failed = countResponse(run.used, limits, message)
+    if (failed !== undefined) {
+      yield* Effect.logWarning("effect-agent: costOf failed; the response counts as costing nothing", failed)
+    }
     return message
   }
   run.limitReached = reached
@@ -236,8 +253,12 @@ const runMasked = Effect.fnUntraced(function*<R>(
   const sink = yield* EventSink.EventSink
   const registry = yield* ToolRegistry
   const trace = yield* Telemetry.runTrace
+  // AL 5.6: limits that are wrong are found here, once; the run's first turn then says so.
+  const problem = config.limits === undefined ? undefined : limitsProblem(config.limits)
   // AL 5: wall time counts from here; the clock is read only for a run that has a wall-time limit.
-  const startedAt = config.limits?.maxDuration === undefined ? 0 : yield* yield* LimitClock
+  const startedAt = config.limits?.maxDuration === undefined || problem !== undefined
+    ? 0
+    : yield* yield* LimitClock
   const run = makeRun(
     config,
     Telemetry.observeModel(trace, yield* Model),
@@ -246,7 +267,8 @@ const runMasked = Effect.fnUntraced(function*<R>(
     signal,
     new Growing(context.messages),
     trace,
-    startedAt
+    startedAt,
+    problem
   )
   for (const message of context.messages) if (!isMessage(message)) run.dropped++
   for (const prompt of prompts) append(run, prompt)
@@ -267,7 +289,8 @@ function makeRun<R>(
   signal: AbortSignal,
   transcript: Growing<AgentMessage>,
   trace: Telemetry.RunTrace | undefined,
-  startedAt: number
+  startedAt: number,
+  limitsProblem: string | undefined
 ): Run<R> {
   return {
     config,
@@ -281,6 +304,7 @@ function makeRun<R>(
     newMessages: new Growing(),
     trace,
     used: nothingUsed(startedAt),
+    limitsProblem,
     limitReached: undefined
   }
 }

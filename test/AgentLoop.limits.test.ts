@@ -3,13 +3,13 @@
  * rule of `docs/agent-loop.md`. Time is the TestClock's.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { type Duration, Effect, Fiber, Schema, SubscriptionRef } from "effect"
+import { type Duration, Effect, Fiber, Schema, Stream, SubscriptionRef } from "effect"
 import { TestClock } from "effect/testing"
 import * as Agent from "../src/Agent.ts"
 import type { AgentEvent } from "../src/AgentEvent.ts"
 import type { AgentLoopConfig } from "../src/AgentLoop.ts"
 import { type AgentMessage, type AssistantMessage, emptyUsage, type Usage } from "../src/Message.ts"
-import { Model } from "../src/Model.ts"
+import { Model, type ModelRequest } from "../src/Model.ts"
 import * as RunLimits from "../src/RunLimits.ts"
 import * as ScriptedModel from "../src/ScriptedModel.ts"
 import { callTools, say } from "../src/ScriptedModel.ts"
@@ -51,14 +51,26 @@ const forever = (
 }
 const repeat = { whenExhausted: "repeat-last" } as const
 
-const usage = (input: number, output: number, cost: number, cacheRead = 0): Usage => ({
+const usage = (input: number, output: number, cost: number, cacheRead = 0, cacheWrite = 0): Usage => ({
   ...emptyUsage,
   input,
   output,
   cacheRead,
-  totalTokens: input + output + cacheRead,
+  cacheWrite,
+  totalTokens: input + output + cacheRead + cacheWrite,
   cost: { ...emptyUsage.cost, total: cost }
 })
+
+const FINAL_SHAPE: AssistantMessage = {
+  role: "assistant",
+  content: [],
+  api: "custom",
+  provider: "custom",
+  model: "custom",
+  usage: emptyUsage,
+  stopReason: "stop",
+  timestamp: 0
+}
 
 /** The note that ends a stopped run: the last message, an assistant `stop` without usage. */
 const assertNote = (messages: ReadonlyArray<AgentMessage>, reason: RunLimits.LimitReached) => {
@@ -110,17 +122,22 @@ describe("AL 5 limits", () => {
       assertWellFormed(messages)
     }))
 
-  it.effect("AL 5.1 tokens and cost: summed over the run's responses; input counts cache reads too", () =>
+  it.effect("AL 5.1 tokens and cost: summed over the run's responses; input counts cache reads and writes too", () =>
     Effect.gen(function*() {
       const run = (limits: RunLimits.RunLimits) =>
         Effect.map(
-          runLoop({ script: forever({ usage: usage(100, 10, 0.25, 50) }), scriptOptions: repeat, config: { limits } }),
+          runLoop({
+            script: forever({ usage: usage(100, 10, 0.25, 50, 25) }),
+            scriptOptions: repeat,
+            config: { limits }
+          }),
           ({ events, requests }) => [requests.length, endOf(events).limitReached] as const
         )
-      assert.deepStrictEqual(yield* run({ maxInputTokens: 300 }), [2, {
+      // 175 input tokens per response: 100, 50 read from the cache, 25 written to it.
+      assert.deepStrictEqual(yield* run({ maxInputTokens: 350 }), [2, {
         _tag: "MaxInputTokens",
-        limit: 300,
-        used: 300
+        limit: 350,
+        used: 350
       }])
       assert.deepStrictEqual(yield* run({ maxOutputTokens: 25 }), [3, { _tag: "MaxOutputTokens", limit: 25, used: 30 }])
       assert.deepStrictEqual(yield* run({ maxCost: 1 }), [4, { _tag: "MaxCost", limit: 1, used: 1 }])
@@ -185,6 +202,73 @@ describe("AL 5 limits", () => {
       assertNote(messages, reason)
     }))
 
+  it.effect("AL 5.1 counting never ends a run: no usage, no cost, a costOf that throws", () =>
+    Effect.gen(function*() {
+      // A provider that reports no cost, then one that reports no usage at all.
+      const noCost = { ...emptyUsage, cost: undefined } as unknown as Usage
+      const noUsage = undefined as unknown as Usage
+      for (const reported of [noCost, noUsage]) {
+        const { events, messages, requests } = yield* runLoop({
+          script: forever({ usage: reported }),
+          scriptOptions: repeat,
+          config: { limits: { maxCost: 1, maxInputTokens: 1, maxTurns: 3 } }
+        })
+        assert.strictEqual(requests.length, 3)
+        assert.deepStrictEqual(endOf(events).limitReached, { _tag: "MaxTurns", limit: 3, used: 3 })
+        assertRunInvariants(events, messages)
+      }
+      // A price list that throws: logged, the response costs nothing, every call still gets its result.
+      const { events, messages, requests } = yield* runLoop({
+        script: forever(),
+        scriptOptions: repeat,
+        config: {
+          limits: {
+            maxTurns: 2,
+            maxCost: 1,
+            costOf: () => {
+              throw new Error("no price for this model")
+            }
+          }
+        }
+      })
+      assert.strictEqual(requests.length, 2)
+      assert.deepStrictEqual(endOf(events).limitReached, { _tag: "MaxTurns", limit: 2, used: 2 })
+      assert.strictEqual(toolResults(messages).length, 2)
+      assertRunInvariants(events, messages)
+    }))
+
+  it.effect("AL 5.1 arguments JSON cannot write still count as repeats: a bigint, a cycle", () =>
+    Effect.gen(function*() {
+      const cyclic: Record<string, unknown> = { text: "x" }
+      cyclic.self = cyclic
+      for (const args of [{ n: 10n }, cyclic]) {
+        // A model of the caller's (a provider's JSON never holds these): each response one call of `flaky`.
+        const requests: Array<ModelRequest> = []
+        const model = {
+          info: { api: "custom", provider: "custom", model: "custom" },
+          stream: (request: ModelRequest) => {
+            requests.push(request)
+            const message: AssistantMessage = {
+              ...FINAL_SHAPE,
+              content: [{ type: "toolCall", id: `f${requests.length}`, name: "flaky", arguments: args }],
+              stopReason: "toolUse"
+            }
+            return Stream.succeed({ type: "done" as const, reason: "toolUse" as const, message })
+          },
+          requests: Effect.sync(() => requests)
+        }
+        const { events, messages } = yield* runLoop({
+          script: [],
+          model,
+          tools: [...standardTools, customTool("flaky", () => Effect.fail(new Error("boom")), Schema.Unknown)],
+          config: { limits: { maxRepeatedFailures: 3, maxTurns: 10 } }
+        })
+        assert.strictEqual(requests.length, 3)
+        assert.strictEqual(endOf(events).limitReached?._tag, "RepeatedFailure")
+        assertRunInvariants(events, messages)
+      }
+    }))
+
   it.effect("AL 5.2 a limit reached while a batch runs: the batch ends whole, then the run stops", () =>
     Effect.gen(function*() {
       // The clock passes the limit while the tools run: both calls still run to their results.
@@ -236,6 +320,27 @@ describe("AL 5 limits", () => {
       const free = yield* runLoop({ script: [callTools([call("c1", "add", { a: 1, b: 2 })]), say("3")] })
       assert.isFalse("limitReached" in endOf(free.events))
       assert.strictEqual(textOf(free.messages.at(-1)!), "3")
+    }))
+
+  it.effect("AL 5.6 limits that are wrong: no model call, an error naming the field, no limitReached", () =>
+    Effect.gen(function*() {
+      const cases: ReadonlyArray<readonly [RunLimits.RunLimits, string]> = [
+        [{ maxTurns: -1 }, "maxTurns must be a number of at least 0, not -1"],
+        [{ maxCost: Number.NaN }, "maxCost must be a number of at least 0, not NaN"],
+        [{ maxDuration: "5 minutez" as Duration.Input }, "maxDuration must be a duration of at least 0"],
+        [{ maxDuration: Number.NaN }, "maxDuration must be a duration of at least 0"],
+        [{ costOf: 3 as unknown as () => number }, "costOf must be a function, not 3"]
+      ]
+      for (const [limits, problem] of cases) {
+        const { events, messages, requests } = yield* runLoop({ script: [say("hi")], config: { limits } })
+        assert.strictEqual(requests.length, 0)
+        const last = messages.at(-1) as AssistantMessage
+        assert.strictEqual(last.stopReason, "error")
+        assert.include(last.errorMessage, `Invalid run limits: ${problem}`)
+        assert.isFalse("limitReached" in endOf(events))
+        assert.deepStrictEqual(messages.map((m) => m.role), ["user", "assistant"])
+        assertRunInvariants(events, messages)
+      }
     }))
 
   it.effect("AL 5.4 the agent keeps the reason in its state until its next run; the next run's model reads the note", () =>

@@ -7,7 +7,8 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
-import { type AssistantMessage, emptyUsage, text, toolCallsOf, type ToolResultMessage } from "../Message.ts"
+import * as Option from "effect/Option"
+import { type AssistantMessage, emptyUsage, text, toolCallsOf, type ToolResultMessage, type Usage } from "../Message.ts"
 import type { ModelInfo } from "../Model.ts"
 import { describe, type LimitReached, type RunLimits } from "../RunLimits.ts"
 import { clip } from "./clip.ts"
@@ -52,22 +53,125 @@ export const nothingUsed = (startedAt: number): Used => ({
   startedAt
 })
 
-/** Counts a model call and what its response used. */
-export const countResponse = (used: Used, limits: RunLimits, message: AssistantMessage): void => {
-  const usage = message.usage
-  used.turns++
-  used.toolCalls += toolCallsOf(message).length
-  used.inputTokens += usage.input + usage.cacheRead + usage.cacheWrite
-  used.outputTokens += usage.output
-  used.cost += limits.costOf === undefined ? usage.cost.total : limits.costOf(message)
+const COUNTS = [
+  "maxTurns",
+  "maxToolCalls",
+  "maxInputTokens",
+  "maxOutputTokens",
+  "maxCost",
+  "maxRepeatedFailures"
+] as const
+
+/**
+ * What is wrong with a run's limits, in one sentence, or `undefined` (AL 5.6): every count a number of at
+ * least 0 (not NaN), the wall time a duration of at least 0, `costOf` a function.
+ */
+export const limitsProblem = (limits: RunLimits): string | undefined => {
+  for (const name of COUNTS) {
+    const value: unknown = limits[name]
+    if (value !== undefined && !(typeof value === "number" && value >= 0)) {
+      return `${name} must be a number of at least 0, not ${shownValue(value)}`
+    }
+  }
+  const duration = limits.maxDuration
+  if (duration !== undefined && !(millisOf(duration) >= 0)) {
+    return `maxDuration must be a duration of at least 0 (milliseconds, or text such as "5 minutes"), not ${
+      shownValue(duration)
+    }`
+  }
+  const costOf: unknown = limits.costOf
+  if (costOf !== undefined && typeof costOf !== "function") {
+    return `costOf must be a function, not ${shownValue(costOf)}`
+  }
+  return undefined
 }
 
-/** JSON with the keys of every object sorted, so that `{a, b}` and `{b, a}` are the same arguments. */
-const canonical = (value: unknown): string =>
-  JSON.stringify(value, (_key, v: unknown) =>
-    typeof v === "object" && v !== null && !Array.isArray(v)
-      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      : v)
+/** A duration in milliseconds, NaN when it is not one (`Duration.fromInput` reads NaN as zero). */
+const millisOf = (input: Duration.Input): number => {
+  if (typeof input === "number") return input
+  const decoded = Duration.fromInput(input)
+  return Option.isSome(decoded) ? Duration.toMillis(decoded.value) : NaN
+}
+
+const shownValue = (value: unknown): string => {
+  if (typeof value === "string") return JSON.stringify(clip(value))
+  if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint") return String(value)
+  return value === null ? "null" : `a value of type ${typeof value}`
+}
+
+/**
+ * The turn's message of a run whose limits are wrong (AL 5.6): no model call, an error the run ends with, as
+ * with a model that failed (AL 3.2).
+ */
+export const invalidLimitsMessage = (info: ModelInfo, problem: string, timestamp: number): AssistantMessage => ({
+  role: "assistant",
+  content: [],
+  api: info.api,
+  provider: info.provider,
+  model: info.model,
+  usage: emptyUsage,
+  stopReason: "error",
+  errorMessage: `Invalid run limits: ${problem}`,
+  timestamp
+})
+
+/** A count a response reports: a finite number, or nothing (a provider that left it out counts as none). */
+const amount = (value: number | undefined): number => typeof value === "number" && Number.isFinite(value) ? value : 0
+
+/**
+ * Counts a model call and what its response used. A response without usage, or without a cost, counts as
+ * using none (AL 5.1). Returns what a caller's `costOf` threw, if it threw: the response then counts as
+ * costing nothing, and the caller logs it.
+ */
+export const countResponse = (used: Used, limits: RunLimits, message: AssistantMessage): unknown => {
+  const usage: Partial<Usage> = message.usage ?? {}
+  used.turns++
+  used.toolCalls += toolCallsOf(message).length
+  used.inputTokens += amount(usage.input) + amount(usage.cacheRead) + amount(usage.cacheWrite)
+  used.outputTokens += amount(usage.output)
+  if (limits.costOf === undefined) {
+    used.cost += amount(usage.cost?.total)
+    return undefined
+  }
+  try {
+    used.cost += amount(limits.costOf(message))
+    return undefined
+  } catch (error) {
+    return error
+  }
+}
+
+/**
+ * JSON with the keys of every object sorted, so that `{a, b}` and `{b, a}` are the same arguments. Never
+ * throws on what a model or a hook may put in arguments: a bigint is written with an `n`, a cycle as
+ * `"[cycle]"`; anything else JSON cannot write (a getter that throws) gives `undefined`, and the failure is
+ * then not counted as a repeat of any other.
+ */
+const canonical = (value: unknown): string | undefined => {
+  // The objects being written, outermost first, as JSON.stringify visits them (the sorted copies it recurses
+  // into), with the originals they stand for: a value met again inside itself is a cycle.
+  const open: Array<unknown> = []
+  const originals: Array<unknown> = []
+  try {
+    return JSON.stringify(value, function(this: unknown, _key, v: unknown) {
+      if (typeof v === "bigint") return `${v}n`
+      if (typeof v !== "object" || v === null) return v
+      while (open.length > 0 && open[open.length - 1] !== this) {
+        open.pop()
+        originals.pop()
+      }
+      if (originals.includes(v)) return "[cycle]"
+      const written = Array.isArray(v)
+        ? v
+        : Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      open.push(written)
+      originals.push(v)
+      return written
+    })
+  } catch {
+    return undefined
+  }
+}
 
 const textOf = (result: ToolResultMessage): string =>
   result.content.map((block) => (block.type === "text" ? block.text : "")).join("\n")
@@ -82,7 +186,9 @@ export const countFailures = (
   results.forEach((result, i) => {
     if (!result.isError) return
     const error = textOf(result)
-    const key = `${result.toolName}\u0000${canonical(calls[i]?.arguments)}\u0000${error}`
+    const args = canonical(calls[i]?.arguments)
+    if (args === undefined) return
+    const key = `${result.toolName}\u0000${args}\u0000${error}`
     let failure = used.failures.get(key)
     if (failure === undefined) {
       failure = { toolName: result.toolName, error: clip(error), count: 0 }
@@ -108,7 +214,7 @@ export const limitReached = (limits: RunLimits, used: Used, now: number): LimitR
   }
   if (over(limits.maxCost, used.cost)) return { _tag: "MaxCost", limit: limits.maxCost!, used: used.cost }
   if (limits.maxDuration !== undefined) {
-    const limit = Duration.toMillis(Duration.fromInputUnsafe(limits.maxDuration))
+    const limit = millisOf(limits.maxDuration)
     const elapsed = now - used.startedAt
     if (elapsed >= limit) return { _tag: "MaxDuration", limit, used: elapsed }
   }

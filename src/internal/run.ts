@@ -39,6 +39,8 @@ export interface Run<R> {
   readonly trace: Telemetry.RunTrace | undefined
   /** What the run has used, counted whether or not it has limits (AL 5). */
   readonly used: Used
+  /** What is wrong with the run's limits (AL 5.6): its first turn then makes no model call. */
+  readonly limitsProblem: string | undefined
   /** The limit that stopped the run (AL 5.2), once it has. */
   limitReached: LimitReached | undefined
 }
