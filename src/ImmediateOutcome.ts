@@ -26,7 +26,10 @@ export class ToolCallBlocked extends Schema.TaggedError<ToolCallBlocked>()("Tool
   terminate: Schema.Boolean
 }) {}
 
-/** `prepareArguments` or `beforeToolCall` failed or died, or the handler's `resources` died (TE 11). */
+/**
+ * `prepareArguments` or `beforeToolCall` failed or died, or the handler's `resources` died or gave something
+ * that is not a list of accesses (TE 11.4).
+ */
 export class PrepareFailed extends Schema.TaggedError<PrepareFailed>()("PrepareFailed", {
   ...call,
   stage: Schema.Literals(["prepareArguments", "beforeToolCall", "resources"])

@@ -77,15 +77,16 @@ export type Declared = ReadonlyArray<ResourceAccess> | undefined
 
 /**
  * A handler that declares what each call touches, so that a parallel batch runs it together with the calls it
- * cannot get in the way of, and after the earlier calls it can (TE 11).
+ * cannot get in the way of, and after the earlier calls it can (TE 11). Without a declaration it is the
+ * handler as given, so a registry that wraps handlers passes on whatever the wrapped one declared.
  */
 export const withResources = <Args, Details>(
   handler: (args: Args, context: ToolContext<Details>) => Effect.Effect<ToolResult<Details>, unknown>,
-  resources: Resources<Args>
+  resources: Resources<Args> | undefined
 ): Handler<Args, Details> =>
-  Object.assign((args: Args, context: ToolContext<Details>) => handler(args, context), {
-    resources
-  })
+  resources === undefined
+    ? handler
+    : Object.assign((args: Args, context: ToolContext<Details>) => handler(args, context), { resources })
 
 /** The parameter Schema of a tool: anything that decodes without services. */
 export type Parameters = Schema.Decoder<unknown>

@@ -52,7 +52,7 @@ import type { AssistantMessage, ToolResultMessage } from "./Message.ts"
 import { toolCallsOf } from "./Message.ts"
 import type { ExecutionMode } from "./Tool.ts"
 import type { ToolBatchResult, ToolExecutionOptions } from "./ToolBatch.ts"
-import { declaredResources, ToolRegistry } from "./ToolRegistry.ts"
+import { ToolRegistry } from "./ToolRegistry.ts"
 
 export {
   /** @internal A handler failure reported as exactly this error result (docs/durability.md DR 4.2). */
@@ -111,7 +111,7 @@ const prepare = Effect.fnUntracedEager(function*(batch: Batch, call: Call) {
     if (decision?.args !== undefined) args = decision.args
   }
   // TE 11: what the call touches, from the arguments it will run with; only a parallel batch schedules by it.
-  const declared = declaredResources(entry)
+  const declared = entry.handler.resources
   const resources = declared === undefined || batch.mode === "sequential"
     ? undefined
     : yield* Outcome.userStage(toolCall, "resources", () => resourcesOf(declared(args)))

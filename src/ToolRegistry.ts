@@ -7,7 +7,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
-import type { Handler, HandlerOf, Resources, Tool } from "./Tool.ts"
+import type { Handler, HandlerOf, Tool } from "./Tool.ts"
 
 /** The handler services a set of tools needs. */
 type HandlersFor<T extends Tool.Any> = T extends Tool<infer Name, any, any> ? HandlerOf<Name> : never
@@ -15,12 +15,8 @@ type HandlersFor<T extends Tool.Any> = T extends Tool<infer Name, any, any> ? Ha
 /** A tool together with the handler that runs it. */
 export interface RegisteredTool {
   readonly tool: Tool.Any
+  /** Runs a call; what a call touches (TE 11) is its `resources` (`Tool.withResources`). */
   readonly handler: Handler<any, any>
-  /**
-   * What a call touches (TE 11): the handler's own declaration when the registry was built from handlers. A
-   * registry that wraps handlers keeps this field, so the batch still schedules by it.
-   */
-  readonly resources?: Resources<any> | undefined
 }
 
 /** Two tools of a registry share a name. */
@@ -67,7 +63,7 @@ export class ToolRegistry extends Context.Service<ToolRegistry, ToolRegistryShap
       ToolRegistry,
       Effect.gen(function*() {
         const entries: Array<RegisteredTool> = []
-        for (const tool of tools) entries.push(entry(tool, yield* tool.Handler))
+        for (const tool of tools) entries.push({ tool, handler: yield* tool.Handler })
         return yield* build(entries)
       })
     ) as Layer.Layer<ToolRegistry, DuplicateToolName, HandlersFor<Tools[number]>>
@@ -85,16 +81,8 @@ export class ToolRegistry extends Context.Service<ToolRegistry, ToolRegistryShap
   })
 }
 
-/**
- * What a registered tool's calls touch (TE 11): the entry's own field, or else its handler's declaration
- * (`Tool.withResources`), so an entry written as a plain object schedules as one made by {@link entry}.
- */
-export const declaredResources = (registered: RegisteredTool): Resources<any> | undefined =>
-  registered.resources ?? registered.handler.resources
-
 /** Pairs a tool with a handler, for {@link ToolRegistry.fromEntries}. */
 export const entry = <Params extends Tool.Any>(
   tool: Params,
   handler: Handler<Params["parameters"]["Type"], any>
-): RegisteredTool =>
-  handler.resources === undefined ? { tool, handler } : { tool, handler, resources: handler.resources }
+): RegisteredTool => ({ tool, handler })

@@ -44,7 +44,7 @@ import { causeMessage } from "../internal/errorText.ts"
 import { LimitClock } from "../internal/limits.ts"
 import { type AgentMessage, type AssistantMessage, isMessage, type Message } from "../Message.ts"
 import { Model, type ModelShape } from "../Model.ts"
-import type { Handler, Tool, ToolContext, ToolResult } from "../Tool.ts"
+import { type Handler, type Tool, type ToolContext, type ToolResult, withResources } from "../Tool.ts"
 import { type BeforeToolCallContext, ToolErrorResult } from "../ToolExecution.ts"
 import { type RegisteredTool, ToolRegistry, type ToolRegistryShape } from "../ToolRegistry.ts"
 import { encodeStored, Stored } from "./internal/stored.ts"
@@ -443,10 +443,10 @@ const durableHandler =
 
 /** The registry the loop sees: each call an activity; timeouts applied inside the activity (DR 4.2). */
 const durableRegistry = (execution: Execution, registry: ToolRegistryShape): ToolRegistryShape => {
-  const tools = registry.tools.map((entry): RegisteredTool => ({
-    ...entry,
-    tool: entry.tool.timeout === undefined ? entry.tool : { ...entry.tool, timeout: undefined },
-    handler: durableHandler(execution, entry.tool, entry.handler)
+  const tools = registry.tools.map(({ handler, tool }): RegisteredTool => ({
+    tool: tool.timeout === undefined ? tool : { ...tool, timeout: undefined },
+    // TE 11: the batch schedules a durable call by what the tool declared.
+    handler: withResources(durableHandler(execution, tool, handler), handler.resources)
   }))
   const byName = new Map(tools.map((entry) => [entry.tool.name, entry]))
   return { tools, get: (name) => byName.get(name) }

@@ -50,8 +50,9 @@ export const blocked = (toolCall: ToolCall, reason: string | undefined, terminat
   new ToolCallBlocked({ ...ids(toolCall), message: reason || "Tool execution was blocked", terminate })
 
 /**
- * Runs a user stage of prepare (`prepareArguments`, `beforeToolCall`, a handler's `resources`): its failures and defects (a synchronous throw included) become
- * `PrepareFailed` with their message; an interruption passes, so that an abort stays an abort.
+ * Runs a user stage of prepare (`prepareArguments`, `beforeToolCall`, a handler's `resources`): its failures
+ * and defects (a synchronous throw included) become `PrepareFailed` with their message; an interruption
+ * passes, so that an abort stays an abort.
  */
 export const userStage = <A, R>(
   toolCall: ToolCall,

@@ -44,9 +44,9 @@ import { resourcesOf } from "../internal/schedule.ts"
 import type { Message } from "../Message.ts"
 import type { Model } from "../Model.ts"
 import type { RunLimits } from "../RunLimits.ts"
-import type { Handler, Tool } from "../Tool.ts"
+import { type Tool, withResources } from "../Tool.ts"
 import type { BeforeToolCallContext, BeforeToolCallResult } from "../ToolExecution.ts"
-import { declaredResources, type RegisteredTool, ToolRegistry, type ToolRegistryShape } from "../ToolRegistry.ts"
+import { type RegisteredTool, ToolRegistry, type ToolRegistryShape } from "../ToolRegistry.ts"
 import {
   CreateRun,
   type ErrorBody,
@@ -158,19 +158,16 @@ const workspaceRegistry = (options: ServeOptions, root: string) =>
         if (entry === undefined) return yield* Effect.die(new Error(`Tool ${tool.name} is missing in ${workspace}`))
         return entry
       })
-      const tools = base.tools.map((registered): RegisteredTool => {
-        const tool = registered.tool
-        const handler: Handler<any, any> = (args, context) =>
-          Effect.flatMap(entryOf(tool), (entry) => entry.handler(args, context))
-        if (declaredResources(registered) === undefined) return { tool, handler }
-        // TE 11: what a call touches, in its run's workspace.
-        return {
-          tool,
-          handler,
-          resources: (args) =>
-            Effect.flatMap(entryOf(tool), (entry) => resourcesOf(declaredResources(entry)?.(args) ?? []))
-        }
-      })
+      const tools = base.tools.map(({ handler: { resources }, tool }): RegisteredTool => ({
+        tool,
+        handler: withResources<unknown, unknown>(
+          (args, context) => Effect.flatMap(entryOf(tool), (entry) => entry.handler(args, context)),
+          // TE 11: what a call touches, in its run's workspace.
+          resources === undefined
+            ? undefined
+            : (args) => Effect.flatMap(entryOf(tool), (entry) => resourcesOf(entry.handler.resources?.(args)))
+        )
+      }))
       const byName = new Map(tools.map((entry) => [entry.tool.name, entry]))
       return { tools, get: (name: string) => byName.get(name) } satisfies ToolRegistryShape
     })
