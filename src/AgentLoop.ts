@@ -198,7 +198,7 @@ const runLoop = Effect.fnUntraced(function*<R>(run: Run<R>, systemPrompt: string
       const batch = calls.length > 0 ? yield* runToolBatch(run, message, systemPrompt) : undefined
       const toolResults = batch?.messages ?? []
       appendAll(run, toolResults)
-      if (batch !== undefined) countFailures(run.used, message, toolResults)
+      if (batch !== undefined && run.config.limits !== undefined) countFailures(run.used, message, toolResults)
       yield* run.emit({ type: "turn_end", message, toolResults })
       Telemetry.turnEnd(run.trace, message, toolResults)
 

@@ -42,6 +42,7 @@ export interface Used {
   startedAt: number
 }
 
+/** A run's counts at its start; `startedAt` is when its wall time counts from. */
 export const nothingUsed = (startedAt: number): Used => ({
   turns: 0,
   toolCalls: 0,
@@ -99,20 +100,25 @@ const shownValue = (value: unknown): string => {
   return value === null ? "null" : `a value of type ${typeof value}`
 }
 
+/** An assistant message the loop writes itself, in place of a model call (AL 5.3, AL 5.6). */
+const fromLoop = (info: ModelInfo, timestamp: number) => ({
+  role: "assistant" as const,
+  api: info.api,
+  provider: info.provider,
+  model: info.model,
+  usage: emptyUsage,
+  timestamp
+})
+
 /**
  * The turn's message of a run whose limits are wrong (AL 5.6): no model call, an error the run ends with, as
  * with a model that failed (AL 3.2).
  */
 export const invalidLimitsMessage = (info: ModelInfo, problem: string, timestamp: number): AssistantMessage => ({
-  role: "assistant",
+  ...fromLoop(info, timestamp),
   content: [],
-  api: info.api,
-  provider: info.provider,
-  model: info.model,
-  usage: emptyUsage,
   stopReason: "error",
-  errorMessage: `Invalid run limits: ${problem}`,
-  timestamp
+  errorMessage: `Invalid run limits: ${problem}`
 })
 
 /** A count a response reports: a finite number, or nothing (a provider that left it out counts as none). */
@@ -236,12 +242,7 @@ export const limitReached = (limits: RunLimits, used: Used, now: number): LimitR
  * it in a later run and the transcript ends as a finished run's does.
  */
 export const limitNote = (info: ModelInfo, reason: LimitReached, timestamp: number): AssistantMessage => ({
-  role: "assistant",
+  ...fromLoop(info, timestamp),
   content: [text(`[The run was stopped before the task was done: ${describe(reason)}.]`)],
-  api: info.api,
-  provider: info.provider,
-  model: info.model,
-  usage: emptyUsage,
-  stopReason: "stop",
-  timestamp
+  stopReason: "stop"
 })

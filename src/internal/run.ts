@@ -37,7 +37,7 @@ export interface Run<R> {
   readonly newMessages: Growing<AgentMessage>
   /** The run's spans and metrics; `undefined` when nothing is recorded (docs/telemetry.md OT 1.2). */
   readonly trace: Telemetry.RunTrace | undefined
-  /** What the run has used, counted whether or not it has limits (AL 5). */
+  /** What the run has used, counted only when it has limits (AL 5.1). */
   readonly used: Used
   /** What is wrong with the run's limits (AL 5.6): its first turn then makes no model call. */
   readonly limitsProblem: string | undefined
