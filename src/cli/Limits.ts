@@ -8,6 +8,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type { Catalogue } from "../providers/ModelCatalogue.ts"
 import * as RunLimits from "../RunLimits.ts"
+import { terminalSafe } from "./internal/terminalText.ts"
 import { UsageError } from "./startup.ts"
 import * as Usage from "./Usage.ts"
 
@@ -63,15 +64,15 @@ export const limitFlags = {
 /** The values of {@link limitFlags}. */
 export type LimitOptions = { readonly [K in keyof typeof limitFlags]: number }
 
-/** Each limit's flag, by the reason it stops a run with. */
-const FLAG_OF: Record<RunLimits.LimitReached["_tag"], string> = {
-  MaxTurns: "--max-turns",
-  MaxToolCalls: "--max-tool-calls",
-  MaxInputTokens: "--max-input-tokens",
-  MaxOutputTokens: "--max-output-tokens",
-  MaxCost: "--max-cost",
-  MaxDuration: "--max-minutes",
-  RepeatedFailure: "--max-repeats"
+/** The option that sets each limit, by the reason it stops a run with. */
+const OPTION_OF: Record<RunLimits.LimitReached["_tag"], keyof LimitOptions> = {
+  MaxTurns: "maxTurns",
+  MaxToolCalls: "maxToolCalls",
+  MaxInputTokens: "maxInputTokens",
+  MaxOutputTokens: "maxOutputTokens",
+  MaxCost: "maxCost",
+  MaxDuration: "maxMinutes",
+  RepeatedFailure: "maxRepeats"
 }
 
 const FLAG_OF_OPTION: Record<keyof LimitOptions, string> = {
@@ -121,6 +122,12 @@ export const limitsOf = (
   })
 }
 
-/** The one line that says a task was stopped, why, and which flag moves the limit. */
-export const stoppedLine = (reason: RunLimits.LimitReached): string =>
-  `stopped: ${RunLimits.describe(reason)} (${FLAG_OF[reason._tag]} changes it)`
+/**
+ * The one line that says a task was stopped, why, and which flag moves the limit. A repeated failure's error
+ * is a tool's text: it is kept on the line (line breaks as spaces) and shown with no control character a
+ * terminal would act on.
+ */
+export const stoppedLine = (reason: RunLimits.LimitReached): string => {
+  const why = RunLimits.describe(reason).replace(/\s+/g, " ").trim()
+  return terminalSafe(`stopped: ${why} (${FLAG_OF_OPTION[OPTION_OF[reason._tag]]} changes it)`)
+}

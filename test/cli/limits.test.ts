@@ -117,4 +117,15 @@ describe("CLI 13 limits", () => {
       "the tool bash failed 3 times with the same arguments and the same error (the limit is 3 times): exit 1"
     )
   })
+
+  it("CLI 13.2: a tool's error on the stop line is one line with no control character a terminal acts on", () => {
+    const error = "boom\n\u001b]52;c;ZXZpbA==\u0007\u001b[2Jdone\r\n"
+    const line = stoppedLine({ _tag: "RepeatedFailure", limit: 3, used: 3, toolName: "bash\u001b[31m", error })
+    assert.notMatch(line, /[\u0000-\u001f\u007f-\u009f]/)
+    assert.strictEqual(
+      line,
+      "stopped: the tool bash\u241b[31m failed 3 times with the same arguments and the same error (the limit is 3 " +
+        "times): boom \u241b]52;c;ZXZpbA==\u2407\u241b[2Jdone (--max-repeats changes it)"
+    )
+  })
 })
