@@ -6,6 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import type { ToolCall } from "../../src/Message.ts"
+import * as ResourceAccess from "../../src/ResourceAccess.ts"
 import * as ScriptedModel from "../../src/ScriptedModel.ts"
 import * as Tool from "../../src/Tool.ts"
 import type { RegisteredTool } from "../../src/ToolRegistry.ts"
@@ -99,6 +100,39 @@ describe("durable run parity", () => {
       }),
     { timeout: 60_000, arbitrary: { runs: 60 } }
   )
+
+  it.effect("what calls touch schedules a durable batch as it does the in-memory one (TE 11, DR 1.3)", () =>
+    Effect.gen(function*() {
+      // A plain-object entry: its handler carries the declaration (Tool.withResources).
+      const note: RegisteredTool = {
+        tool: Tool.make("note", {
+          description: "appends to a note",
+          parameters: Schema.Struct({ name: Schema.String })
+        }),
+        handler: Tool.withResources(
+          ({ name }: { readonly name: string }) =>
+            Effect.gen(function*() {
+              for (let i = 0; i < 5; i++) yield* Effect.yieldNow
+              return Tool.textResult(`noted in ${name}`)
+            }),
+          ({ name }) => [ResourceAccess.write(`notes/${name}`)]
+        )
+      }
+      const script = (): Array<ScriptedModel.Step> => [
+        ScriptedModel.callTools([
+          ScriptedModel.toolCall("n1", "note", { name: "todo" }),
+          ScriptedModel.toolCall("n2", "note", { name: "todo" })
+        ]),
+        ScriptedModel.say("done")
+      ]
+      const plain = yield* runLoop({ script: script(), tools: [note] })
+      const durable = yield* runDurable({ script: script(), tools: [note] })
+      const waiting = durable.events.filter((event) => event.type === "tool_execution_waiting")
+      assert.deepStrictEqual(waiting, [
+        { type: "tool_execution_waiting", toolCallId: "n2", toolName: "note", waitingFor: ["n1"] }
+      ])
+      assert.deepStrictEqual(withoutTimestamps(durable.events), withoutTimestamps(plain.events))
+    }))
 
   it.live(
     "timeouts (the tool's own, the run's, one abandoned) give the in-memory loop's events and results (DR 4.2)",

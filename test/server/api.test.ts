@@ -247,6 +247,17 @@ describe("serve: HTTP API", () => {
     assert.deepStrictEqual(await readEvents(runId), all)
   })
 
+  it("TE 11 through serve: calls that write one note run in turn, and the later one says it waits", async () => {
+    const runId = await create({ prompt: "notes n 2 20", approve: "all" })
+    const events = (await readEvents(runId)).filter((e) => e.id !== undefined).map((e) => e.data)
+    assert.deepStrictEqual(events.filter((e) => e.type === "tool_execution_waiting"), [
+      { type: "tool_execution_waiting", toolCallId: "c2", toolName: "append", waitingFor: ["c1"] }
+    ])
+    const ends = events.filter((e) => e.type === "tool_execution_end").map((e) => e.toolCallId)
+    assert.deepStrictEqual(ends, ["c1", "c2"])
+    assert.strictEqual((await waitEnded(runId)).status, "completed")
+  })
+
   it("SV 2.2: a client leaving mid-stream does not disturb the run; a reconnect gets the rest", async () => {
     const runId = await create({ prompt: "batch d 2 300", approve: "all" })
     const seen = await readEvents(runId, {}, (e) => e.event === "tool_execution_start")

@@ -3,12 +3,14 @@
  * `append` tool that appends a line to `out.txt` in the run's workspace (a side effect the tests count).
  *
  * Prompts: `batch <tag> <calls> <millis>`: one parallel batch of `calls` append calls (lines `<tag>:c<i>`),
- * each sleeping `millis` after its append, then a final answer `done <tag>: <last user text>`.
+ * each sleeping `millis` after its append, then a final answer `done <tag>: <last user text>`. `notes` instead
+ * of `batch`: the same calls, each declaring that it writes the note `<tag>` (TE 11), so they run in turn.
  */
 import { Effect, Layer, Schema, Stream } from "effect"
 import { appendFileSync } from "node:fs"
 import { join } from "node:path"
 import { Model, type ModelRequest, type ModelShape } from "../../src/Model.ts"
+import * as ResourceAccess from "../../src/ResourceAccess.ts"
 import * as ScriptedModel from "../../src/ScriptedModel.ts"
 import * as Tool from "../../src/Tool.ts"
 import { ToolRegistry } from "../../src/ToolRegistry.ts"
@@ -28,10 +30,14 @@ export const model: ModelShape = {
       const users = request.messages.filter((m) => m.role === "user")
       const [kind, tag = "t", calls = "1", millis = "0"] = textOf(users[0]?.content).split(" ")
       const turn = request.messages.filter((m) => m.role === "assistant").length
-      const step: ScriptedModel.Step = kind === "batch" && turn === 0
+      const step: ScriptedModel.Step = (kind === "batch" || kind === "notes") && turn === 0
         ? ScriptedModel.callTools(
           Array.from({ length: Number(calls) }, (_, i) =>
-            ScriptedModel.toolCall(`c${i + 1}`, "append", { line: `${tag}:c${i + 1}`, sleepMillis: Number(millis) }))
+            ScriptedModel.toolCall(`c${i + 1}`, "append", {
+              line: `${tag}:c${i + 1}`,
+              sleepMillis: Number(millis),
+              ...(kind === "notes" ? { note: tag } : {})
+            }))
         )
         : ScriptedModel.say(`done ${tag}: ${textOf(users[users.length - 1]?.content)}`)
       const scripted = yield* ScriptedModel.make([step], { chunkSize: 64 })
@@ -42,16 +48,23 @@ export const model: ModelShape = {
 /** The model as a layer. */
 export const modelLayer: Layer.Layer<Model> = Layer.succeed(Model, model)
 
-const AppendParams = Schema.Struct({ line: Schema.String, sleepMillis: Schema.Number })
+const AppendParams = Schema.Struct({
+  line: Schema.String,
+  sleepMillis: Schema.Number,
+  note: Schema.optionalKey(Schema.String)
+})
 const append = Tool.make("append", { description: "Appends a line to out.txt, then sleeps", parameters: AppendParams })
 
-/** The tools of a run in `workspace`: `append` only. */
+/** The tools of a run in `workspace`: `append` only; a call given a `note` declares that it writes it. */
 export const tools = (workspace: string): Layer.Layer<ToolRegistry, unknown> =>
   ToolRegistry.fromEntries([{
     tool: append,
-    handler: ({ line, sleepMillis }: typeof AppendParams.Type) =>
-      Effect.sync(() => appendFileSync(join(workspace, "out.txt"), line + "\n")).pipe(
-        Effect.andThen(Effect.sleep(sleepMillis)),
-        Effect.as(Tool.textResult(`appended ${line}`))
-      )
+    handler: Tool.withResources(
+      ({ line, sleepMillis }: typeof AppendParams.Type) =>
+        Effect.sync(() => appendFileSync(join(workspace, "out.txt"), line + "\n")).pipe(
+          Effect.andThen(Effect.sleep(sleepMillis)),
+          Effect.as(Tool.textResult(`appended ${line}`))
+        ),
+      ({ note }) => (note === undefined ? undefined : [ResourceAccess.write(join(workspace, note))])
+    )
   }])
